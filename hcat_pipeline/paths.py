@@ -1,0 +1,16 @@
+"""Where the project keeps its data. Everything is relative to the project root unless overridden."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(os.environ.get("HCAT_PROJECT_ROOT", Path(__file__).resolve().parents[1]))
+DATA_DIR = Path(os.environ.get("HCAT_DATA_DIR", PROJECT_ROOT / "data"))
+WAREHOUSE_DIR = Path(os.environ.get("HCAT_WAREHOUSE_DIR", DATA_DIR / "warehouse"))
+CORPUS_DIR = DATA_DIR / "corpus"
+GOLDEN_SETS_DIR = Path(os.environ.get("HCAT_GOLDEN_SETS_DIR", DATA_DIR / "golden_sets"))
+# caches outside the repo survive fresh clones on the same machine and are rebuilt when missing
+CACHE_DIR = Path(os.environ.get("HCAT_CACHE_DIR", Path.home() / ".cache" / "hcat_pipeline"))
+EMBEDDING_CACHE_DIR = Path(os.environ.get("HCAT_EMBEDDING_CACHE_DIR", CACHE_DIR / "embeddings"))
+MODELS_DIR = CACHE_DIR / "models"

@@ -1,0 +1,203 @@
+"""LLM: one interface over local llama.cpp (default), OpenAI and Anthropic.
+
+``generate(prompt_or_messages, json_schema=None, temperature=0.0, seed=0)`` returns an
+``LLMResult`` with the text, the parsed + schema-validated JSON (when a schema is given), latency,
+input/output tokens and cost (from a configurable price table). Invalid JSON or schema violations
+are retried a bounded number of times with the validation error fed back; transient provider
+errors (rate limit, 5xx, timeout) are retried with exponential backoff. After the retries an
+``LLMCallFailed`` is raised; assets catch it per row, count it and report it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+import dagster as dg
+import jsonschema
+from pydantic import Field, PrivateAttr
+
+from hcat_pipeline.resources.llm_providers import (
+    AnthropicBackend,
+    LocalLlamaBackend,
+    OpenAIBackend,
+    ProviderError,
+)
+
+# USD per 1M tokens (input, output); local models cost nothing. Override in config.
+DEFAULT_PRICES: dict[str, list[float]] = {
+    "local": [0.0, 0.0],
+    "gpt-4o-mini": [0.15, 0.60],
+    "gpt-4o": [2.50, 10.00],
+    "gpt-4.1-mini": [0.40, 1.60],
+    "claude-3-5-haiku-latest": [0.80, 4.00],
+    "claude-sonnet-4-5": [3.00, 15.00],
+}
+
+
+@dataclass
+class LLMResult:
+    text: str
+    data: dict | list | None
+    provider: str
+    model: str
+    latency_s: float
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    attempts: int
+
+    def as_record(self) -> dict:
+        d = asdict(self)
+        d.pop("data")
+        return d
+
+
+class LLMCallFailed(RuntimeError):
+    """The call did not give a valid reply after the bounded retries."""
+
+    def __init__(self, kind: str, message: str, attempts: int, last_text: str = ""):
+        super().__init__(f"{kind} after {attempts} attempt(s): {message}")
+        self.kind, self.attempts, self.last_text = kind, attempts, last_text
+
+
+def extract_json(text: str):
+    """Parse the JSON object in a reply, tolerating code fences and prose around it."""
+    s = text.strip()
+    fence = re.search(r"```(?:json)?\s*(.*?)```", s, re.S)
+    if fence:
+        s = fence.group(1).strip()
+    try:
+        return json.loads(s)
+    except json.JSONDecodeError:
+        pass
+    start = min((i for i in (s.find("{"), s.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise ValueError("no JSON object in the reply")
+    obj, _ = json.JSONDecoder().raw_decode(s[start:])
+    return obj
+
+
+class LLM(dg.ConfigurableResource):
+    """A chat LLM. provider: ``local`` (llama.cpp GGUF) | ``openai`` | ``anthropic``."""
+
+    provider: str = "local"
+    model: str = ""  # empty: provider default (local: the packaged Qwen2.5-0.5B-Instruct)
+    model_path: str = ""  # local: any GGUF; empty = packaged
+    n_ctx: int = 4096
+    n_threads: int = 2
+    base_url: str = ""  # openai / anthropic: empty = the official endpoint; env HCAT_LLM_BASE_URL
+    api_key_env: str = ""  # empty: OPENAI_API_KEY / ANTHROPIC_API_KEY
+    openai_json_mode: str = "json_schema"  # or "json_object" (llama.cpp server style)
+    timeout_s: float = 120.0
+    max_tokens: int = 512
+    json_retries: int = 2
+    transient_retries: int = 4
+    backoff_s: float = 1.0
+    max_concurrency: int = 1
+    prices: dict[str, list[float]] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    _backend: object = PrivateAttr(default=None)
+    _limiter: threading.Semaphore | None = PrivateAttr(default=None)
+
+    @property
+    def model_name(self) -> str:
+        if self.model:
+            return self.model
+        return {"local": "qwen2.5-0.5b-instruct-q4_k_m", "openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}[
+            self.provider
+        ]
+
+    def _get_backend(self):
+        if self._backend is None:
+            import os
+
+            base_url = self.base_url or os.environ.get("HCAT_LLM_BASE_URL", "")
+            if self.provider == "local":
+                from hcat_pipeline.models import qwen_gguf_path
+
+                path = self.model_path or str(qwen_gguf_path())
+                self._backend = LocalLlamaBackend(path, self.n_ctx, self.n_threads, self.model_name)
+            elif self.provider == "openai":
+                self._backend = OpenAIBackend(
+                    self.model_name, self.api_key_env or "OPENAI_API_KEY", base_url, self.timeout_s, self.openai_json_mode
+                )
+            elif self.provider == "anthropic":
+                self._backend = AnthropicBackend(self.model_name, self.api_key_env or "ANTHROPIC_API_KEY", base_url, self.timeout_s)
+            else:
+                raise ValueError(f"unknown LLM provider {self.provider!r} (local | openai | anthropic)")
+            self._limiter = threading.Semaphore(max(1, self.max_concurrency))
+        return self._backend
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        key = "local" if self.provider == "local" else self.model_name
+        price = self.prices.get(key) or self.prices.get(self.model_name) or [0.0, 0.0]
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+
+    def generate(
+        self,
+        prompt: str | list[dict],
+        json_schema: dict | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_tokens: int | None = None,
+        system: str | None = None,
+    ) -> LLMResult:
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        try:
+            backend = self._get_backend()
+        except ProviderError as e:
+            raise LLMCallFailed("provider", str(e), 0) from e
+        t0 = time.perf_counter()
+        tin = tout = 0
+        attempts = 0
+        transient_left = self.transient_retries
+        json_left = self.json_retries
+        last_text, last_err = "", ""
+        while True:
+            attempts += 1
+            try:
+                with self._limiter:
+                    raw = backend.complete(messages, json_schema, temperature, seed, max_tokens or self.max_tokens)
+            except ProviderError as e:
+                last_err = str(e)
+                if e.retryable and transient_left > 0:
+                    time.sleep(self.backoff_s * 2 ** (self.transient_retries - transient_left))
+                    transient_left -= 1
+                    continue
+                raise LLMCallFailed("provider", last_err, attempts) from e
+            tin += raw.input_tokens
+            tout += raw.output_tokens
+            last_text = raw.text
+            data = None
+            if json_schema is not None:
+                try:
+                    data = extract_json(raw.text)
+                    jsonschema.validate(data, json_schema)
+                except (ValueError, jsonschema.ValidationError) as e:
+                    last_err = e.message if isinstance(e, jsonschema.ValidationError) else str(e)
+                    if json_left > 0:
+                        json_left -= 1
+                        messages = messages + [
+                            {"role": "assistant", "content": raw.text},
+                            {"role": "user", "content": f"That reply is invalid ({last_err}). Reply again with JSON only, matching the schema."},
+                        ]
+                        continue
+                    kind = "schema" if isinstance(e, jsonschema.ValidationError) else "invalid_json"
+                    raise LLMCallFailed(kind, last_err, attempts, last_text) from None
+            return LLMResult(
+                text=raw.text,
+                data=data,
+                provider=self.provider,
+                model=raw.model,
+                latency_s=time.perf_counter() - t0,
+                input_tokens=tin,
+                output_tokens=tout,
+                cost_usd=self.cost(tin, tout),
+                attempts=attempts,
+            )

@@ -1,0 +1,147 @@
+"""LLM provider backends behind the ``LLM`` resource: local llama.cpp, OpenAI, Anthropic.
+
+Each backend turns chat messages into (text, input_tokens, output_tokens). Structured output is
+requested natively where the backend supports it (llama.cpp grammar from the JSON schema, OpenAI
+``response_format``); the resource validates the result against the schema either way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import threading
+from dataclasses import dataclass
+
+
+@dataclass
+class RawReply:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    model: str
+
+
+class ProviderError(RuntimeError):
+    """A provider call failed; ``retryable`` says whether a retry may help (rate limit, 5xx, timeout)."""
+
+    def __init__(self, message: str, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+_LLAMA_CACHE: dict[tuple, object] = {}
+_LLAMA_LOCK = threading.Lock()
+
+
+class LocalLlamaBackend:
+    """llama-cpp-python on a GGUF file (default: the packaged Qwen2.5-0.5B-Instruct)."""
+
+    def __init__(self, model_path: str, n_ctx: int, n_threads: int, model_name: str):
+        self.model_path, self.n_ctx, self.n_threads, self.model_name = model_path, n_ctx, n_threads, model_name
+        # one llama.cpp context is not re-entrant: calls on the same model are serialised
+        self.lock = threading.Lock()
+
+    def _llama(self):
+        key = (self.model_path, self.n_ctx, self.n_threads)
+        with _LLAMA_LOCK:
+            if key not in _LLAMA_CACHE:
+                from llama_cpp import Llama
+
+                _LLAMA_CACHE[key] = Llama(
+                    model_path=self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads, seed=0, verbose=False
+                )
+            return _LLAMA_CACHE[key]
+
+    def complete(self, messages, json_schema, temperature, seed, max_tokens) -> RawReply:
+        llm = self._llama()
+        kwargs = dict(messages=messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        if json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        with self.lock:
+            try:
+                llm.set_seed(seed)
+                out = llm.create_chat_completion(**kwargs)
+            except ValueError as e:  # e.g. prompt longer than the context window: retrying won't help
+                raise ProviderError(f"llama.cpp rejected the request: {e}", retryable=False) from e
+        usage = out.get("usage") or {}
+        return RawReply(
+            text=out["choices"][0]["message"].get("content") or "",
+            input_tokens=int(usage.get("prompt_tokens", 0)),
+            output_tokens=int(usage.get("completion_tokens", 0)),
+            model=self.model_name,
+        )
+
+
+class OpenAIBackend:
+    """Official OpenAI SDK; any OpenAI-compatible server via ``base_url`` (llama.cpp's server included)."""
+
+    def __init__(self, model: str, api_key_env: str, base_url: str | None, timeout: float, json_mode: str):
+        import openai
+
+        key = os.environ.get(api_key_env) or ("sk-local" if base_url else None)
+        if not key:
+            raise ProviderError(f"OpenAI provider needs an API key in ${api_key_env}", retryable=False)
+        self.openai = openai
+        self.client = openai.OpenAI(api_key=key, base_url=base_url or None, timeout=timeout, max_retries=0)
+        self.model, self.json_mode = model, json_mode
+
+    def complete(self, messages, json_schema, temperature, seed, max_tokens) -> RawReply:
+        kwargs = dict(model=self.model, messages=messages, temperature=temperature, seed=seed, max_tokens=max_tokens)
+        if json_schema is not None:
+            if self.json_mode == "json_schema":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "output", "schema": json_schema},
+                }
+            else:
+                kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        try:
+            out = self.client.chat.completions.create(**kwargs)
+        except (self.openai.RateLimitError, self.openai.APITimeoutError, self.openai.APIConnectionError) as e:
+            raise ProviderError(f"openai: {type(e).__name__}: {e}") from e
+        except self.openai.APIStatusError as e:
+            raise ProviderError(f"openai: HTTP {e.status_code}: {e.message}", retryable=e.status_code >= 500) from e
+        usage = out.usage
+        return RawReply(
+            text=out.choices[0].message.content or "",
+            input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            model=out.model or self.model,
+        )
+
+
+class AnthropicBackend:
+    """Official Anthropic SDK; JSON output is asked for in the system prompt and validated."""
+
+    def __init__(self, model: str, api_key_env: str, base_url: str | None, timeout: float):
+        import anthropic
+
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise ProviderError(f"Anthropic provider needs an API key in ${api_key_env}", retryable=False)
+        self.anthropic = anthropic
+        self.client = anthropic.Anthropic(api_key=key, base_url=base_url or None, timeout=timeout, max_retries=0)
+        self.model = model
+
+    def complete(self, messages, json_schema, temperature, seed, max_tokens) -> RawReply:
+        system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        chat = [m for m in messages if m["role"] != "system"]
+        if json_schema is not None:
+            system += "\nReply with one JSON object only, matching this JSON schema:\n" + json.dumps(json_schema)
+        kwargs = dict(model=self.model, messages=chat, max_tokens=max_tokens)
+        if system.strip():
+            kwargs["system"] = system.strip()
+        # newer SDKs dropped the temperature keyword; the API still takes it in the body
+        if "temperature" in inspect.signature(self.client.messages.create).parameters:
+            kwargs["temperature"] = temperature
+        else:
+            kwargs["extra_body"] = {"temperature": temperature}
+        try:
+            out = self.client.messages.create(**kwargs)
+        except (self.anthropic.RateLimitError, self.anthropic.APITimeoutError, self.anthropic.APIConnectionError) as e:
+            raise ProviderError(f"anthropic: {type(e).__name__}: {e}") from e
+        except self.anthropic.APIStatusError as e:
+            raise ProviderError(f"anthropic: HTTP {e.status_code}: {e.message}", retryable=e.status_code >= 500) from e
+        text = "".join(getattr(b, "text", "") for b in out.content)
+        return RawReply(text=text, input_tokens=out.usage.input_tokens, output_tokens=out.usage.output_tokens, model=out.model)

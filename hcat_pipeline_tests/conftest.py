@@ -1,0 +1,30 @@
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def embedding_model(tmp_path_factory):
+    """The real packaged MiniLM, with a cache private to the test session."""
+    from hcat_pipeline.resources.embedding import EmbeddingModel
+
+    return EmbeddingModel(cache_dir=str(tmp_path_factory.mktemp("emb_cache")))
+
+
+@pytest.fixture(scope="session")
+def local_llm():
+    """The real packaged Qwen2.5-0.5B-Instruct through llama.cpp."""
+    from hcat_pipeline.resources.llm import LLM
+
+    return LLM(provider="local")
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> Path:
+    d = tmp_path / "warehouse"
+    d.mkdir()
+    return d
