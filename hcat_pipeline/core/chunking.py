@@ -143,3 +143,8 @@ def chunk_corpus(
                 }
             )
     return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)
+
+
+def split_sentences(text: str, language: str = "en") -> list[str]:
+    """The project's one sentence splitter (pysbd, paragraph-aware), shared by chunking and metrics."""
+    return [text[s:e] for s, e in sentence_spans(text, language)]
