@@ -1,0 +1,389 @@
+"""Systems under test (exam-generation paper §3.1/§4.2) and the harness that runs them
+(golden-eval §4: configuration, execution, result capture, state).
+
+* ``SystemConfig`` — a named RAG pipeline: retriever × LLM × in-context examples (ICL@0/1/2) ×
+  prompt template; ``config_hash`` covers everything that changes an answer (incl. the prompt
+  file's hash and the LLM id).
+* ``select_icl_examples`` — seeded, drawn from *other* answerable cases of the same golden set
+  (never the case itself nor its variants).
+* ``render_prompt`` — fills a versioned template from ``hcat_pipeline/prompts/``.
+* ``CheckpointStore`` — append-only JSONL, one line per completed response keyed by
+  (case_id, system_id, config_hash), flushed + fsynced as each one completes: a crash or Ctrl-C
+  loses at most the calls in flight, and a re-run never repeats a finished case × system.
+* ``run_responses`` — the execution engine over (system, case) pairs with a concurrency limit.
+
+No dagster here: the generator is any object with ``.generate(prompt, max_tokens=, temperature=,
+seed=)`` returning an object with ``text latency_s input_tokens output_tokens cost_usd``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from hcat_pipeline.core.retrieval import Passage, Retriever, inject_distractor
+from hcat_pipeline.schemas import RAG_RESPONSES
+
+PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
+
+
+# ---------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """A named system under test: retriever × LLM × ICL × prompt (+ generation parameters)."""
+
+    system_id: str
+    retriever: str = "bm25"  # closed_book | oracle | bm25 | dense | hybrid
+    top_k: int = 3
+    icl_examples: int = 0  # ICL@0 / ICL@1 / ICL@2
+    prompt: str = "rag_v1"  # template name under hcat_pipeline/prompts/ (without .txt)
+    max_tokens: int = 128
+    temperature: float = 0.0
+    seed: int = 0
+    inject_distractors: bool = True  # put a case's distractor_passage into its context
+    extra: dict = field(default_factory=dict)  # anything else that identifies the system
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def config_hash(parts: dict) -> str:
+    """Stable 16-hex hash of a configuration (canonical JSON)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def system_config_hash(cfg: SystemConfig, llm_id: str, prompt_sha: str) -> str:
+    return config_hash({**cfg.as_dict(), "llm": llm_id, "prompt_sha": prompt_sha})
+
+
+def load_prompt(name: str, prompts_dir: Path = PROMPTS_DIR) -> tuple[str, str]:
+    """(template text, sha256[:12] of the file) for ``prompts/<name>.txt``."""
+    path = prompts_dir / f"{name}.txt"
+    if not path.exists():
+        avail = sorted(p.stem for p in prompts_dir.glob("rag_*.txt"))
+        raise FileNotFoundError(f"prompt template {name!r} not found in {prompts_dir} (available: {avail})")
+    text = path.read_text(encoding="utf-8")
+    return text, hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# ---------------------------------------------------------------- in-context examples + prompt
+
+
+def select_icl_examples(case: dict, pool: Sequence[dict], n: int, seed: int = 0) -> list[dict]:
+    """``n`` answerable cases from ``pool`` other than ``case`` (and not its variants / pair), seeded.
+
+    Candidates need a reference answer and expected_behavior "answer"; selection depends only on
+    (seed, case_id, pool), so re-runs and resumed runs see the same examples.
+    """
+    if n <= 0:
+        return []
+    me = case["case_id"]
+    family = {me, case.get("base_case_id")} - {None}
+    pair = case.get("pair_id")
+    cands = [
+        c for c in pool
+        if c["case_id"] not in family
+        and c.get("base_case_id") not in family
+        and (pair is None or c.get("pair_id") != pair)
+        and c.get("reference_answer")
+        and (c.get("expected_behavior") or "answer") == "answer"
+    ]
+    cands.sort(key=lambda c: c["case_id"])
+    rng = random.Random(f"{seed}:{me}:icl")
+    return rng.sample(cands, min(n, len(cands)))
+
+
+_SLOT = re.compile(r"\{\{(\w+)\}\}")
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    return _SLOT.sub(lambda m: values.get(m.group(1), ""), template)
+
+
+def _options_block(options: Sequence[str] | None) -> str:
+    if not options:
+        return ""
+    letters = "ABCDEFGHIJ"
+    return "Options:\n" + "\n".join(f"{letters[i]}. {o}" for i, o in enumerate(options)) + "\n"
+
+
+def render_prompt(template: str, query: str, options: Sequence[str] | None, passages: Sequence[Passage],
+                  examples: Sequence[dict] = ()) -> str:
+    ex = ""
+    if examples:
+        blocks = []
+        for i, e in enumerate(examples, start=1):
+            blocks.append(f"Example {i}:\nQuestion: {e['query']}\n{_options_block(e.get('options'))}Answer: {e['reference_answer']}")
+        ex = "\n" + "\n\n".join(blocks) + "\n"
+    context = "\n\n".join(f"[{p.rank}] {p.text.strip()}" for p in passages) if passages else "(no passages retrieved)"
+    return _fill(template, {"examples": ex, "context": context, "question": query.strip(), "options": _options_block(options)})
+
+
+# ---------------------------------------------------------------- records + checkpoint store
+
+RESPONSE_FIELDS = list(RAG_RESPONSES)
+
+
+def empty_responses() -> pl.DataFrame:
+    return pl.DataFrame(schema=RAG_RESPONSES)
+
+
+def responses_frame(records: Iterable[dict]) -> pl.DataFrame:
+    rows = [{k: r.get(k) for k in RESPONSE_FIELDS} for r in records]
+    if not rows:
+        return empty_responses()
+    return pl.DataFrame(rows, schema=RAG_RESPONSES)
+
+
+class CheckpointStore:
+    """Append-only JSONL of finished responses under ``directory`` (one file per golden-set version).
+
+    The latest record of a key wins. A torn last line (crash mid-write) is ignored and counted in
+    ``torn_lines``. Thread-safe appends.
+    """
+
+    def __init__(self, directory: str | Path):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / "responses.jsonl"
+        self._lock = threading.Lock()
+        self.torn_lines = 0
+        self._records: dict[tuple[str, str, str], dict] = {}
+        if self.path.exists():
+            with self.path.open("r", encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    try:
+                        r = json.loads(line)
+                    except json.JSONDecodeError:
+                        self.torn_lines += 1
+                        continue
+                    self._records[(r["case_id"], r["system_id"], r["config_hash"])] = r
+            # a torn last line (crash mid-write) must not swallow the next appended record
+            with self.path.open("rb+") as f:
+                f.seek(0, os.SEEK_END)
+                if f.tell() > 0:
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":
+                        f.write(b"\n")
+
+    @staticmethod
+    def key(case_id: str, system_id: str, cfg_hash: str) -> tuple[str, str, str]:
+        return (case_id, system_id, cfg_hash)
+
+    def get(self, case_id: str, system_id: str, cfg_hash: str) -> dict | None:
+        return self._records.get((case_id, system_id, cfg_hash))
+
+    def put(self, record: dict) -> None:
+        line = json.dumps({k: record.get(k) for k in RESPONSE_FIELDS}, ensure_ascii=False) + "\n"
+        with self._lock:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+            self._records[self.key(record["case_id"], record["system_id"], record["config_hash"])] = record
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+# ---------------------------------------------------------------- systems + execution
+
+
+def error_text(exc: BaseException) -> str:
+    kind = getattr(exc, "kind", None) or type(exc).__name__
+    return f"{kind}: {exc}"
+
+
+class RagPipeline:
+    """A RAG system under test: retrieve (+ seeded distractor), render the prompt (+ ICL), generate."""
+
+    def __init__(self, cfg: SystemConfig, retriever: Retriever, llm, llm_id: str, icl_pool: Sequence[dict] = (),
+                 prompts_dir: Path = PROMPTS_DIR):
+        self.cfg, self.retriever, self.llm = cfg, retriever, llm
+        self.template, self.prompt_sha = load_prompt(cfg.prompt, prompts_dir)
+        self.config_hash = system_config_hash(cfg, llm_id, self.prompt_sha)
+        self.icl_pool = list(icl_pool)
+        self._prefetched: dict[str, list[Passage]] = {}
+
+    @property
+    def system_id(self) -> str:
+        return self.cfg.system_id
+
+    def prefetch(self, cases: Sequence[dict]) -> None:
+        """Retrieve for many cases at once (one batched query embedding for dense / hybrid)."""
+        if not cases:
+            return
+        got = self.retriever.retrieve_batch([c["query"] for c in cases], self.cfg.top_k,
+                                            [c.get("source_chunk_ids") or [] for c in cases])
+        self._prefetched.update({c["case_id"]: p for c, p in zip(cases, got)})
+
+    def passages(self, case: dict) -> list[Passage]:
+        ps = self._prefetched.pop(case["case_id"], None)
+        if ps is None:
+            ps = self.retriever.retrieve(case["query"], self.cfg.top_k, case.get("source_chunk_ids") or [])
+        if self.cfg.inject_distractors and self.cfg.retriever != "closed_book":
+            ps = inject_distractor(ps, case.get("distractor_passage"), self.cfg.seed, case["case_id"])
+        return ps
+
+    def respond(self, case: dict) -> dict:
+        ps = self.passages(case)
+        examples = select_icl_examples(case, self.icl_pool, self.cfg.icl_examples, self.cfg.seed)
+        prompt = render_prompt(self.template, case["query"], case.get("options"), ps, examples)
+        rec = {
+            "case_id": case["case_id"], "system_id": self.system_id, "config_hash": self.config_hash,
+            "query": case["query"], "contexts": [p.text for p in ps], "context_chunk_ids": [p.chunk_id for p in ps],
+            "context_ranks": [p.rank for p in ps], "answer": None, "latency_s": None, "input_tokens": None,
+            "output_tokens": None, "cost_usd": None, "error": None,
+        }
+        t0 = time.perf_counter()
+        try:
+            r = self.llm.generate(prompt, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature, seed=self.cfg.seed)
+        except Exception as e:  # LLMCallFailed after the resource's retries, or anything else: a value
+            rec.update(error=error_text(e), latency_s=time.perf_counter() - t0)
+            return rec
+        rec.update(answer=r.text.strip(), latency_s=float(r.latency_s), input_tokens=int(r.input_tokens),
+                   output_tokens=int(r.output_tokens), cost_usd=float(r.cost_usd))
+        return rec
+
+
+@dataclass
+class RunStats:
+    reused: int = 0
+    called: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    per_system: dict = field(default_factory=dict)  # system_id -> {"called", "reused", "failed", "call_seconds"}
+
+    def _sys(self, sid: str) -> dict:
+        return self.per_system.setdefault(sid, {"called": 0, "reused": 0, "failed": 0, "call_seconds": 0.0})
+
+
+def run_responses(
+    systems: Sequence,
+    cases: Sequence[dict],
+    store: CheckpointStore,
+    concurrency: int = 1,
+    retry_failed: bool = True,
+    on_record: Callable[[dict], None] | None = None,
+) -> tuple[list[dict], RunStats]:
+    """Every system × every case, resuming from ``store``; returns (records in system/case order, stats).
+
+    ``systems`` are objects with ``system_id``, ``config_hash`` and ``respond(case) -> record``
+    (optionally ``prefetch(cases)``). Finished responses in the store are reused without a call;
+    stored failures are retried when ``retry_failed``. Each completed response is checkpointed
+    before the next one starts. KeyboardInterrupt / SystemExit propagate (checkpoints stay).
+    """
+    stats = RunStats()
+    t0 = time.perf_counter()
+    todo: list[tuple[object, dict]] = []
+    for s in systems:
+        pending = []
+        for c in cases:
+            old = store.get(c["case_id"], s.system_id, s.config_hash)
+            if old is not None and (old.get("error") is None or not retry_failed):
+                stats.reused += 1
+                stats._sys(s.system_id)["reused"] += 1
+            else:
+                pending.append(c)
+        if pending and hasattr(s, "prefetch"):
+            s.prefetch(pending)
+        todo.extend((s, c) for c in pending)
+
+    def one(s, c) -> dict:
+        t = time.perf_counter()
+        rec = s.respond(c)
+        rec["_call_s"] = time.perf_counter() - t
+        return rec
+
+    def done(rec: dict) -> None:
+        call_s = rec.pop("_call_s", 0.0)
+        store.put(rec)
+        st = stats._sys(rec["system_id"])
+        st["called"] += 1
+        st["call_seconds"] += call_s
+        stats.called += 1
+        if rec.get("error") is not None:
+            st["failed"] += 1
+            stats.failed += 1
+        if on_record:
+            on_record(rec)
+
+    if concurrency <= 1:
+        for s, c in todo:
+            done(one(s, c))
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            it = iter(todo)
+            running = set()
+            try:
+                for s, c in it:
+                    running.add(pool.submit(one, s, c))
+                    if len(running) >= concurrency:
+                        finished, running = wait(running, return_when=FIRST_COMPLETED)
+                        for f in finished:
+                            done(f.result())
+                for f in list(running):
+                    done(f.result())
+                    running.discard(f)
+            except BaseException:
+                for f in running:
+                    f.cancel()
+                raise
+    stats.seconds = time.perf_counter() - t0
+    records = []
+    for s in systems:
+        for c in cases:
+            r = store.get(c["case_id"], s.system_id, s.config_hash)
+            if r is not None:
+                records.append(r)
+    return records, stats
+
+
+def failure_rates(records: Sequence[dict]) -> dict[str, float]:
+    """system_id -> share of its responses with an error."""
+    tot: dict[str, int] = {}
+    bad: dict[str, int] = {}
+    for r in records:
+        tot[r["system_id"]] = tot.get(r["system_id"], 0) + 1
+        bad[r["system_id"]] = bad.get(r["system_id"], 0) + (r.get("error") is not None)
+    return {s: bad[s] / tot[s] for s in tot}
+
+
+def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.DataFrame:
+    """At most ``max_cases`` cases (0 = all), spread over categories round-robin in a seeded order."""
+    if max_cases <= 0 or golden.height <= max_cases:
+        return golden
+    by_cat: dict[str, list[int]] = {}
+    for i, (cid, cat) in enumerate(zip(golden["case_id"], golden["category"] if "category" in golden.columns else [None] * golden.height)):
+        by_cat.setdefault(str(cat), []).append(i)
+    rng = random.Random(f"{seed}:select_cases")
+    queues = []
+    for cat in sorted(by_cat):
+        idx = sorted(by_cat[cat], key=lambda i: golden["case_id"][i])
+        rng.shuffle(idx)
+        queues.append(idx)
+    chosen: list[int] = []
+    while len(chosen) < max_cases:
+        progressed = False
+        for q in queues:
+            if q and len(chosen) < max_cases:
+                chosen.append(q.pop(0))
+                progressed = True
+        if not progressed:
+            break
+    return golden[sorted(chosen)]

@@ -1,0 +1,107 @@
+"""Retrieval evaluation (golden-eval §10.2) and answerability (§10.4), per system.
+
+* recall@k — share of the case's source chunks found in the top k;
+* precision@k — share of the top-k retrieved passages that are source chunks (denominator: the
+  number actually retrieved in the top k, at most k);
+* reciprocal rank — 1 / rank of the first source chunk (0 when none retrieved); MRR is its mean;
+* abstention rate — share of out-of-scope cases (expected_behavior "abstain") the system refused;
+* false-refusal rate — share of answerable cases (expected_behavior "answer") it refused.
+
+Injected distractor passages (``distractor:…`` ids) are not retrieval output and are left out.
+Retrieval figures use only answerable cases that have source chunks; closed-book (no retrieval)
+gets nulls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from hcat_pipeline.core.answerability import is_refusal
+from hcat_pipeline.core.retrieval import DISTRACTOR_PREFIX
+
+
+def _clean(retrieved: Sequence[str]) -> list[str]:
+    return [c for c in retrieved if not c.startswith(DISTRACTOR_PREFIX)]
+
+
+def recall_at_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> float | None:
+    rel = set(relevant)
+    if not rel:
+        return None
+    return len(rel & set(_clean(retrieved)[:k])) / len(rel)
+
+
+def precision_at_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> float | None:
+    top = _clean(retrieved)[:k]
+    if not top:
+        return 0.0
+    rel = set(relevant)
+    return sum(c in rel for c in top) / len(top)
+
+
+def reciprocal_rank(retrieved: Sequence[str], relevant: Sequence[str]) -> float:
+    rel = set(relevant)
+    for i, c in enumerate(_clean(retrieved), start=1):
+        if c in rel:
+            return 1.0 / i
+    return 0.0
+
+
+def per_case_retrieval(responses: pl.DataFrame, golden: pl.DataFrame, k_by_system: dict[str, int] | None = None,
+                       refusal: Callable[[str | None], bool] = is_refusal) -> pl.DataFrame:
+    """One row per case × system: recall/precision@k, reciprocal rank, refused, expected behaviour."""
+    g = golden.select("case_id", "source_chunk_ids", "expected_behavior", "category").unique("case_id", keep="first")
+    joined = responses.select("case_id", "system_id", "context_chunk_ids", "answer", "error").join(g, on="case_id", how="left")
+    rows = []
+    for r in joined.iter_rows(named=True):
+        k = (k_by_system or {}).get(r["system_id"]) or max(len(_clean(r["context_chunk_ids"] or [])), 1)
+        ids = r["context_chunk_ids"] or []
+        src = r["source_chunk_ids"] or []
+        rows.append({
+            "case_id": r["case_id"],
+            "system_id": r["system_id"],
+            "k": k,
+            "n_retrieved": len(_clean(ids)),
+            "recall_at_k": recall_at_k(ids, src, k),
+            "precision_at_k": precision_at_k(ids, src, k) if src else None,
+            "reciprocal_rank": reciprocal_rank(ids, src) if src else None,
+            "expected_behavior": r["expected_behavior"],
+            "refused": refusal(r["answer"]) if r["error"] is None else None,
+            "failed": r["error"] is not None,
+        })
+    schema = {"case_id": pl.String, "system_id": pl.String, "k": pl.Int64, "n_retrieved": pl.Int64,
+              "recall_at_k": pl.Float64, "precision_at_k": pl.Float64, "reciprocal_rank": pl.Float64,
+              "expected_behavior": pl.String, "refused": pl.Boolean, "failed": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def retrieval_metrics_table(per_case: pl.DataFrame, no_retrieval_systems: Sequence[str] = ()) -> pl.DataFrame:
+    """Per system: n_cases, failures, k, recall@k, precision@k, MRR, abstention and false-refusal rates."""
+    answerable = pl.col("expected_behavior") == "answer"
+    oos = pl.col("expected_behavior") == "abstain"
+    with_src = answerable & pl.col("recall_at_k").is_not_null()
+    out = (
+        per_case.group_by("system_id", maintain_order=True)
+        .agg(
+            pl.len().alias("n_cases"),
+            pl.col("failed").sum().cast(pl.Int64).alias("n_failed"),
+            pl.col("k").max().alias("k"),
+            with_src.sum().cast(pl.Int64).alias("n_retrieval_cases"),
+            pl.col("recall_at_k").filter(with_src).mean().alias("recall_at_k"),
+            pl.col("precision_at_k").filter(with_src).mean().alias("precision_at_k"),
+            pl.col("reciprocal_rank").filter(with_src).mean().alias("mrr"),
+            (oos & pl.col("refused").is_not_null()).sum().cast(pl.Int64).alias("n_out_of_scope"),
+            pl.col("refused").filter(oos).cast(pl.Float64).mean().alias("abstention_rate"),
+            (answerable & pl.col("refused").is_not_null()).sum().cast(pl.Int64).alias("n_answerable"),
+            pl.col("refused").filter(answerable).cast(pl.Float64).mean().alias("false_refusal_rate"),
+        )
+        .sort("system_id")
+    )
+    if no_retrieval_systems:
+        none = pl.col("system_id").is_in(list(no_retrieval_systems))
+        out = out.with_columns(
+            [pl.when(none).then(None).otherwise(pl.col(c)).alias(c) for c in ("recall_at_k", "precision_at_k", "mrr")]
+        )
+    return out

@@ -1,0 +1,205 @@
+"""HttpRagSystem: a user's own RAG service as a system under test, over HTTP.
+
+Configurable URL, JSON request template (``{{query}}``, ``{{case_id}}``, ``{{options}}`` slots,
+filled without breaking JSON escaping), JSON paths for the answer and the returned contexts, an
+auth header whose secret is read from an environment variable (never stored in config), a timeout,
+a concurrency limit (a semaphore shared by every caller of this resource) and retries with
+exponential backoff on 429 / 5xx / timeouts / connection errors (``Retry-After`` honoured, capped).
+A call that still fails becomes an ``error`` value on the response record; nothing is raised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import dagster as dg
+import httpx
+from pydantic import PrivateAttr
+
+from hcat_pipeline.core.jsonpath import get_path
+from hcat_pipeline.core.rag import config_hash
+
+RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+class HttpCallFailed(RuntimeError):
+    def __init__(self, kind: str, message: str, attempts: int):
+        super().__init__(f"{message} (after {attempts} attempt(s))")
+        self.kind, self.attempts = kind, attempts
+
+
+def fill_template(template, values: dict):
+    """Fill ``{{slot}}`` in every string of a parsed JSON template; a string that is exactly one slot
+    takes the value as is (so ``"{{options}}"`` becomes a JSON list)."""
+    if isinstance(template, dict):
+        return {k: fill_template(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill_template(v, values) for v in template]
+    if isinstance(template, str):
+        s = template.strip()
+        if s.startswith("{{") and s.endswith("}}") and s[2:-2].strip() in values and s.count("{{") == 1:
+            return values[s[2:-2].strip()]
+        out = template
+        for k, v in values.items():
+            out = out.replace("{{" + k + "}}", v if isinstance(v, str) else json.dumps(v))
+        return out
+    return template
+
+
+class HttpRagSystem(dg.ConfigurableResource):
+    """A RAG service reached over HTTP; ``respond(case)`` gives a rag_responses record."""
+
+    system_id: str = "http_service"
+    url: str = "http://127.0.0.1:8000/query"
+    method: str = "POST"
+    request_template: str = '{"query": "{{query}}"}'
+    answer_path: str = "answer"
+    contexts_path: str = ""  # e.g. "contexts" (strings or objects) or "sources[*]"; empty: none returned
+    context_text_field: str = "text"
+    context_id_field: str = "chunk_id"
+    input_tokens_path: str = ""
+    output_tokens_path: str = ""
+    cost_path: str = ""
+    auth_header: str = "Authorization"
+    auth_env_var: str = ""  # name of the env var holding the secret; empty: no auth header
+    auth_scheme: str = "Bearer"  # prefix before the secret; empty: the raw secret
+    extra_headers: dict[str, str] = {}
+    timeout_s: float = 30.0
+    max_concurrency: int = 4
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    max_backoff_s: float = 10.0
+
+    _client: httpx.Client | None = PrivateAttr(default=None)
+    _sem: threading.Semaphore | None = PrivateAttr(default=None)
+    _init_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _in_flight: int = PrivateAttr(default=0)
+    _max_in_flight: int = PrivateAttr(default=0)
+
+    # ---- identity
+    @property
+    def config_hash(self) -> str:
+        cfg = self.model_dump() if hasattr(self, "model_dump") else dict(self.__dict__)
+        cfg = {k: v for k, v in cfg.items() if not k.startswith("_")}
+        return config_hash({"kind": "http", **cfg})
+
+    @property
+    def max_in_flight(self) -> int:
+        """Most requests seen in flight at once (to check the concurrency limit)."""
+        return self._max_in_flight
+
+    # ---- plumbing
+    def _setup(self) -> tuple[httpx.Client, threading.Semaphore]:
+        with self._init_lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=self.timeout_s)
+                self._sem = threading.Semaphore(max(1, self.max_concurrency))
+        return self._client, self._sem
+
+    def _headers(self) -> dict[str, str]:
+        h = {"Content-Type": "application/json", **self.extra_headers}
+        if self.auth_env_var:
+            secret = os.environ.get(self.auth_env_var)
+            if not secret:
+                raise HttpCallFailed("auth", f"environment variable {self.auth_env_var} is not set", 0)
+            h[self.auth_header] = f"{self.auth_scheme} {secret}".strip() if self.auth_scheme else secret
+        return h
+
+    def request_body(self, case: dict):
+        template = json.loads(self.request_template)
+        values = {"query": case["query"], "case_id": case["case_id"], "options": list(case.get("options") or [])}
+        return fill_template(template, values)
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None and (ra := response.headers.get("Retry-After")):
+            try:
+                return min(float(ra), self.max_backoff_s)
+            except ValueError:
+                pass
+        return min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
+
+    def call(self, case: dict) -> tuple[dict, int]:
+        """POST one case; returns (parsed JSON reply, attempts) or raises HttpCallFailed."""
+        client, sem = self._setup()
+        body, headers = self.request_body(case), self._headers()
+        attempts = 0
+        while True:
+            attempts += 1
+            resp, err = None, None
+            with sem:
+                with self._init_lock:
+                    self._in_flight += 1
+                    self._max_in_flight = max(self._max_in_flight, self._in_flight)
+                try:
+                    resp = client.request(self.method, self.url, json=body, headers=headers)
+                except httpx.TimeoutException as e:
+                    err = ("timeout", f"timed out after {self.timeout_s}s: {type(e).__name__}")
+                except httpx.TransportError as e:
+                    err = ("connection", f"{type(e).__name__}: {e}")
+                finally:
+                    with self._init_lock:
+                        self._in_flight -= 1
+            if resp is not None:
+                if resp.status_code < 400:
+                    try:
+                        return resp.json(), attempts
+                    except ValueError:
+                        raise HttpCallFailed("invalid_json", f"HTTP {resp.status_code} reply is not JSON: {resp.text[:200]!r}", attempts) from None
+                err = (f"http_{resp.status_code}", f"HTTP {resp.status_code}: {resp.text[:200]}")
+                if resp.status_code not in RETRYABLE_STATUS:
+                    raise HttpCallFailed(err[0], err[1], attempts)
+            if attempts > self.max_retries:
+                raise HttpCallFailed(err[0], err[1], attempts)
+            time.sleep(self._delay(attempts, resp))
+
+    def parse_reply(self, reply) -> dict:
+        answer = get_path(reply, self.answer_path)
+        if answer is not None and not isinstance(answer, str):
+            answer = json.dumps(answer)
+        texts, ids = [], []
+        if self.contexts_path:
+            ctx = get_path(reply, self.contexts_path) or []
+            for i, c in enumerate(ctx if isinstance(ctx, list) else [ctx]):
+                if isinstance(c, dict):
+                    texts.append(str(c.get(self.context_text_field, "")))
+                    cid = c.get(self.context_id_field)
+                    ids.append(str(cid) if cid is not None else f"external:{i + 1}")
+                else:
+                    texts.append(str(c))
+                    ids.append(f"external:{i + 1}")
+        out = {"answer": answer, "contexts": texts, "context_chunk_ids": ids, "context_ranks": list(range(1, len(texts) + 1))}
+        for key, path in (("input_tokens", self.input_tokens_path), ("output_tokens", self.output_tokens_path), ("cost_usd", self.cost_path)):
+            if path:
+                try:
+                    v = get_path(reply, path)
+                    out[key] = (float(v) if key == "cost_usd" else int(v)) if v is not None else None
+                except (KeyError, TypeError, ValueError):
+                    out[key] = None
+        return out
+
+    def respond(self, case: dict) -> dict:
+        rec = {
+            "case_id": case["case_id"], "system_id": self.system_id, "config_hash": self.config_hash, "query": case["query"],
+            "answer": None, "contexts": [], "context_chunk_ids": [], "context_ranks": [], "latency_s": None,
+            "input_tokens": None, "output_tokens": None, "cost_usd": None, "error": None,
+        }
+        t0 = time.perf_counter()
+        try:
+            reply, _ = self.call(case)
+            rec.update(self.parse_reply(reply))
+        except HttpCallFailed as e:
+            rec["error"] = f"{e.kind}: {e}"
+        except (KeyError, ValueError) as e:
+            rec["error"] = f"bad_reply: {e}"
+        rec["latency_s"] = time.perf_counter() - t0
+        return rec
+
+    def respond_many(self, cases: Sequence[dict]) -> list[dict]:
+        """Respond to many cases in parallel (at most ``max_concurrency`` requests in flight)."""
+        with ThreadPoolExecutor(max_workers=max(1, self.max_concurrency)) as pool:
+            return list(pool.map(self.respond, cases))
