@@ -1,0 +1,192 @@
+"""Matching predicted rule violations to ground-truth violations (violation-match deck).
+
+For every (predicted, ground-truth) pair of the same checked text:
+
+* text overlap = character IoU (Jaccard) of the two spans: |A ∩ B| / (|A| + |B| − |A ∩ B|)
+* rule similarity = cosine similarity of the sentence embeddings of the two rules
+* weighted match score (std_match) = 0.5 · text overlap + 0.5 · rule similarity
+* human-aligned score (ha_match) = 0.3 · overlap + 0.3 · rule + 0.1 · category match (exact)
+  + 0.2 · explanation similarity + 0.1 · correction similarity
+
+One-to-one matching: take the potential match with the highest weighted score; it is a match if
+overlap > OVERLAP_THRESHOLD (0), rule similarity > RULE_SIMILARITY_THRESHOLD (0.01) and score >
+MATCH_THRESHOLD (0.5); both violations then leave the pool; repeat. Matches are TP, unmatched
+predictions FP, unmatched ground truth FN; precision = TP/(TP+FP), recall = TP/(TP+FN),
+F1 = 2TP/(2TP+FP+FN) (``None`` when the denominator is 0). Weights and thresholds are
+configuration (``MatchConfig``).
+
+Explanation / correction similarity when a side lacks the field: both missing → 1.0 (they agree
+there is nothing to say), one missing → 0.0. Category: exact string match, both missing → 1.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class MatchConfig:
+    overlap_weight: float = 0.5
+    rule_weight: float = 0.5
+    ha_overlap_weight: float = 0.3
+    ha_rule_weight: float = 0.3
+    ha_category_weight: float = 0.1
+    ha_explanation_weight: float = 0.2
+    ha_correction_weight: float = 0.1
+    overlap_threshold: float = 0.0  # IoU > 0: at least one shared character
+    rule_similarity_threshold: float = 1e-2
+    match_threshold: float = 0.5
+
+    @classmethod
+    def from_options(cls, **options) -> MatchConfig:
+        known = set(cls.__dataclass_fields__)
+        bad = set(options) - known
+        if bad:
+            raise TypeError(f"unknown matching options {sorted(bad)}; expected some of {sorted(known)}")
+        return cls(**options)
+
+
+@dataclass
+class MatchResult:
+    tp: int
+    fp: int
+    fn: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    matches: list[dict]
+    ha_tp: int
+    ha_fp: int
+    ha_fn: int
+    ha_precision: float | None
+    ha_recall: float | None
+    ha_f1: float | None
+    ha_matches: list[dict]
+    pairs: list[dict] = field(default_factory=list)  # every candidate pair with its component scores
+    config: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def char_iou(a_start: int, a_end: int, b_start: int, b_end: int) -> float:
+    """Character IoU of the spans [a_start, a_end) and [b_start, b_end)."""
+    la, lb = max(0, a_end - a_start), max(0, b_end - b_start)
+    inter = max(0, min(a_end, b_end) - max(a_start, b_start))
+    union = la + lb - inter
+    return inter / union if union > 0 else 0.0
+
+
+def prf(tp: int, fp: int, fn: int) -> tuple[float | None, float | None, float | None]:
+    p = tp / (tp + fp) if tp + fp else None
+    r = tp / (tp + fn) if tp + fn else None
+    f = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else None
+    return p, r, f
+
+
+def greedy_one_to_one(candidates: list[dict], key: str, passes: Callable[[dict], bool]) -> list[dict]:
+    """Highest ``key`` first; a passing pair whose two sides are both still free becomes a match."""
+    used_p, used_g, out = set(), set(), []
+    for c in sorted(candidates, key=lambda c: (-c[key], c["text_id"], c["pred"], c["gt"])):
+        if (c["text_id"], c["pred"]) in used_p or (c["text_id"], c["gt"]) in used_g:
+            continue
+        if passes(c):
+            used_p.add((c["text_id"], c["pred"]))
+            used_g.add((c["text_id"], c["gt"]))
+            out.append(c)
+    return out
+
+
+def _records(side) -> list[dict]:
+    if hasattr(side, "to_dicts"):
+        side = side.to_dicts()
+    out = []
+    for i, v in enumerate(side):
+        v = dict(v)
+        for k in ("start", "end", "rule"):
+            if v.get(k) is None:
+                raise ValueError(f"violation {i}: missing {k!r}")
+        v["start"], v["end"] = int(v["start"]), int(v["end"])
+        if v["end"] < v["start"]:
+            raise ValueError(f"violation {i}: end {v['end']} < start {v['start']}")
+        v.setdefault("text_id", "")
+        v["text_id"] = "" if v["text_id"] is None else str(v["text_id"])
+        out.append(v)
+    return out
+
+
+def _field_similarity(a: str | None, b: str | None, vec: dict[str, np.ndarray]) -> float:
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    return float(vec[a] @ vec[b])
+
+
+def match_violations(predicted, ground_truth, embed: Embed, config: MatchConfig | None = None) -> MatchResult:
+    """Match violations of the same ``text_id`` (default: all one text); see the module docstring."""
+    cfg = config or MatchConfig()
+    pred, gt = _records(predicted), _records(ground_truth)
+    texts = [
+        t
+        for v in (*pred, *gt)
+        for t in (v["rule"], v.get("explanation"), v.get("correction"))
+        if t
+    ]
+    uniq = list(dict.fromkeys(texts))
+    vec = dict(zip(uniq, np.asarray(embed(uniq), dtype=np.float32))) if uniq else {}
+    gt_by_text: dict[str, list[int]] = {}
+    for j, g in enumerate(gt):
+        gt_by_text.setdefault(g["text_id"], []).append(j)
+    cands = []
+    for i, p in enumerate(pred):
+        for j in gt_by_text.get(p["text_id"], []):
+            g = gt[j]
+            iou = char_iou(p["start"], p["end"], g["start"], g["end"])
+            rule = float(vec[p["rule"]] @ vec[g["rule"]])
+            cat = 1.0 if (p.get("category") or None) == (g.get("category") or None) else 0.0
+            expl = _field_similarity(p.get("explanation"), g.get("explanation"), vec)
+            corr = _field_similarity(p.get("correction"), g.get("correction"), vec)
+            score = cfg.overlap_weight * iou + cfg.rule_weight * rule
+            ha = (
+                cfg.ha_overlap_weight * iou
+                + cfg.ha_rule_weight * rule
+                + cfg.ha_category_weight * cat
+                + cfg.ha_explanation_weight * expl
+                + cfg.ha_correction_weight * corr
+            )
+            cands.append(
+                {
+                    "text_id": p["text_id"], "pred": i, "gt": j, "text_overlap": iou, "rule_similarity": rule,
+                    "category_match": cat, "explanation_similarity": expl, "correction_similarity": corr,
+                    "match_score": score, "ha_match_score": ha,
+                }
+            )
+
+    def gates(c: dict, key: str) -> bool:
+        return c["text_overlap"] > cfg.overlap_threshold and c["rule_similarity"] > cfg.rule_similarity_threshold and c[key] > cfg.match_threshold
+
+    std = greedy_one_to_one(cands, "match_score", lambda c: gates(c, "match_score"))
+    ha = greedy_one_to_one(cands, "ha_match_score", lambda c: gates(c, "ha_match_score"))
+    tp, fp, fn = len(std), len(pred) - len(std), len(gt) - len(std)
+    htp, hfp, hfn = len(ha), len(pred) - len(ha), len(gt) - len(ha)
+    p, r, f = prf(tp, fp, fn)
+    hp, hr, hf = prf(htp, hfp, hfn)
+    std_keys, ha_keys = {(c["pred"], c["gt"]) for c in std}, {(c["pred"], c["gt"]) for c in ha}
+    for c in cands:
+        c["std_match"] = (c["pred"], c["gt"]) in std_keys
+        c["ha_match"] = (c["pred"], c["gt"]) in ha_keys
+    return MatchResult(
+        tp, fp, fn, p, r, f, std, htp, hfp, hfn, hp, hr, hf, ha, pairs=cands, config=asdict(cfg)
+    )
+
+
+def campaign_rows(results: Sequence[tuple[str, MatchResult]]) -> list[dict]:
+    """One summary row per checker version."""
+    keys = ("tp", "fp", "fn", "precision", "recall", "f1", "ha_tp", "ha_fp", "ha_fn", "ha_precision", "ha_recall", "ha_f1")
+    return [{"checker_version": name, **{k: getattr(r, k) for k in keys}} for name, r in results]
