@@ -1,0 +1,91 @@
+"""``hcat score INPUT OUTPUT``: score an existing set of responses outside Dagster.
+
+INPUT / OUTPUT are JSONL (``.jsonl`` / ``.ndjson``) or Parquet (``.parquet``); one row per response
+with ``query``, ``contexts`` (list of passages), ``answer`` and optionally ``reference``, ``error``
+and any other columns (kept). The output has the metric and explanation columns of
+``hcat_pipeline.metrics.score`` added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hcat_pipeline.cli import command
+
+_JSONL = (".jsonl", ".ndjson", ".json")
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", help="responses: .jsonl or .parquet")
+    p.add_argument("output", help="scored table: .jsonl or .parquet")
+    p.add_argument("--metrics", default="", help="comma-separated metric names (default: all that apply)")
+    p.add_argument("--aggregation", default="mean", choices=["mean", "weighted", "minimax"])
+    p.add_argument("--coverage-threshold", type=float, default=0.5)
+    p.add_argument("--ot-metric", default="cosine", choices=["cosine", "euclidean"])
+    p.add_argument("--no-sentences", action="store_true", help="omit the query/context/answer sentence lists")
+    p.add_argument("--cache-dir", default="", help="embedding cache directory (default: the project cache)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def read_table(path: Path):
+    import polars as pl
+
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return pl.read_parquet(path)
+    if suffix in _JSONL:
+        return pl.read_ndjson(path)
+    raise ValueError(f"{path}: expected .jsonl/.ndjson or .parquet")
+
+
+def write_table(frame, path: Path) -> None:
+    suffix = path.suffix.lower()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if suffix == ".parquet":
+        frame.write_parquet(tmp)
+    elif suffix in _JSONL:
+        frame.write_ndjson(tmp)
+    else:
+        raise ValueError(f"{path}: expected .jsonl/.ndjson or .parquet")
+    tmp.replace(path)
+
+
+@command("score", "score responses (JSONL/Parquet) with the explainable metrics, outside Dagster", _args)
+def run(args: argparse.Namespace) -> int:
+    from hcat_pipeline.metrics import score
+    from hcat_pipeline.resources.embedding import EmbeddingModel
+
+    src, dst = Path(args.input), Path(args.output)
+    try:
+        frame = read_table(src)
+    except Exception as e:
+        print(f"hcat score: cannot read {src}: {e}", file=sys.stderr)
+        return 2
+    model = EmbeddingModel(cache_dir=args.cache_dir) if args.cache_dir else EmbeddingModel()
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] or None
+    try:
+        out, info = score(
+            frame,
+            metrics,
+            embedding_model=model,
+            aggregation=args.aggregation,
+            coverage_threshold=args.coverage_threshold,
+            ot_metric=args.ot_metric,
+            explain_sentences=not args.no_sentences,
+            progress=not args.no_progress,
+            return_info=True,
+        )
+        write_table(out, dst)
+    except ValueError as e:
+        print(f"hcat score: {e}", file=sys.stderr)
+        return 2
+    means = {m: out[m].mean() for m in info["metrics_computed"] if m in out.columns}
+    print(f"scored {info['rows_scored']}/{info['rows']} rows ({info['rows_skipped']} skipped) in {info['seconds']:.1f}s -> {dst}")
+    print("means: " + json.dumps({k: None if v is None else round(float(v), 4) for k, v in means.items()}))
+    for m, why in info["metrics_unavailable"].items():
+        print(f"not computed: {m}: {why}")
+    return 0
