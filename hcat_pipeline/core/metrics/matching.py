@@ -190,3 +190,120 @@ def campaign_rows(results: Sequence[tuple[str, MatchResult]]) -> list[dict]:
     """One summary row per checker version."""
     keys = ("tp", "fp", "fn", "precision", "recall", "f1", "ha_tp", "ha_fp", "ha_fn", "ha_precision", "ha_recall", "ha_f1")
     return [{"checker_version": name, **{k: getattr(r, k) for k in keys}} for name, r in results]
+
+
+# ---------------------------------------------------------------------------------------------
+# violation-detection campaigns from JSONL files
+#
+# Folder layout (default data/violations/):
+#   ground_truth.jsonl        the labelled violations
+#   <checker_version>.jsonl   one file per checker version (e.g. prompt-baseline@1.1.0.jsonl)
+# One JSON object per line, one line per checked text:
+#   {"text_id": "t1", "text": "the checked text (optional)",
+#    "violations": [{"start": 0, "end": 12, "rule": "…", "category": "…",
+#                    "explanation": "…", "correction": "…"}]}
+# start/end are character offsets into the text (end exclusive); category, explanation and
+# correction are optional. A text a checker file does not list counts as "no violations found"
+# (its ground truth becomes FN) and is counted in ``texts_missing``. A bad line (not JSON, no
+# text_id, duplicate text_id) or a bad violation (missing/invalid start, end or rule, offsets outside
+# the text) is reported with file and line number and skipped; the rest of the file is used.
+
+GROUND_TRUTH_FILE = "ground_truth.jsonl"
+
+
+def read_violation_file(path) -> tuple[dict[str, list[dict]], list[dict]]:
+    """{text_id: [violation dicts]} and the errors (file, line, reason) of one JSONL file."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    texts: dict[str, list[dict]] = {}
+    errors: list[dict] = []
+
+    def err(line: int | None, reason: str) -> None:
+        errors.append({"file": path.name, "line": line, "reason": reason})
+
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        err(None, f"unreadable: {e}")
+        return texts, errors
+    for no, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            err(no, f"not JSON: {e.msg} at column {e.colno}")
+            continue
+        if not isinstance(rec, dict) or rec.get("text_id") in (None, ""):
+            err(no, "record without text_id")
+            continue
+        tid = str(rec["text_id"])
+        if tid in texts:
+            err(no, f"duplicate text_id {tid!r} (first occurrence kept)")
+            continue
+        viols = rec.get("violations", [])
+        if not isinstance(viols, list):
+            err(no, "'violations' is not a list")
+            continue
+        text = rec.get("text")
+        good = []
+        for k, v in enumerate(viols):
+            reason = _violation_problem(v, text)
+            if reason:
+                err(no, f"violation {k}: {reason}")
+                continue
+            good.append({**{f: v.get(f) for f in ("rule", "category", "explanation", "correction")}, "start": int(v["start"]), "end": int(v["end"]), "text_id": tid})
+        texts[tid] = good
+    return texts, errors
+
+
+def _violation_problem(v, text) -> str | None:
+    if not isinstance(v, dict):
+        return "not an object"
+    for k in ("start", "end"):
+        if not isinstance(v.get(k), int) or isinstance(v.get(k), bool):
+            return f"{k!r} missing or not an integer"
+    if not isinstance(v.get("rule"), str) or not v["rule"].strip():
+        return "'rule' missing or empty"
+    if not 0 <= v["start"] <= v["end"]:
+        return f"invalid span [{v['start']}, {v['end']})"
+    if isinstance(text, str) and v["end"] > len(text):
+        return f"span end {v['end']} beyond the text ({len(text)} characters)"
+    return None
+
+
+def evaluate_campaign(folder, embed: Embed, config: MatchConfig | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+    """(summary per checker version, every candidate pair with its decision, file errors)."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    gt_path = folder / GROUND_TRUTH_FILE
+    if not gt_path.is_file():
+        raise FileNotFoundError(f"no {GROUND_TRUTH_FILE} in {folder}")
+    gt, errors = read_violation_file(gt_path)
+    gt_flat = [v for vs in gt.values() for v in vs]
+    summary, pairs = [], []
+    for path in sorted(folder.glob("*.jsonl")):
+        if path.name == GROUND_TRUTH_FILE:
+            continue
+        checker = path.stem
+        pred, errs = read_violation_file(path)
+        errors.extend(errs)
+        unknown = [t for t in pred if t not in gt]
+        for t in unknown:
+            errors.append({"file": path.name, "line": None, "reason": f"text_id {t!r} not in {GROUND_TRUTH_FILE} (ignored)"})
+        pred_flat = [v for t, vs in pred.items() if t in gt for v in vs]
+        res = match_violations(pred_flat, gt_flat, embed, config)
+        row = campaign_rows([(checker, res)])[0]
+        row.update(texts=len(gt), texts_missing=sum(1 for t in gt if t not in pred), predicted=len(pred_flat), ground_truth=len(gt_flat))
+        summary.append(row)
+        for c in res.pairs:
+            p, g = pred_flat[c["pred"]], gt_flat[c["gt"]]
+            pairs.append({
+                "checker_version": checker, **{k: v for k, v in c.items() if k not in ("pred", "gt")},
+                "pred_start": p["start"], "pred_end": p["end"], "pred_rule": p["rule"],
+                "gt_start": g["start"], "gt_end": g["end"], "gt_rule": g["rule"],
+            })
+    return summary, pairs, errors

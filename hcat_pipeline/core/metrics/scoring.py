@@ -300,10 +300,18 @@ def score_frame(
             cols["toxicity_per_sentence"][i] = None if per is None else [float(x) for x in per]
 
     def run_refusal():
-        from hcat_pipeline.core.metrics.safety import refusal_scores
+        try:
+            from hcat_pipeline.core.metrics.safety import refusal_scores
+
+            fn = refusal_scores
+        except ImportError:  # the refusal classifier on its own (core/metrics/refusal.py)
+            from hcat_pipeline.core.metrics.refusal import refusal_scores as by_classifier
+
+            def fn(texts):
+                return by_classifier(texts, embed=embed)
 
         if valid:
-            for i, r in zip(valid, refusal_scores([answers[i] for i in valid])):
+            for i, r in zip(valid, fn([answers[i] for i in valid])):
                 cols["refusal"][i] = None if r is None else float(r)
 
     def run_pii():

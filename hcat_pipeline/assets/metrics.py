@@ -1,0 +1,118 @@
+"""Lineage stage: metric_tables (+ bias_report) — every explainable metric per case × system.
+
+rag_responses (RAG_RESPONSES contract) joined with golden_set (``reference_answer`` → reference),
+scored by ``hcat_pipeline.metrics.score`` (core: ``hcat_pipeline.core.metrics.scoring``). Failed
+responses (error set / answer null) keep their row with null metrics and a ``score_skipped_reason``.
+
+(No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
+"""
+
+import json
+
+import dagster as dg
+import polars as pl
+
+from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
+from hcat_pipeline.partitions import golden_set_version
+from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.schemas import RAG_RESPONSES, conform
+
+_KEEP = ("case_id", "system_id", "config_hash", "category", "query_type", "query", "answer", "reference", "error")
+
+
+class MetricsConfig(dg.Config):
+    metrics: list[str] = []  # empty: all metrics that apply (see hcat_pipeline.core.metrics.scoring.METRICS)
+    aggregation: str = "mean"  # mean | weighted | minimax (minimax where the paper defines it)
+    coverage_threshold: float = 0.5  # S_max below which a context sentence counts as not covered
+    ot_metric: str = "cosine"  # cosine | euclidean distance for the Wasserstein completeness
+    explain_sentences: bool = True  # keep the query/context/answer sentence lists
+
+
+def _distribution(values: pl.Series) -> dict:
+    v = values.drop_nulls().drop_nans() if values.dtype.is_float() else values.drop_nulls()
+    if v.len() == 0:
+        return {"n": 0}
+    qs = {f"p{int(q * 100)}": round(float(v.quantile(q, "linear")), 4) for q in (0.05, 0.25, 0.5, 0.75, 0.95)}
+    return {"n": int(v.len()), "mean": round(float(v.mean()), 4), "std": round(float(v.std() or 0.0), 4), "min": round(float(v.min()), 4), **qs, "max": round(float(v.max()), 4)}
+
+
+@dg.asset(
+    partitions_def=golden_set_version,
+    group_name="metrics",
+    description="Per golden-set version: every metric per case × system with its explanation columns (HCAT §3-4).",
+)
+def metric_tables(
+    context: dg.AssetExecutionContext,
+    config: MetricsConfig,
+    embedding_model: EmbeddingModel,
+    rag_responses: pl.DataFrame,
+    golden_set: pl.DataFrame,
+) -> pl.DataFrame:
+    conform(rag_responses, RAG_RESPONSES)
+    gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type") if c in golden_set.columns]
+    refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
+    frame = rag_responses.join(refs, on="case_id", how="left")
+    try:
+        scored, info = score_frame(
+            frame,
+            config.metrics or None,
+            embed=embedding_model.embed,
+            aggregation=config.aggregation,
+            coverage_threshold=config.coverage_threshold,
+            ot_metric=config.ot_metric,
+            explain_sentences=config.explain_sentences,
+            embed_stats=lambda: embedding_model.last_stats.as_metadata(),
+        )
+    except ValueError as e:
+        raise dg.Failure(f"metric_tables: {e}") from e
+    metric_cols = [m for m in (*METRICS, *OPT_IN) if m in scored.columns]
+    detail = [c for c in scored.columns if c not in frame.columns and c not in metric_cols]
+    out = scored.select([c for c in _KEEP if c in scored.columns] + metric_cols + detail)
+    out = out.with_columns(pl.lit(json.dumps(info, sort_keys=True, default=str)).alias("score_info"))
+
+    by_system = out.group_by("system_id").agg(
+        pl.len().alias("rows"),
+        pl.col("score_skipped_reason").is_not_null().sum().alias("failed"),
+        *[pl.col(m).mean().round(4).alias(m) for m in metric_cols],
+    ).sort("system_id")
+    means = {r["system_id"]: {k: v for k, v in r.items() if k != "system_id"} for r in by_system.to_dicts()}
+    if info["metrics_unavailable"]:
+        context.log.warning(f"metrics not computed: {info['metrics_unavailable']}")
+    context.add_output_metadata(
+        {
+            "dagster/row_count": out.height,
+            "rows_scored": info["rows_scored"],
+            "rows_failed": info["rows_skipped"],
+            "metrics_computed": dg.MetadataValue.json(info["metrics_computed"]),
+            "metrics_unavailable": dg.MetadataValue.json(info["metrics_unavailable"]),
+            "aggregation": dg.MetadataValue.json(info["aggregation"]),
+            "means_by_system": preview(by_system, 50),
+            "means": dg.MetadataValue.json(means),
+            "distributions": dg.MetadataValue.json(
+                {s: {m: _distribution(g[m]) for m in metric_cols} for (s,), g in out.group_by("system_id")}
+            ),
+            "timings": dg.MetadataValue.json(info["timings"]),
+            **info.get("embedding", {}),
+        }
+    )
+    return out
+
+
+@dg.asset(
+    partitions_def=golden_set_version,
+    group_name="metrics",
+    description="Bias over counterfactual pairs (golden_set pair_id / attribute): per-attribute table from the safety metrics.",
+)
+def bias_report(context: dg.AssetExecutionContext, embedding_model: EmbeddingModel, metric_tables: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
+    pairs = golden_set.filter(pl.col("pair_id").is_not_null()).select("case_id", "pair_id", "attribute", "variant_kind", "base_case_id")
+    frame = metric_tables.join(pairs, on="case_id", how="inner")
+    try:
+        from hcat_pipeline.core.metrics.safety import bias_report as compute
+    except ImportError as e:
+        context.log.warning(f"bias_report: safety metrics unavailable ({e})")
+        context.add_output_metadata({"dagster/row_count": 0, "unavailable": str(e), "pair_rows": frame.height})
+        return pl.DataFrame(schema={"attribute": pl.String})
+    report = compute(frame, embedding_model.embed)
+    context.add_output_metadata({"dagster/row_count": report.height, "pair_rows": frame.height, "preview": preview(report, 30)})
+    return report
