@@ -13,11 +13,13 @@ import os
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.pii import PIIDetector
 
 
 def resources_for(deployment: str | None = None) -> dict:
     deployment = deployment or os.environ.get("HCAT_DEPLOYMENT", "local")
     common = {"io_manager": PolarsParquetIOManager(), "embedding_model": EmbeddingModel()}
+    common["pii_detector"] = PIIDetector()
     if deployment == "local":
         return {**common, "llm": LLM(provider="local")}
     if deployment == "api":
