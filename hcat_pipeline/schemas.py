@@ -15,6 +15,16 @@ TOPIC_STRATA = {
     "y": pl.Float32,
 }
 
+# sampled_chunks (unpartitioned): the stratified sample of chunks (HCAT §2 step 4), one row per drawn chunk
+SAMPLED_CHUNKS = {
+    "chunk_id": pl.String,
+    "doc_id": pl.String,
+    "text": pl.String,
+    "stratum": pl.Int32,
+    "stratum_label": pl.String,
+    "sample_rank": pl.Int32,  # 0-based order within the sample; strata interleaved so any prefix stays stratified
+}
+
 # golden_set (partitioned by golden_set_version): one row per frozen test case (golden-eval §2.4)
 GOLDEN_SET = {
     "case_id": pl.String,  # stable: content hash of the case's defining fields
