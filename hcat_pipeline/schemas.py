@@ -22,7 +22,7 @@ SAMPLED_CHUNKS = {
     "text": pl.String,
     "stratum": pl.Int32,
     "stratum_label": pl.String,
-    "sample_rank": pl.Int32,  # 0-based order within the sample; strata interleaved so any prefix stays stratified
+    "sample_rank": pl.Int32,  # 0-based order within the sample; round-robin over strata so any prefix covers as many strata as it can
 }
 
 # golden_set (partitioned by golden_set_version): one row per frozen test case (golden-eval §2.4)

@@ -123,8 +123,8 @@ def topic_strata(
 
 @dg.asset(
     group_name="strata",
-    description="Stratified sample of chunks (HCAT §2 step 4), ordered by sample_rank so any prefix "
-    "stays spread over the strata; query generation starts from it.",
+    description="Stratified sample of chunks (HCAT §2 step 4), ordered by sample_rank (round-robin "
+    "over strata, so any prefix covers as many strata as it can); query generation starts from it.",
 )
 def sampled_chunks(
     context: dg.AssetExecutionContext, config: SamplingConfig, topic_strata: pl.DataFrame, chunks: pl.DataFrame

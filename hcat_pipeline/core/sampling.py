@@ -161,8 +161,9 @@ def stratified_sample(
 
     ``strata`` needs chunk_id, stratum, stratum_label. Within a stratum, chunks are drawn uniformly
     without replacement with a generator seeded by (seed, stratum) over the chunks sorted by id, so
-    the draw does not depend on row order. ``sample_rank`` (0-based) interleaves strata in
-    proportion to their allocation, so any prefix of the sample is itself close to stratified.
+    the draw does not depend on row order. ``sample_rank`` (0-based) goes round-robin over the
+    strata (every stratum's first draw, by stratum id, then every second draw, …), so any prefix of
+    the sample covers as many strata as it can.
     Returns (the sampled rows of ``strata`` + sample_rank, the allocation).
     """
     if strata.is_empty():
@@ -183,17 +184,13 @@ def stratified_sample(
         rng = np.random.default_rng([seed, s + 2**31])  # independent stream per stratum
         chosen = rng.choice(members.height, size=k, replace=False)
         picks.append(
-            members[chosen.tolist()].with_columns(
-                # position of the i-th draw on [0, 1): spreads each stratum evenly through the ranking
-                ((pl.int_range(0, k, eager=False) + 0.5) / k).alias("_pos"),
-                pl.int_range(0, k, eager=False).alias("_draw"),
-            )
+            members[chosen.tolist()].with_columns(pl.int_range(0, k, eager=False).alias("_draw"))
         )
     sample = (
         pl.concat(picks)
-        .sort("_pos", "stratum", "_draw")
+        .sort("_draw", "stratum")
         .with_columns(pl.int_range(0, pl.len(), dtype=pl.Int32).alias("sample_rank"))
-        .drop("_pos", "_draw")
+        .drop("_draw")
     )
     return sample, alloc
 
