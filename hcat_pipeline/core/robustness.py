@@ -97,6 +97,9 @@ def contradict_sentence(sentence: str) -> tuple[str, str] | None:
     change a number.
     """
     s = sentence.strip()
+    m = re.search(r"\bcannot\b", s, re.I)
+    if m:
+        return s[: m.start()] + ("Can" if m.group(0)[0].isupper() else "can") + s[m.end() :], "remove_negation"
     m = _NEGATED.search(s)
     if m:
         if m.group(1):
