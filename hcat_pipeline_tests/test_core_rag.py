@@ -201,3 +201,21 @@ def test_import_reports_bad_rows_with_line_numbers(tmp_path):
     pl.DataFrame({"case_id": ["k0", None], "answer": ["a", "b"]}).write_parquet(pq)
     good, bad = read_imported_responses(pq, "my_rag", known)
     assert good.height == 1 and bad.to_dicts()[0]["line"] == 2
+
+
+def test_import_responses_command(tmp_path, capsys):
+    from hcat_pipeline.cli import main
+
+    g = tmp_path / "golden.parquet"
+    pl.DataFrame({"case_id": ["k0", "k1"], "query": ["q0", "q1"]}).write_parquet(g)
+    f = tmp_path / "resp.jsonl"
+    f.write_text('{"case_id": "k0", "answer": "a", "contexts": ["t"]}\n{"case_id": "zz", "answer": "b"}\n')
+    args = ["import-responses", str(f), "--version", "v1", "--system-id", "ext", "--golden-set", str(g),
+            "--import-dir", str(tmp_path / "imports")]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert f"{f}:2: case_id 'zz' is not in this golden-set version" in out and "nothing imported" in out
+    assert main(args + ["--allow-bad-rows"]) == 0
+    stored = pl.read_parquet(tmp_path / "imports" / "v1" / "ext.parquet")
+    conform(stored, RAG_RESPONSES)
+    assert stored["case_id"].to_list() == ["k0"] and stored["query"].to_list() == ["q0"]
