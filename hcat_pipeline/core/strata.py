@@ -26,6 +26,11 @@ NOISE_MODES = ("own_stratum", "nearest")
 PLOT_PROJECTIONS = ("auto", "pca", "umap")
 NOISE_STRATUM = -1
 NOISE_LABEL_PREFIX = "noise"
+# words scikit-learn's English stop list drops that are content words in many corpora (banking first)
+CONTENT_WORDS = frozenset(
+    "interest bill amount system fire call name part top bottom detail describe empty full fill move "
+    "show side front back keep find found give serious".split()
+)
 
 
 @dataclass(frozen=True)
@@ -236,7 +241,7 @@ def cluster(x: np.ndarray, params: StrataParams) -> tuple[np.ndarray, dict]:
         labels = HDBSCAN(
             min_cluster_size=max(2, params.hdbscan_min_cluster_size),
             min_samples=params.hdbscan_min_samples or None,
-            copy=True,
+            copy=True,  # explicit (scikit-learn 1.9 warns about the default changing)
         ).fit_predict(x)
         return labels, info
     raise ValueError(f"clustering method {params.clustering!r}: expected one of {CLUSTERINGS}")
@@ -277,8 +282,15 @@ def renumber_by_size(labels: np.ndarray) -> np.ndarray:
 # labels: class-based TF-IDF
 
 
+def label_stop_words() -> list[str]:
+    """scikit-learn's English stop words minus ``CONTENT_WORDS`` (sorted, deterministic)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return sorted(ENGLISH_STOP_WORDS - CONTENT_WORDS)
+
+
 def ctfidf_terms(
-    texts: Sequence[str], labels: Sequence[int], top_n: int = 4, stop_words: str | None = "english"
+    texts: Sequence[str], labels: Sequence[int], top_n: int = 4, stop_words: str | list[str] | None = "english"
 ) -> dict[int, list[str]]:
     """The ``top_n`` most distinctive terms of every class by class-based TF-IDF (BERTopic's c-TF-IDF).
 
@@ -292,7 +304,7 @@ def ctfidf_terms(
     classes = sorted(set(labels.tolist()))
     joined = [" ".join(t for t, lab in zip(texts, labels) if lab == c) for c in classes]
     vectorizer = CountVectorizer(
-        stop_words=stop_words,
+        stop_words=label_stop_words() if stop_words == "english" else stop_words,
         token_pattern=r"(?u)\b[^\W\d]\w+\b",  # words of 2+ chars not starting with a digit (keeps __init__)
         lowercase=True,
     )
