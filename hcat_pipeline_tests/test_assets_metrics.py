@@ -1,0 +1,97 @@
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+from dagster import DagsterInstance
+
+from hcat_pipeline.assets.metrics import build_metric_assets
+from hcat_pipeline.assets.violations import violation_campaign
+from hcat_pipeline.io import PolarsParquetIOManager
+from hcat_pipeline.partitions import golden_set_version
+from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES
+
+CTX = ["The Eiffel Tower is in Paris. It was completed in 1889.", "Paris is the capital of France."]
+QUERY = "When was the Eiffel Tower completed?"
+
+
+def _golden() -> pl.DataFrame:
+    base = {c: None for c in GOLDEN_SET}
+    rows = [
+        {**base, "case_id": "c1", "version": "v1", "query": QUERY, "reference_answer": "It was completed in 1889.", "pair_id": "p1", "attribute": "gender"},
+        {**base, "case_id": "c2", "version": "v1", "query": QUERY, "reference_answer": "It was completed in 1889.", "pair_id": "p1", "attribute": "gender"},
+    ]
+    return pl.DataFrame(rows, schema=GOLDEN_SET)
+
+
+def _responses() -> pl.DataFrame:
+    base = {c: None for c in RAG_RESPONSES}
+    rows = []
+    for system, answers in {"good": ["It was completed in 1889.", "The tower was completed in 1889."], "bad": ["Bananas are yellow.", None]}.items():
+        for case, ans in zip(["c1", "c2"], answers):
+            rows.append({**base, "case_id": case, "system_id": system, "query": QUERY, "answer": ans, "contexts": CTX,
+                         "error": None if ans else "rate_limit: gave up after 3 attempts"})
+    return pl.DataFrame(rows, schema=RAG_RESPONSES)
+
+
+@dg.asset(partitions_def=golden_set_version, name="golden_set")
+def _golden_set() -> pl.DataFrame:
+    return _golden()
+
+
+@dg.asset(partitions_def=golden_set_version, name="rag_responses")
+def _rag_responses() -> pl.DataFrame:
+    return _responses()
+
+
+def test_metric_tables_and_bias_report(warehouse, embedding_model):
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("golden_set_version", ["v1"])
+    metric_tables, bias_report = build_metric_assets()
+    metrics = ["context_relevancy", "groundedness_similarity", "completeness_wasserstein", "answer_relevancy", "semantic_similarity"]
+    res = dg.materialize(
+        [_golden_set, _rag_responses, metric_tables, bias_report],
+        partition_key="v1",
+        instance=instance,
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model},
+        run_config={"ops": {"metric_tables": {"config": {"metrics": metrics}}}},
+    )
+    assert res.success
+    out = pl.read_parquet(warehouse / "metric_tables" / "v1.parquet")
+    assert out.height == 4  # the failed response is kept
+    failed = out.filter(pl.col("score_skipped_reason").is_not_null())
+    assert failed["system_id"].to_list() == ["bad"] and failed["groundedness_similarity"].null_count() == 1
+    assert {"groundedness_smax", "least_grounded_sentence", "completeness_wasserstein_approx", "context_relevancy_smax"} <= set(out.columns)
+    assert out["reference"].null_count() == 0  # reference_answer joined from the golden set
+    md = res.asset_materializations_for_node("metric_tables")[0].metadata
+    assert md["rows_failed"].value == 1
+    means = md["means"].data
+    assert means["good"]["groundedness_similarity"] > means["bad"]["groundedness_similarity"]
+    assert means["bad"]["failed"] == 1
+    assert md["aggregation"].data["context_relevancy"] == "mean"
+    assert json.loads(out["score_info"][0])["metrics_computed"] == metrics
+    bias = res.asset_materializations_for_node("bias_report")[0].metadata
+    assert bias["pair_rows"].value == 4
+
+
+def test_violation_campaign_asset(tmp_path, warehouse, embedding_model):
+    folder = tmp_path / "violations"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "violations", folder)
+    with open(folder / "ground_truth.jsonl", "a") as f:
+        f.write("this line is broken\n")
+    res = dg.materialize(
+        [violation_campaign],
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model},
+        run_config={"ops": {"violation_campaign": {"config": {"folder": str(folder)}}}},
+    )
+    assert res.success
+    summary = pl.read_parquet(warehouse / "violation_campaign.parquet")
+    assert summary["checker_version"].to_list() == ["example-checker@0.1.0"]
+    row = summary.row(0, named=True)
+    assert row["tp"] + row["fn"] == row["ground_truth"] == 3 and row["tp"] + row["fp"] == row["predicted"] == 3
+    errors = pl.read_parquet(warehouse / "violation_file_errors.parquet")
+    assert errors.to_dicts() == [{"file": "ground_truth.jsonl", "line": 4, "reason": errors["reason"][0]}]
+    assert errors["reason"][0].startswith("not JSON")
+    pairs = pl.read_parquet(warehouse / "violation_matches.parquet")
+    assert pairs["std_match"].sum() == row["tp"]
