@@ -101,6 +101,29 @@ def new_case(**fields) -> dict:
     return case
 
 
+def case_from_query(row: dict, corpus_hash: str | None = None) -> dict:
+    """The happy-path case of a selected generated query (HCAT §2 step 5)."""
+    qtype = row["query_type"]
+    stratum = row.get("stratum")
+    return new_case(
+        category="happy_path",
+        tags=[f"query_type:{qtype}", *([f"stratum:{stratum}"] if stratum is not None else []), "answerability:answerable"],
+        stratum=stratum,
+        stratum_label=row.get("stratum_label"),
+        query_type=qtype,
+        query=row["query"],
+        options=list(row.get("options") or []),
+        reference_answer=row["reference_answer"],
+        expected_behavior="answer",
+        constraints=["must answer from the documents"],
+        source_chunk_ids=list(row["source_chunk_ids"]),
+        model=row.get("model"),
+        prompt_hash=row.get("prompt_hash"),
+        seed=row.get("seed"),
+        corpus_hash=corpus_hash,
+    )
+
+
 def cases_frame(cases: list[dict], extra_schema: dict | None = None) -> pl.DataFrame:
     """The golden-set table of ``cases`` (contract columns first, then extras), sorted by case_id."""
     schema = {**GOLDEN_SET, **(extra_schema or {})}

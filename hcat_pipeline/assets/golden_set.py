@@ -1,0 +1,133 @@
+"""Lineage stage 6: golden_candidates (unpartitioned) → golden_set (one frozen version per partition).
+
+``golden_set`` for partition ``<version>``: if ``<golden_dir>/<version>/manifest.json`` exists (frozen
+by an earlier run, by ``hcat freeze`` / ``hcat import-cases``, or dropped in by hand) the version
+is loaded and its SHA-256 verified — never regenerated or rewritten; otherwise the current
+``golden_candidates`` are frozen under that version (golden-eval §2.5). ``golden_candidates`` is
+read from the warehouse only in that second case, so a hand-dropped version needs no generation.
+
+(No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
+"""
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+from pydantic import Field
+
+from hcat_pipeline.assets._metadata import frame_metadata
+from hcat_pipeline.core.golden import (
+    GoldenSetError,
+    cases_frame,
+    freeze_version,
+    load_version,
+    resolve_created_at,
+    table_sha256,
+)
+from hcat_pipeline.partitions import golden_set_version
+from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
+
+
+class GoldenCandidatesConfig(dg.Config):
+    created_at: str = Field(
+        default="",
+        description="ISO date recorded on the cases; empty: SOURCE_DATE_EPOCH, else 1970-01-01 (never the wall clock, "
+        "so identical inputs give byte-identical frozen sets)",
+    )
+
+
+class GoldenSetConfig(dg.Config):
+    golden_dir: str = Field(default=str(GOLDEN_SETS_DIR), description="where frozen versions live (<dir>/<version>/)")
+    candidates_path: str = Field(
+        default=str(WAREHOUSE_DIR / "golden_candidates.parquet"),
+        description="the stored golden_candidates table, read only when the version is not frozen yet",
+    )
+
+
+def _counts(frame: pl.DataFrame, col: str) -> dict:
+    vc = frame[col].fill_null("none").value_counts()
+    return {str(k): int(v) for k, v in sorted(zip(vc[col].to_list(), vc["count"].to_list(), strict=True))}
+
+
+@dg.asset(
+    group_name="golden_set",
+    description="Every candidate test case (golden-eval §2.4): selected generated queries (happy path) + robustness and "
+    "risk cases, in the GOLDEN_SET contract, not yet versioned.",
+)
+def golden_candidates(
+    context: dg.AssetExecutionContext, config: GoldenCandidatesConfig, selected_queries: pl.DataFrame, robustness_cases: pl.DataFrame, chunks: pl.DataFrame
+) -> pl.DataFrame:
+    from hcat_pipeline.core.golden import case_from_query, corpus_hash
+
+    chash = corpus_hash(chunks["doc_id"].unique().to_list())
+    bases = cases_frame([case_from_query(r, chash) for r in selected_queries.to_dicts()])
+    out = pl.concat([bases, robustness_cases.select(bases.columns)], how="vertical")
+    out = cases_frame(out.to_dicts()).with_columns(pl.lit(resolve_created_at(config.created_at or None)).alias("created_at"))
+    orphans = out.filter(pl.col("base_case_id").is_not_null() & ~pl.col("base_case_id").is_in(out["case_id"].to_list()))
+    if orphans.height:
+        context.log.warning(f"{orphans.height} variant(s) whose base case is not among the candidates")
+    context.add_output_metadata(
+        {
+            **frame_metadata(out.select("case_id", "category", "query_type", "variant_kind", "query")),
+            "cases": out.height,
+            "by_category": dg.MetadataValue.json(_counts(out, "category")),
+            "by_query_type": dg.MetadataValue.json(_counts(out, "query_type")),
+            "by_variant_kind": dg.MetadataValue.json(_counts(out, "variant_kind")),
+            "candidates_sha256": table_sha256(out),
+        }
+    )
+    return out
+
+
+@dg.asset(
+    partitions_def=golden_set_version,
+    group_name="golden_set",
+    deps=[golden_candidates],
+    description="A frozen golden-set version (immutable Parquet + manifest with SHA-256 under data/golden_sets/<version>/): "
+    "verified and reused when it exists, else the current golden_candidates frozen under this version.",
+)
+def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig) -> pl.DataFrame:
+    version = context.partition_key
+    golden_dir = Path(config.golden_dir)
+    frozen_now = False
+    candidates_match = None
+    try:
+        if (golden_dir / version / "manifest.json").exists():
+            frame, manifest = load_version(version, golden_dir)
+            cpath = Path(config.candidates_path)
+            if cpath.exists() and manifest.get("source") == "generated":
+                candidates_match = table_sha256(pl.read_parquet(cpath).sort("case_id")) == manifest.get("inputs_sha256")
+                if not candidates_match:
+                    context.log.warning(
+                        f"golden_candidates changed since version {version!r} was frozen; the frozen version is used as is. "
+                        "Freeze the new candidates under a new version to evaluate them."
+                    )
+        else:
+            cpath = Path(config.candidates_path)
+            if not cpath.exists():
+                raise dg.Failure(
+                    f"golden-set version {version!r} is not frozen in {golden_dir} and there are no golden_candidates at {cpath}: "
+                    "materialize golden_candidates first, or drop a frozen version (manifest.json + golden_set.parquet) there"
+                )
+            candidates = pl.read_parquet(cpath)
+            manifest = freeze_version(candidates, version, golden_dir, provenance={"run_id": context.run_id})
+            frame, manifest = load_version(version, golden_dir)
+            frozen_now = True
+    except GoldenSetError as e:
+        raise dg.Failure(str(e)) from e
+    context.add_output_metadata(
+        {
+            **frame_metadata(frame.select("case_id", "category", "query_type", "variant_kind", "query")),
+            "version": version,
+            "frozen_in_this_run": frozen_now,
+            "source": manifest.get("source", "unknown"),
+            "content_sha256": manifest["content_sha256"],
+            "inputs_sha256": manifest.get("inputs_sha256", ""),
+            "manifest_path": str(golden_dir / version / "manifest.json"),
+            "candidates_match_frozen": "n/a" if candidates_match is None else str(candidates_match),
+            "by_category": dg.MetadataValue.json(_counts(frame, "category")),
+            "by_query_type": dg.MetadataValue.json(_counts(frame, "query_type")),
+            "by_variant_kind": dg.MetadataValue.json(_counts(frame, "variant_kind")),
+        }
+    )
+    return frame
