@@ -11,3 +11,18 @@ nightly_campaign = dg.define_asset_job(
     selection=dg.AssetSelection.all(),
     description="The whole evaluation campaign on the configured corpus and models.",
 )
+
+from hcat_pipeline.partitions import golden_set_version  # noqa: E402
+
+test_generation_job = dg.define_asset_job(
+    "test_generation_job",
+    selection=dg.AssetSelection.assets("golden_candidates").upstream().required_multi_asset_neighbors(),
+    description="HCAT §2: corpus → strata → sampled chunks → generated / selected queries → robustness cases → golden_candidates.",
+)
+
+golden_set_job = dg.define_asset_job(
+    "golden_set_job",
+    selection=dg.AssetSelection.assets("golden_set").downstream(),
+    partitions_def=golden_set_version,
+    description="One golden-set version: load (or freeze) it and run everything downstream (responses, metrics …).",
+)

@@ -1,1 +1,45 @@
 """Sensors: re-run what changed (new frozen golden-set versions, new corpus files, …)."""
+
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import dagster as dg  # noqa: E402
+
+from hcat_pipeline.partitions import golden_set_version  # noqa: E402
+
+
+def build_golden_set_sensor(golden_dir: str | None = None, job_name: str = "golden_set_job", name: str = "golden_set_version_sensor"):
+    """A sensor that notices a new frozen version (``<golden_dir>/<version>/manifest.json``, frozen by a
+    run, the CLI or dropped in by hand), verifies it, adds the ``golden_set_version`` partition and
+    requests ``job_name`` for it. A version whose files do not match its manifest is skipped and logged.
+    ``golden_dir`` defaults to ``HCAT_GOLDEN_SETS_DIR`` / data/golden_sets at evaluation time."""
+
+    @dg.sensor(name=name, job_name=job_name, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
+               description="New frozen golden-set version → add the partition and run golden_set_job for it.")  # fmt: skip
+    def _sensor(context: dg.SensorEvaluationContext):
+        from hcat_pipeline.core.golden import GoldenSetError, list_versions, verify_version
+        from hcat_pipeline.paths import GOLDEN_SETS_DIR
+
+        root = Path(golden_dir or os.environ.get("HCAT_GOLDEN_SETS_DIR") or GOLDEN_SETS_DIR)
+        known = set(context.instance.get_dynamic_partitions(golden_set_version.name))
+        new, runs = [], []
+        for version in list_versions(root):
+            if version in known:
+                continue
+            try:
+                manifest = verify_version(version, root)
+            except GoldenSetError as e:
+                context.log.warning(f"golden-set version {version!r} skipped: {e}")
+                continue
+            new.append(version)
+            runs.append(dg.RunRequest(run_key=f"golden_set:{version}:{manifest['content_sha256'][:16]}", partition_key=version,
+                                      tags={"golden_set_version": version, "golden_set_source": str(manifest.get("source", ""))}))  # fmt: skip
+        if not new:
+            return dg.SkipReason(f"no new frozen golden-set version in {root}")
+        context.log.info(f"new golden-set version(s): {new}")
+        return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=[golden_set_version.build_add_request(new)])
+
+    return _sensor
+
+
+golden_set_version_sensor = build_golden_set_sensor()
