@@ -16,6 +16,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
 
 _KEEP = ("case_id", "system_id", "config_hash", "category", "query_type", "query", "answer", "reference", "error")
@@ -41,6 +42,7 @@ def _metric_tables(
     context: dg.AssetExecutionContext,
     config: MetricsConfig,
     embedding_model: EmbeddingModel,
+    pii_detector: PIIDetector,
     rag_responses: pl.DataFrame,
     golden_set: pl.DataFrame,
 ) -> pl.DataFrame:
@@ -57,6 +59,7 @@ def _metric_tables(
             coverage_threshold=config.coverage_threshold,
             ot_metric=config.ot_metric,
             explain_sentences=config.explain_sentences,
+            pii=pii_detector,  # NLI: NLIModel() is created by score() when groundedness_nli is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
         )
     except ValueError as e:
@@ -125,30 +128,4 @@ def build_metric_assets() -> tuple[dg.AssetsDefinition, dg.AssetsDefinition]:
     return tables, bias
 
 
-def _upstream_present() -> bool:
-    """True when sibling asset modules produce golden_set and rag_responses.
-
-    Until both upstream stages exist, metric_tables / bias_report stay out of the Definitions (an
-    input with no producer would make the whole code location fail to load).
-    """
-    import importlib
-    import pkgutil
-
-    import hcat_pipeline.assets as pkg
-
-    keys: set[str] = set()
-    for m in pkgutil.iter_modules(pkg.__path__):
-        if m.name in ("metrics", "violations") or m.name.startswith("_"):
-            continue
-        try:
-            mod = importlib.import_module(f"{pkg.__name__}.{m.name}")
-        except Exception:  # a broken sibling is reported by the Definitions loader itself
-            continue
-        for v in vars(mod).values():
-            if isinstance(v, dg.AssetsDefinition):
-                keys.update(k.to_user_string() for k in v.keys)
-    return {"golden_set", "rag_responses"} <= keys
-
-
-if _upstream_present():
-    metric_tables, bias_report = build_metric_assets()
+metric_tables, bias_report = build_metric_assets()

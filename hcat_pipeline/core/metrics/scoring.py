@@ -279,7 +279,8 @@ def score_frame(
         scorer = _resolve(nli) if nli is not None else _default_nli()
         res = groundedness_nli_batch([(a_s[i], c_s[i]) for i in rows_idx], scorer)
         for i, r in zip(rows_idx, res):
-            cols["groundedness_nli"][i] = r.get("groundedness_nli")
+            g = r.get("groundedness_nli")
+            cols["groundedness_nli"][i] = None if g is None or g != g else float(g)  # NaN (no sentence) -> null
             sig = r.get("nli_sigma")
             cols["nli_sigma"][i] = None if sig is None else [float(x) for x in sig]
             d = r.get("nli_distance")
