@@ -31,8 +31,10 @@ def synthetic(n: int, topics: int, dim: int = 384, seed: int = 0):
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     sizes = rng.dirichlet(np.full(topics, 2.0))  # uneven topic sizes
     truth = rng.choice(topics, size=n, p=sizes)
-    x = centres[truth] + rng.normal(scale=0.045, size=(n, dim)).astype(np.float32)  # ≈ cos 0.5-0.6 to centre
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x = np.empty((n, dim), dtype=np.float32)
+    for i in range(0, n, 10_000):  # in float32 blocks, so generating the data does not set the RSS peak
+        block = centres[truth[i : i + 10_000]] + 0.045 * rng.standard_normal((len(truth[i : i + 10_000]), dim), dtype=np.float32)
+        x[i : i + 10_000] = block / np.linalg.norm(block, axis=1, keepdims=True)  # ≈ cos 0.75 to the centre
     vocab = [[f"topic{t}word{j}" for j in range(12)] for t in range(topics)]
     filler = ["the", "system", "value", "account", "process", "data", "report", "rule"]
     texts = [

@@ -166,3 +166,9 @@ def test_pca_reduction_is_sign_stable_and_plot_is_written(tmp_path):
     res = build_strata(ids, texts, x, StrataParams(reduction="pca", n_components=3, k_min=2, k_max=4))
     png = plot_strata(res.frame, tmp_path / "sub" / "topic_strata.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_labels_stay_unique_when_terms_repeat():
+    x, _ = make_blobs(n_samples=90, centers=3, n_features=8, random_state=1)
+    res = build_strata([f"c{i}" for i in range(90)], ["same words"] * 90, x, StrataParams(reduction="pca", n_clusters=3))
+    assert res.strata["stratum_label"].to_list() == ["same, words", "same, words [1]", "same, words [2]"]

@@ -127,7 +127,7 @@ def reduce_dimensions(
         out = PCA(n_components=k, svd_solver=solver, random_state=seed).fit_transform(x)
         return _fix_signs(out).astype(np.float32)
     if method == "umap":
-        if n <= k + 2:  # too few points for a manifold: fall back to PCA rather than fail
+        if n < max(20, k + 3):  # too few points for a manifold: fall back to PCA rather than fail
             return reduce_dimensions(x, "pca", n_components, seed)
         import warnings
 
@@ -389,6 +389,11 @@ def build_strata(
     t = time.perf_counter()
     terms = ctfidf_terms(texts, labels, params.label_terms)
     names = {c: stratum_label(c, ts) for c, ts in terms.items()}
+    seen: dict[str, int] = {}
+    for c in sorted(names):  # labels name strata (e.g. in sampling weights): keep them unique
+        seen[names[c]] = seen.get(names[c], 0) + 1
+        if seen[names[c]] > 1:
+            names[c] = f"{names[c]} [{c}]"
     timings["label_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
