@@ -170,5 +170,5 @@ def test_pca_reduction_is_sign_stable_and_plot_is_written(tmp_path):
 
 def test_labels_stay_unique_when_terms_repeat():
     x, _ = make_blobs(n_samples=90, centers=3, n_features=8, random_state=1)
-    res = build_strata([f"c{i}" for i in range(90)], ["same words"] * 90, x, StrataParams(reduction="pca", n_clusters=3))
-    assert res.strata["stratum_label"].to_list() == ["same, words", "same, words [1]", "same, words [2]"]
+    res = build_strata([f"c{i}" for i in range(90)], ["alpha words"] * 90, x, StrataParams(reduction="pca", n_clusters=3))
+    assert res.strata["stratum_label"].to_list() == ["alpha, words", "alpha, words [1]", "alpha, words [2]"]
