@@ -133,5 +133,6 @@ def test_import_csv_row_numbers(tmp_path):
     )
     with pytest.raises(CaseImportError) as e:
         import_cases(path, "v3", tmp_path / "gs")
-    assert [r for r, _ in e.value.errors] == [2]
+    assert [r for r, _ in e.value.errors] == [3]  # spreadsheet row: header is row 1
+    assert "row 3: the reference_answer of a multiple_choice case" in str(e.value)
     assert not (tmp_path / "gs").exists() or not list((tmp_path / "gs").iterdir())

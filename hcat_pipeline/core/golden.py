@@ -359,7 +359,7 @@ def _read_rows(path: Path) -> tuple[list[tuple[int, dict]], list[tuple[int, str]
     elif path.suffix.lower() == ".csv":
         with open(path, encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f)
-            for n, rec in enumerate(reader, start=1):
+            for n, rec in enumerate(reader, start=2):  # spreadsheet row: the header is row 1
                 if None in rec:
                     errors.append((n, f"more fields than the header has columns: {rec[None]!r}"))
                     continue
@@ -445,7 +445,10 @@ def validate_case(row: dict) -> tuple[dict, list[str]]:
 
 
 def read_curated_cases(path: str | Path) -> pl.DataFrame:
-    """Read and validate a curated CSV / JSONL; raise ``CaseImportError`` listing every bad row."""
+    """Read and validate a curated CSV / JSONL; raise ``CaseImportError`` listing every bad row.
+
+    Row numbers are what an editor shows: the line of a JSONL file; the spreadsheet row of a CSV
+    file (header = row 1, first case = row 2)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} not found")
