@@ -22,17 +22,16 @@ def command(name: str, help: str, add_arguments: Callable[[argparse.ArgumentPars
 
 
 def _campaign_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--job", default="nightly_campaign", help="Dagster job to run (default: nightly_campaign)")
-    p.add_argument("--partition", default=None, help="golden-set version partition, when the job needs one")
+    p.add_argument("--version", default=None, help="golden-set version name (default: gs-<hash of the candidates>)")
 
 
-@command("campaign", "run a campaign job as a real Dagster run in the project's instance", _campaign_args)
+@command("campaign", "run the whole campaign (generation, freeze, responses, metrics) as real Dagster runs", _campaign_args)
 def _campaign(args: argparse.Namespace) -> int:
     from hcat_pipeline.campaign import run_campaign
 
     t0 = time.perf_counter()
-    ok = run_campaign(job_name=args.job, partition=args.partition)
-    print(f"campaign {'succeeded' if ok else 'FAILED'} in {time.perf_counter() - t0:.1f}s")
+    ok, version = run_campaign(version=args.version)
+    print(f"campaign {'succeeded' if ok else 'FAILED'} (golden-set version {version}) in {time.perf_counter() - t0:.1f}s")
     return 0 if ok else 1
 
 

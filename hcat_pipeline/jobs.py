@@ -8,8 +8,9 @@ ingest_job = dg.define_asset_job(
 
 nightly_campaign = dg.define_asset_job(
     "nightly_campaign",
-    selection=dg.AssetSelection.all(),
-    description="The whole evaluation campaign on the configured corpus and models.",
+    selection=dg.AssetSelection.all() - dg.AssetSelection.assets("golden_set").downstream(),
+    description="Every unpartitioned stage (corpus → … → golden_candidates); golden_candidates_sensor then freezes "
+    "the version and runs golden_set_job for it.",
 )
 
 from hcat_pipeline.partitions import golden_set_version  # noqa: E402

@@ -43,3 +43,25 @@ def build_golden_set_sensor(golden_dir: str | None = None, job_name: str = "gold
 
 
 golden_set_version_sensor = build_golden_set_sensor()
+
+
+@dg.asset_sensor(
+    asset_key=dg.AssetKey("golden_candidates"),
+    job_name="golden_set_job",
+    name="golden_candidates_sensor",
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="New golden_candidates → golden-set version gs-<content hash> (new partition) → golden_set_job for it, "
+    "which freezes the version on first use. Unchanged candidates map to the same version: nothing new is run.",
+)
+def golden_candidates_sensor(context: dg.SensorEvaluationContext, asset_event: dg.EventLogEntry):
+    meta = asset_event.asset_materialization.metadata if asset_event.asset_materialization else {}
+    sha = meta.get("candidates_sha256")
+    if sha is None:
+        return dg.SkipReason("golden_candidates materialization carries no candidates_sha256")
+    version = f"gs-{sha.value[:12]}"
+    if context.instance.has_dynamic_partition(golden_set_version.name, version):
+        return dg.SkipReason(f"golden-set version {version} already exists")
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=f"candidates:{version}", partition_key=version, tags={"golden_set_version": version})],
+        dynamic_partitions_requests=[golden_set_version.build_add_request([version])],
+    )
