@@ -71,3 +71,47 @@ def test_ood_queries_are_far_from_the_corpus():
     # a corpus that contains the topic filters it out
     none = ood_queries(3, seed=0, corpus_vectors=corpus, embed=lambda t: np.tile(corpus[:1], (len(t), 1)), max_similarity=0.5)
     assert none == []
+
+
+def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
+    from hcat_pipeline.core.golden import case_from_query, cases_frame
+    from hcat_pipeline.core.robustness import build_robustness_cases
+    from hcat_pipeline_tests.test_core_generation import CHUNKS, bow_embed
+
+    rows = [
+        {"query_type": t, "query": q, "reference_answer": a, "source_chunk_ids": ["c1"], "options": [], "stratum": 0, "stratum_label": "s",
+         "model": "m", "prompt_hash": "p", "seed": 0}
+        for t, q, a in [
+            ("simple", "What happens when a pass statement is executed?", "Nothing happens."),
+            ("inference", "Why is pass useful when a statement is required syntactically?", "It is a null operation used as a placeholder."),
+            ("yes_no", "Does the pass statement do anything when executed?", "No. Nothing happens."),
+            ("simple", "What kind of operation is the pass statement?", "A null operation."),
+            ("inference", "What would happen if pass were used as a loop body?", "Nothing happens in each iteration."),
+        ]
+    ]  # fmt: skip
+    bases = [case_from_query(r, "h") for r in rows]
+    calls = []
+
+    def rewrite(q, seed):
+        calls.append(q)
+        return "so like " + q.lower(), "ph", "m", None
+
+    counts = {"typo": 2, "colloquial": 1, "misleading_premise": 1, "distractor": 1, "injection": 2, "ood": 2, "counterfactual_pairs": 2}
+    corpus = bow_embed(list(CHUNKS.values()))
+    cases, failures = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, min_rewrite_similarity=0.3, ood_max_similarity=0.5)
+    kinds = [c["variant_kind"] for c in cases]
+    assert kinds.count("typo") == 2 and kinds.count("colloquial") == 1 and kinds.count("injection") == 2
+    assert kinds.count("misleading_premise") == 1 and kinds.count("distractor") == 1 and kinds.count("counterfactual") == 4
+    assert sum(c["category"] == "out_of_scope" for c in cases) == 2 and failures == []
+    base_ids = {b["case_id"] for b in bases}
+    assert all(c["base_case_id"] in base_ids for c in cases if c["category"] != "out_of_scope")
+    ood = [c for c in cases if c["category"] == "out_of_scope"]
+    assert all(c["expected_behavior"] == "abstain" and c["reference_answer"] is None for c in ood)
+    dis = [c for c in cases if c["variant_kind"] == "distractor"][0]
+    assert dis["distractor_passage"] and "not" in dis["distractor_passage"].lower()
+    pairs = [c for c in cases if c["variant_kind"] == "counterfactual"]
+    assert len({c["pair_id"] for c in pairs}) == 2 and all(c["attribute"] for c in pairs)
+    # deterministic, and frames conform to the contract
+    again, _ = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, min_rewrite_similarity=0.3, ood_max_similarity=0.5)
+    assert [c["case_id"] for c in again] == [c["case_id"] for c in cases]
+    assert cases_frame(bases + cases).height == len(bases) + len(cases)
