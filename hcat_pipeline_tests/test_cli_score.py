@@ -37,3 +37,16 @@ def test_hcat_score_bad_input(tmp_path, capsys):
     src.write_text("a,b\n")
     assert main(["score", str(src), str(tmp_path / "out.jsonl"), "--cache-dir", str(tmp_path / "c")]) == 2
     assert "expected .jsonl" in capsys.readouterr().err
+
+
+def test_hcat_score_cross_lingual(tmp_path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.parquet"
+    rows = [
+        {"query": "Where is the cat?", "contexts": ["The cat sits on the mat."], "answer": "The cat sits on the mat.", "reference": "Le chat est assis sur le tapis."},
+        {"query": "Where is the cat?", "contexts": ["The cat sits on the mat."], "answer": "Stock markets fell sharply.", "reference": "Le chat est assis sur le tapis."},
+    ]
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    rc = main(["score", str(src), str(dst), "--metrics", "groundedness_similarity", "--cross-lingual", "--cache-dir", str(tmp_path / "c"), "--no-progress"])
+    assert rc == 0
+    out = pl.read_parquet(dst)
+    assert out["cross_lingual_similarity"][0] > out["cross_lingual_similarity"][1] + 0.3

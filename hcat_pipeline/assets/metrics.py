@@ -16,6 +16,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
 
@@ -59,7 +60,8 @@ def _metric_tables(
             coverage_threshold=config.coverage_threshold,
             ot_metric=config.ot_metric,
             explain_sentences=config.explain_sentences,
-            pii=pii_detector,  # NLI: NLIModel() is created by score() when groundedness_nli is requested
+            pii=pii_detector,  # NLI: score() creates NLIModel() only when groundedness_nli is requested
+            multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
         )
     except ValueError as e:

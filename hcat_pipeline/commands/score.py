@@ -28,6 +28,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-sentences", action="store_true", help="omit the query/context/answer sentence lists")
     p.add_argument("--cache-dir", default="", help="embedding cache directory (default: the project cache)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--cross-lingual", action="store_true", help="add cross_lingual_similarity (answer vs reference, multilingual encoder)")
 
 
 def read_table(path: Path):
@@ -54,6 +55,12 @@ def write_table(frame, path: Path) -> None:
     tmp.replace(path)
 
 
+def _multilingual():
+    from hcat_pipeline.resources.multilingual import MultilingualEncoder
+
+    return MultilingualEncoder()
+
+
 @command("score", "score responses (JSONL/Parquet) with the explainable metrics, outside Dagster", _args)
 def run(args: argparse.Namespace) -> int:
     from hcat_pipeline.metrics import score
@@ -67,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     model = EmbeddingModel(cache_dir=args.cache_dir) if args.cache_dir else EmbeddingModel()
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] or None
+    if args.cross_lingual:
+        from hcat_pipeline.core.metrics.scoring import requested_metrics
+
+        metrics = [*requested_metrics(frame, metrics), "cross_lingual_similarity"]
     try:
         out, info = score(
             frame,
@@ -77,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             ot_metric=args.ot_metric,
             explain_sentences=not args.no_sentences,
             progress=not args.no_progress,
+            multilingual=_multilingual,
             return_info=True,
         )
         write_table(out, dst)
