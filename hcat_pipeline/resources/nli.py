@@ -29,7 +29,7 @@ import dagster as dg
 import numpy as np
 from pydantic import PrivateAttr
 
-from hcat_pipeline.core.metrics.nli import CONTRADICTION_FEATURE, NLIHead, pair_features, sigmoid
+from hcat_pipeline.core.metrics.nli import CONTRADICTION_FEATURE, NLIHead, feature_names, pair_features, sigmoid
 
 PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "core" / "metrics" / "nli_head.json"
 LLM_FEATURE = "llm_log_odds"
@@ -127,9 +127,15 @@ class NLIModel(dg.ConfigurableResource):
         model = _load("contradiction", _Contradiction)
         return model(list(premises), list(hypotheses))
 
-    def features(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str]) -> np.ndarray:
-        """Raw pair features in the order of the head's ``feature_names``."""
-        head_names = self.head().feature_names
+    def pair_features(
+        self,
+        premise_sentence_lists: Sequence[Sequence[str]],
+        hypotheses: Sequence[str],
+        use_contradiction: bool = False,
+        use_llm: bool = False,
+        dense: bool = False,
+    ) -> tuple[np.ndarray, list[str]]:
+        """Raw pair features and their names (for training a head or scoring with one)."""
         prem = [[s for s in p if s and s.strip()] for p in premise_sentence_lists]
         hyps = list(hypotheses)
         uniq = list(dict.fromkeys([s for p in prem for s in p] + hyps))
@@ -137,13 +143,26 @@ class NLIModel(dg.ConfigurableResource):
         pos = {t: i for i, t in enumerate(uniq)}
         PE = [E[[pos[s] for s in p]] if p else np.zeros((0, E.shape[1]), dtype=np.float32) for p in prem]
         HE = E[[pos[h] for h in hyps]]
-        contra = None
-        if CONTRADICTION_FEATURE in head_names:
-            contra = self.contradiction([" ".join(p) for p in prem], hyps)
-        dense = any(n.startswith("uv_") for n in head_names)
+        contra = self.contradiction([" ".join(p) for p in prem], hyps) if use_contradiction else None
         raw = pair_features(PE, HE, prem, hyps, contradiction=contra, dense=dense)
-        if LLM_FEATURE in head_names:
+        names = feature_names(use_contradiction, dense, E.shape[1])
+        if use_llm:
             raw = np.column_stack([raw, self.llm_log_odds([" ".join(p) for p in prem], hyps)])
+            names = names + [LLM_FEATURE]
+        return raw, names
+
+    def features(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str]) -> np.ndarray:
+        """Raw pair features in the order of the head's ``feature_names``."""
+        names = self.head().feature_names
+        raw, got = self.pair_features(
+            premise_sentence_lists,
+            hypotheses,
+            use_contradiction=CONTRADICTION_FEATURE in names,
+            use_llm=LLM_FEATURE in names,
+            dense=any(n.startswith("uv_") for n in names),
+        )
+        if got != names:
+            raise ValueError(f"the head expects features {names}, this scorer builds {got}")
         return raw
 
     def decision(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str]) -> dict[str, np.ndarray]:

@@ -93,7 +93,7 @@ def _novelty(hyp: Sequence[str], prem: set[str]) -> float:
 # ---------------------------------------------------------------------------------------------
 # features
 
-SIM_FEATURES = ["max_sim", "top2_sim", "centroid_sim", "best_margin"]
+SIM_FEATURES = ["max_sim", "top2_sim", "centroid_sim"]
 LEX_FEATURES = [
     "content_novelty",
     "bigram_novelty",
@@ -178,9 +178,7 @@ def pair_features(
             cn = np.linalg.norm(c)
             centroid_sim = float(c @ u / cn) if cn > 0 else 0.0
         s_sorted = np.sort(sims)[::-1]
-        top2 = float(s_sorted[:2].mean())
-        margin = float(s_sorted[0] - s_sorted[1]) if len(s_sorted) > 1 else 0.0
-        row = [float(s_sorted[0]), top2, centroid_sim, margin]
+        row = [float(s_sorted[0]), float(s_sorted[:2].mean()), centroid_sim]
         row += lexical_features(prem, hypotheses[i], best_text)
         if contradiction is not None:
             row.append(float(contradiction[i]))
@@ -273,9 +271,15 @@ def fit_head(
     C: float = 1.0,
     seed: int = 0,
     info: dict | None = None,
+    monotone: bool | dict[str, int] = True,
 ) -> NLIHead:
-    """Fit the entailment head (label 1 = entailed / grounded) by L2 logistic regression."""
-    from sklearn.linear_model import LogisticRegression
+    """Fit the entailment head (label 1 = entailed / grounded) by L2-regularised logistic regression.
+
+    ``monotone`` constrains the sign of chosen weights (True: ``MONOTONE``): more similarity to the
+    premise may never lower the entailment logit, more novelty or a negation / contradiction may
+    never raise it. Without it, collinear features trained on synthetic pairs can take opposite
+    signs that cancel on the training distribution and misbehave elsewhere.
+    """
 
     raw = np.asarray(raw, dtype=np.float64)
     y = np.asarray(labels, dtype=int)
@@ -287,16 +291,50 @@ def fit_head(
     scale = raw.std(axis=0)
     scale[scale < 1e-9] = 1.0
     x = (raw - mean) / scale
-    clf = LogisticRegression(C=C, max_iter=2000, random_state=seed)
-    clf.fit(x, y)
-    w = clf.coef_[0].astype(np.float64)
-    b = float(clf.intercept_[0])
+    signs = MONOTONE if monotone is True else (monotone or {})
+    bounds = [(0.0, None) if signs.get(n, 0) > 0 else (None, 0.0) if signs.get(n, 0) < 0 else (None, None) for n in names]
+    w, b = _logistic_fit(x, y, C, bounds)
     if not np.any(w):
         raise ValueError("the fitted head has a zero weight vector (features carry no signal)")
     head = NLIHead(list(names), w, b, mean, scale, dict(info or {}))
     z = x @ w + b
     head.info.update({"n_train": int(len(y)), "positive_rate": float(y.mean()), "train_auroc": auroc(y, z), "C": C})
     return head
+
+
+MONOTONE: dict[str, int] = {
+    "max_sim": 1,
+    "top2_sim": 1,
+    "centroid_sim": 1,
+    "premise_coverage": 1,
+    "content_novelty": -1,
+    "bigram_novelty": -1,
+    "number_novelty": -1,
+    "has_unsupported_number": -1,
+    "name_novelty": -1,
+    "negation_mismatch": -1,
+    CONTRADICTION_FEATURE: -1,
+    "llm_log_odds": 1,
+}
+
+
+def _logistic_fit(x: np.ndarray, y: np.ndarray, C: float, bounds: list) -> tuple[np.ndarray, float]:
+    """Minimise C·Σ log-loss + ½‖w‖² (sklearn's objective) with per-weight bounds (L-BFGS-B; deterministic)."""
+    from scipy.optimize import minimize
+
+    n, d = x.shape
+    t = 2.0 * y - 1.0
+
+    def fg(theta):
+        w, b = theta[:d], theta[d]
+        m = t * (x @ w + b)
+        loss = np.logaddexp(0.0, -m)
+        g = -t * sigmoid(-m)
+        return C * loss.sum() + 0.5 * w @ w, np.concatenate([C * (x.T @ g) + w, [C * g.sum()]])
+
+    res = minimize(fg, np.zeros(d + 1), jac=True, method="L-BFGS-B", bounds=list(bounds) + [(None, None)],
+                   options={"maxiter": 5000})
+    return res.x[:d].astype(np.float64), float(res.x[d])
 
 
 def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
@@ -316,8 +354,8 @@ def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
 # ---------------------------------------------------------------------------------------------
 # perturbation pairs from a corpus
 
-POSITIVE_KINDS = ("copy", "span", "merge")
-NEGATIVE_KINDS = ("number_swap", "entity_swap", "word_swap", "negation", "same_doc_unsupported", "other_doc", "partial")
+POSITIVE_KINDS = ("copy", "span", "merge", "phrase")
+NEGATIVE_KINDS = ("number_swap", "entity_swap", "word_swap", "negation", "same_doc_unsupported", "other_doc", "partial", "phrase_unsupported")
 _FRAMES = ("Yes, {}", "I think {}", "Well, {}", "Did you know that {}", "Actually, {}", "As far as I know, {}")
 _AUX_RE = re.compile(r"\b(is|are|was|were|can|could|will|would|should|must|may|does|do|did|has|have|had)\b")
 _CLAUSE_RE = re.compile(r",\s+|;\s+|\s+\(|\)\s*|\s+(?:and|which|but|while|whereas)\s+")
@@ -434,8 +472,38 @@ def perturbation_pairs(
     vocab_names = sorted(set(vocab_names))
     out: list[Pair] = []
     attempts = 0
-    while len(out) < n_pairs and attempts < n_pairs * 20:
+    while len(out) < n_pairs and attempts < n_pairs * 30:
         attempts += 1
+        # the label and kind are drawn first, so rare kinds (numbers, names) keep their share
+        label = int(rng.random() < 0.5)
+        kind = rng.choice(POSITIVE_KINDS if label else NEGATIVE_KINDS)
+        hyp = _try_pair(docs, kind, rng, window, vocab_words, vocab_names)
+        if hyp is None:
+            continue
+        premise, hyp, src = hyp
+        if rng.random() < frame_rate:
+            frame = rng.choice(_FRAMES)
+            body = _lower_first(hyp.rstrip("."))
+            hyp = frame.format(body) + ("?" if frame.startswith("Did") else ".")
+        out.append(Pair(list(premise), hyp, label, kind))
+    return out
+
+
+def _phrase(s: str, rng: random.Random, lo: int = 2, hi: int = 6) -> str | None:
+    """A short contiguous phrase of ``s`` starting at a content word (like a short QA answer)."""
+    words = s.rstrip(".").split()
+    starts = [i for i, w in enumerate(words) if w.lower().strip(",;:()\"'") not in STOPWORDS]
+    if len(words) < lo or not starts:
+        return None
+    i = rng.choice(starts)
+    n = rng.randint(lo, hi)
+    ph = " ".join(words[i : i + n]).strip(" ,;:()")
+    return ph if len(tokens(ph)) >= 1 and any(c.isalnum() for c in ph) else None
+
+
+def _try_pair(docs, kind, rng, window, vocab_words, vocab_names, tries: int = 5):
+    """(premise, hypothesis, source sentence) for one pair of ``kind``, or None."""
+    for _ in range(tries):
         di = rng.randrange(len(docs))
         doc = docs[di]
         w = rng.randint(window[0], min(window[1], len(doc)))
@@ -445,54 +513,51 @@ def perturbation_pairs(
         if not inside:
             continue
         src = rng.choice(inside)
-        want_positive = rng.random() < 0.5
+        outside = [s for k, s in enumerate(doc) if (k < start or k >= start + w) and _usable(s) and s not in premise]
+        other = docs[(di + rng.randrange(1, len(docs))) % len(docs)]
+        other_sents = [s for s in other if _usable(s)]
         hyp: str | None = None
-        if want_positive:
-            kind = rng.choice(POSITIVE_KINDS)
-            if kind == "copy":
-                hyp = src
-            elif kind == "span":
-                hyp = _span(src, rng)
-            else:  # merge two premise clauses
-                if len(inside) >= 2:
-                    a, b = rng.sample(inside, 2)
-                    ca, cb = _clauses(a) or [a.rstrip(".")], _clauses(b) or [b.rstrip(".")]
-                    hyp = _finish(f"{rng.choice(ca).rstrip('.')} and {_lower_first(rng.choice(cb).rstrip('.'))}")
-            label = 1
+        if kind == "copy":
+            hyp = src
+        elif kind == "span":
+            hyp = _span(src, rng)
+        elif kind == "merge":
+            if len(inside) >= 2:
+                a, b = rng.sample(inside, 2)
+                ca, cb = _clauses(a) or [a.rstrip(".")], _clauses(b) or [b.rstrip(".")]
+                hyp = _finish(f"{rng.choice(ca).rstrip('.')} and {_lower_first(rng.choice(cb).rstrip('.'))}")
+        elif kind == "phrase":
+            hyp = _phrase(src, rng)
+        elif kind == "number_swap":
+            hyp = _number_swap(src, rng)
+        elif kind == "entity_swap":
+            hyp = _swap_token(src, vocab_names, lambda m: m.start() > 0 and m.group(0)[0].isupper(), rng)
+        elif kind == "word_swap":
+            hyp = _swap_token(src, vocab_words, lambda m: m.group(0).lower() not in STOPWORDS and len(m.group(0)) > 3, rng)
+            if hyp is not None and rng.random() < 0.5:
+                hyp = _swap_token(hyp, vocab_words, lambda m: m.group(0).lower() not in STOPWORDS and len(m.group(0)) > 3, rng)
+        elif kind == "negation":
+            hyp = _negate(src, rng)
+        elif kind == "same_doc_unsupported":
+            hyp = rng.choice(outside) if outside else None
+        elif kind == "other_doc":
+            hyp = rng.choice(other_sents) if other_sents else None
+        elif kind == "phrase_unsupported":
+            pool = outside or other_sents
+            hyp = _phrase(rng.choice(pool), rng) if pool else None
+            if hyp is not None and all(t in set(content_tokens(" ".join(premise))) for t in content_tokens(hyp)):
+                hyp = None
+        elif kind == "partial":
+            if outside:
+                a = _clauses(src) or [src.rstrip(".")]
+                b = rng.choice(outside)
+                cb = _clauses(b) or [b.rstrip(".")]
+                hyp = _finish(f"{rng.choice(a).rstrip('.')}, and {_lower_first(rng.choice(cb).rstrip('.'))}")
         else:
-            kind = rng.choice(NEGATIVE_KINDS)
-            outside = [s for k, s in enumerate(doc) if (k < start or k >= start + w) and _usable(s) and s not in premise]
-            if kind == "number_swap":
-                hyp = _number_swap(src, rng)
-            elif kind == "entity_swap":
-                hyp = _swap_token(src, vocab_names, lambda m: m.start() > 0 and m.group(0)[0].isupper(), rng)
-            elif kind == "word_swap":
-                hyp = _swap_token(src, vocab_words, lambda m: m.group(0).lower() not in STOPWORDS and len(m.group(0)) > 3, rng)
-                if hyp is not None and rng.random() < 0.5:
-                    hyp = _swap_token(hyp, vocab_words, lambda m: m.group(0).lower() not in STOPWORDS and len(m.group(0)) > 3, rng)
-            elif kind == "negation":
-                hyp = _negate(src, rng)
-            elif kind == "same_doc_unsupported":
-                hyp = rng.choice(outside) if outside else None
-            elif kind == "other_doc":
-                other = docs[(di + rng.randrange(1, len(docs))) % len(docs)]
-                cands = [s for s in other if _usable(s)]
-                hyp = rng.choice(cands) if cands else None
-            else:  # partial: a faithful clause joined to an unsupported one
-                if outside:
-                    a = (_clauses(src) or [src.rstrip(".")])
-                    b = rng.choice(outside)
-                    cb = _clauses(b) or [b.rstrip(".")]
-                    hyp = _finish(f"{rng.choice(a).rstrip('.')}, and {_lower_first(rng.choice(cb).rstrip('.'))}")
-            label = 0
-        if not hyp or (label == 0 and hyp.strip() == src.strip()):
-            continue
-        if rng.random() < frame_rate:
-            frame = rng.choice(_FRAMES)
-            body = _lower_first(hyp.rstrip("."))
-            hyp = frame.format(body) + ("?" if frame.startswith("Did") else ".")
-        out.append(Pair(list(premise), hyp, label, kind))
-    return out
+            raise ValueError(f"unknown perturbation kind {kind!r}")
+        if hyp and not (kind in NEGATIVE_KINDS and hyp.strip() == src.strip()):
+            return premise, hyp, src
+    return None
 
 
 def length_matched_auroc(labels: Sequence[int], scores: Sequence[float], lengths: Sequence[int], max_ratio: float = 1.25) -> dict:
@@ -522,3 +587,26 @@ def length_matched_auroc(labels: Sequence[int], scores: Sequence[float], lengths
 def answer_aggregate(sigmas: Sequence[float]) -> float:
     """The answer-level groundedness: the mean of σ(D_i) over its k sentences (paper §3.2, 1/k Σ)."""
     return float(np.mean(sigmas)) if len(sigmas) else math.nan
+
+
+_WRAP_RE = re.compile(r"(?<!\n)[ \t]*\n(?!\s*\n)[ \t]*")
+
+
+def documents_from_texts(texts: Sequence[str]) -> list[list[str]]:
+    """Sentences per document for ``perturbation_pairs``: hard-wrapped lines are joined inside each
+    paragraph first (so a line break is not taken for a sentence end), then the project's splitter runs."""
+    from hcat_pipeline.core.chunking import split_sentences
+
+    return [split_sentences(_WRAP_RE.sub(" ", t)) for t in texts if t and t.strip()]
+
+
+def train_head_from_pairs(
+    pairs: Sequence[Pair], featurize, C: float = 1.0, seed: int = 0, info: dict | None = None, monotone: bool | dict = True
+) -> NLIHead:
+    """Fit the head on generated pairs; ``featurize(premise_lists, hypotheses) -> (raw, names)``."""
+    raw, names = featurize([p.premise for p in pairs], [p.hypothesis for p in pairs])
+    y = np.asarray([p.label for p in pairs], dtype=int)
+    kinds: dict[str, int] = {}
+    for p in pairs:
+        kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    return fit_head(raw, y, names, C=C, seed=seed, info={**(info or {}), "kinds": kinds}, monotone=monotone)
