@@ -13,6 +13,7 @@ import os
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 
 
@@ -20,6 +21,7 @@ def resources_for(deployment: str | None = None) -> dict:
     deployment = deployment or os.environ.get("HCAT_DEPLOYMENT", "local")
     common = {"io_manager": PolarsParquetIOManager(), "embedding_model": EmbeddingModel()}
     common["pii_detector"] = PIIDetector()
+    common["nli_model"] = NLIModel()
     if deployment == "local":
         return {**common, "llm": LLM(provider="local")}
     if deployment == "api":
