@@ -610,3 +610,32 @@ def train_head_from_pairs(
     for p in pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     return fit_head(raw, y, names, C=C, seed=seed, info={**(info or {}), "kinds": kinds}, monotone=monotone)
+
+
+def documents_from_chunks(doc_ids: Sequence[str], chunk_indexes: Sequence[int], texts: Sequence[str]) -> list[list[str]]:
+    """Sentences per document from the (overlapping) ``chunks`` table: chunks in order, each split
+    into sentences, sentences repeated by the overlap kept once."""
+    by_doc: dict[str, list[tuple[int, str]]] = {}
+    for d, i, t in zip(doc_ids, chunk_indexes, texts):
+        by_doc.setdefault(d, []).append((int(i), t or ""))
+    out = []
+    for d in sorted(by_doc):
+        sents: dict[str, None] = {}
+        for _, t in sorted(by_doc[d]):
+            for s in documents_from_texts([t])[0] if t.strip() else []:
+                sents.setdefault(s, None)
+        if sents:
+            out.append(list(sents))
+    return out
+
+
+def kind_stats(pairs: Sequence[Pair], sigma: np.ndarray) -> list[dict]:
+    """Per perturbation kind: count, label, mean σ(D), accuracy of σ(D) > ½ against the label."""
+    rows = []
+    for kind in sorted({p.kind for p in pairs}):
+        idx = [i for i, p in enumerate(pairs) if p.kind == kind]
+        lab = pairs[idx[0]].label
+        s = np.asarray(sigma)[idx]
+        rows.append({"kind": kind, "label": lab, "pairs": len(idx), "mean_sigma": float(s.mean()),
+                     "accuracy": float(((s > 0.5).astype(int) == lab).mean())})
+    return rows
