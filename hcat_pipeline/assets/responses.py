@@ -18,6 +18,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.core.answerability import is_refusal
 from hcat_pipeline.core.rag import (
     CheckpointStore,
     RagPipeline,
@@ -235,13 +236,20 @@ def rag_responses(
     return out
 
 
+class RetrievalMetricsConfig(dg.Config):
+    # rules: core.answerability.is_refusal (stock phrases); classifier: core.metrics.refusal (logistic heads)
+    refusal_detector: str = "rules"
+    refusal_threshold: float = 0.5
+
+
 @dg.asset(
     partitions_def=golden_set_version,
     group_name="responses",
     description="Per system: recall@k, precision@k and MRR against the cases' source chunks; abstention rate on "
     "out-of-scope cases and false-refusal rate on answerable ones (golden-eval §10.2, §10.4).",
 )
-def retrieval_metrics(context: dg.AssetExecutionContext, rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
+def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetricsConfig, rag_responses: pl.DataFrame,
+                      golden_set: pl.DataFrame) -> pl.DataFrame:
     k_by_system = {}
     no_retrieval = []
     if "top_k" in rag_responses.columns:
@@ -250,11 +258,23 @@ def retrieval_metrics(context: dg.AssetExecutionContext, rag_responses: pl.DataF
                 k_by_system[sid] = int(k)
             if retr == "closed_book":
                 no_retrieval.append(sid)
-    per_case = per_case_retrieval(rag_responses, golden_set, k_by_system)
+    refusal = is_refusal
+    if config.refusal_detector == "classifier":
+        from hcat_pipeline.core.metrics.refusal import refusal_scores
+
+        answers = [a for a in rag_responses["answer"].unique().to_list() if a]
+        flagged = {a for a, p in zip(answers, refusal_scores(answers)) if p is not None and p >= config.refusal_threshold}
+
+        def refusal(a):
+            return a in flagged
+    elif config.refusal_detector != "rules":
+        raise dg.Failure(f"refusal_detector={config.refusal_detector!r}: expected 'rules' or 'classifier'")
+    per_case = per_case_retrieval(rag_responses, golden_set, k_by_system, refusal)
     table = retrieval_metrics_table(per_case, no_retrieval)
     context.add_output_metadata({
         **frame_metadata(table, 50),
         "golden_set_version": context.partition_key,
         "systems": table.height,
+        "refusal_detector": config.refusal_detector,
     })
     return table
