@@ -93,7 +93,7 @@ class RagResponsesConfig(dg.Config):
     """The campaign: which systems answer which cases. Defaults fit the 15-minute local campaign."""
 
     systems: list[SystemSpec] = Field(default_factory=default_systems)
-    max_cases: int = 16  # cases per system, spread over categories (0 = the whole golden set)
+    max_cases: int = 12  # cases per system, spread over categories (0 = the whole golden set)
     case_seed: int = 0
     max_failure_rate: float = 0.2  # a system failing more cases than this fails the run
     retry_failed: bool = True  # re-attempt checkpointed failures on a re-run
