@@ -27,3 +27,11 @@ golden_set_job = dg.define_asset_job(
     partitions_def=golden_set_version,
     description="One golden-set version: load (or freeze) it and run everything downstream (responses, metrics …).",
 )
+
+responses_job = dg.define_asset_job(
+    "responses_job",
+    selection=dg.AssetSelection.groups("responses"),
+    partitions_def=golden_set_version,
+    description="Systems under test on a frozen golden-set version: rag_responses (resumes from its checkpoints) → "
+    "retrieval_metrics. Systems and size come from the rag_responses run config.",
+)
