@@ -74,6 +74,7 @@ def test_selection_filters_and_counts():
         row("multi_hop", "What do the pass statement and the break statement do in a while loop?",
             "pass does nothing, while break terminates the nearest enclosing loop.", chunk_ids=("c1", "c2")),
         dict(row("simple", None, None), error="llm_failed: schema: bad reply"),
+        row("simple", "What is the pass statement useful for?", PASS),  # copies the whole passage (seen with the 0.5B model)
     ]  # fmt: skip
     kept, rej = select_queries(rows, CHUNKS, bow_embed, SelectionConfig(min_relevancy=0.25))
     reasons = {r["query"]: r["reason"] for r in rej}
@@ -85,6 +86,7 @@ def test_selection_filters_and_counts():
     assert reasons["What does pass do?"] == "type_mismatch"
     assert rejection_counts(rej)["unsupported_answer"] == 2  # also the multiple choice with the wrong option
     assert reasons[None] == "llm_failed"
+    assert reasons["What is the pass statement useful for?"] == "too_long"
     kept_q = {k["query"] for k in kept}
     assert "Does executing a pass statement change anything?" in kept_q
     assert any(k["query_type"] == "multi_hop" for k in kept)

@@ -58,6 +58,8 @@ class QuerySelectionConfig(dg.Config):
     max_duplicate_similarity: float = SelectionConfig.max_duplicate_similarity
     min_query_words: int = SelectionConfig.min_query_words
     max_query_words: int = SelectionConfig.max_query_words
+    max_answer_passage_ratio: float = SelectionConfig.max_answer_passage_ratio
+    min_copied_passage_words: int = SelectionConfig.min_copied_passage_words
 
 
 class RobustnessConfig(dg.Config):

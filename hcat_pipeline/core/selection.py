@@ -6,7 +6,8 @@ A query is rejected, with one reason (the first check it fails, in this order) a
 * ``type_mismatch`` — it does not conform to its declared type (a yes/no question must start with
   an auxiliary verb and have a yes/no answer; a multiple-choice one has four distinct options with
   exactly one correct; open types must not be yes/no questions);
-* ``too_short`` / ``too_long`` / ``empty_answer`` / ``answer_leaked`` — degenerate;
+* ``too_short`` / ``too_long`` / ``empty_answer`` / ``answer_leaked`` — degenerate (an open answer that
+  copies the whole passage counts as ``too_long``);
 * ``low_relevancy`` — cosine(query, source chunk) below ``min_relevancy``;
 * ``unsupported_answer`` — the reference answer (yes/no and multiple choice: the evidence and the
   correct option) is not supported by the source chunks;
@@ -54,6 +55,8 @@ class SelectionConfig:
     min_query_words: int = 4
     max_query_words: int = 60
     max_answer_words: int = 120
+    max_answer_passage_ratio: float = 0.8  # open types: an answer this share of the passage's length just copies it…
+    min_copied_passage_words: int = 25  # …when it is at least this long
 
 
 def words(text: str) -> list[str]:
@@ -107,7 +110,7 @@ def check_type(row: dict) -> str | None:
     return None
 
 
-def check_degenerate(row: dict, cfg: SelectionConfig) -> tuple[str, str] | None:
+def check_degenerate(row: dict, cfg: SelectionConfig, source_text: str = "") -> tuple[str, str] | None:
     q = (row.get("query") or "").strip()
     ans = (row.get("reference_answer") or "").strip()
     n = len(words(q))
@@ -119,6 +122,10 @@ def check_degenerate(row: dict, cfg: SelectionConfig) -> tuple[str, str] | None:
         return "empty_answer", "no reference answer"
     if len(words(ans)) > cfg.max_answer_words:
         return "too_long", f"answer has {len(words(ans))} words"
+    if row["query_type"] in ("simple", "multi_hop", "inference") and source_text:
+        n_ans, n_src = len(words(ans)), len(words(source_text))
+        if n_ans >= cfg.min_copied_passage_words and n_ans >= cfg.max_answer_passage_ratio * n_src:
+            return "too_long", f"the answer copies the passage ({n_ans} of {n_src} words)"
     if row["query_type"] in ("simple", "multi_hop", "inference"):
         a, qq = " ".join(words(ans)), " ".join(words(q))
         if len(words(ans)) >= 2 and a in qq:
@@ -165,7 +172,7 @@ def select_queries(rows: list[dict], chunk_texts: dict[str, str], embed: Callabl
         if problem:
             reject(row, "type_mismatch", problem)
             continue
-        deg = check_degenerate(row, cfg)
+        deg = check_degenerate(row, cfg, "\n".join(chunk_texts.get(c, "") for c in row["source_chunk_ids"]))
         if deg:
             reject(row, *deg)
             continue
