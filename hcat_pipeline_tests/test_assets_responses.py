@@ -93,6 +93,7 @@ def load(tmp_path, name) -> pl.DataFrame:
     return pl.read_parquet(tmp_path / "wh" / name / f"{VERSION}.parquet")
 
 
+@pytest.mark.slow
 def test_default_campaign_five_systems_on_the_local_llm(tmp_path, embedding_model, local_llm):
     t0 = time.perf_counter()
     # the default five systems, with short answers to keep the test quick on 2 shared cores
