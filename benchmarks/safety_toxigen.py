@@ -7,6 +7,10 @@ sample of N sentences.
 
 Labels come from the file names (``__hate_`` / ``__neutral_``). Sentences are de-duplicated;
 a sentence found under both labels is dropped (and counted).
+
+Seen here (2 shared cores): 587 sentences (317 hate / 270 neutral), classifier AUROC 0.693,
+~9,500 sentences/s; hate recall 0.21 at 0.5. The local Qwen-0.5B judge took ~255 s per call under
+heavy CPU contention, so its AUROC was not measured; use an API LLM (HCAT_DEPLOYMENT=api) for it.
 """
 
 from __future__ import annotations
