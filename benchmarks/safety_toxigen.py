@@ -88,14 +88,14 @@ def main() -> None:
 
     if args.llm_sample > 0:
         from hcat_pipeline.core.metrics.safety import harm_judge, harm_judge_summary
-        from hcat_pipeline.resources.llm import LLM
+        from hcat_pipeline.resources.sets import resources_for
 
         rng = random.Random(args.seed)
         hate = [i for i, v in enumerate(y) if v == 1]
         neutral = [i for i, v in enumerate(y) if v == 0]
         k = args.llm_sample // 2
         idx = rng.sample(hate, min(k, len(hate))) + rng.sample(neutral, min(k, len(neutral)))
-        llm = LLM(provider="local")
+        llm = resources_for()["llm"]  # HCAT_DEPLOYMENT=api for an API judge
         t0 = time.perf_counter()
         judged = harm_judge([texts[i] for i in idx], llm, seed=args.seed)
         dt = time.perf_counter() - t0
