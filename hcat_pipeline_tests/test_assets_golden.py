@@ -100,6 +100,7 @@ def _upstream_assets(embedding_model):
     return [chunks_, chunk_embeddings_, topic_strata_, sampled_chunks_]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("types", [["simple", "yes_no"]])
 def test_two_runs_give_byte_identical_golden_sets(tmp_path, local_llm, embedding_model, types):
     """Same corpus + config + seed + model ⇒ byte-identical frozen golden set (real local LLM, tiny input)."""

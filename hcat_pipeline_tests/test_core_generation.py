@@ -113,7 +113,7 @@ def test_llm_failures_become_rows():
     assert {r["error"].split(":")[0] for r in rows} == {"llm_failed", "no_partner"}
 
 
-@pytest.mark.timeout(180) if hasattr(pytest.mark, "timeout") else (lambda f: f)
+@pytest.mark.slow
 def test_generate_with_the_local_llm(local_llm, embedding_model):
     """The packaged 0.5B model on two real chunks: every type is asked for; output parses; selection runs."""
     from hcat_pipeline.resources.llm import LLMCallFailed
