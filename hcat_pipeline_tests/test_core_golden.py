@@ -136,3 +136,22 @@ def test_import_csv_row_numbers(tmp_path):
     assert [r for r, _ in e.value.errors] == [3]  # spreadsheet row: header is row 1
     assert "row 3: the reference_answer of a multiple_choice case" in str(e.value)
     assert not (tmp_path / "gs").exists() or not list((tmp_path / "gs").iterdir())
+
+
+def test_cli_freeze_export_import(tmp_path, capsys):
+    from hcat_pipeline.cli import main
+
+    cand = tmp_path / "cand.parquet"
+    cases_frame(_cases()).write_parquet(cand)
+    gs = str(tmp_path / "gs")
+    assert main(["freeze", "v1", "--candidates", str(cand), "--golden-dir", gs, "--created-at", "2025-01-01"]) == 0
+    assert main(["freeze", "v1", "--candidates", str(cand), "--golden-dir", gs, "--created-at", "2025-01-01"]) == 0  # same: reused
+    cases_frame(_cases()[:2]).write_parquet(cand)
+    assert main(["freeze", "v1", "--candidates", str(cand), "--golden-dir", gs, "--created-at", "2025-01-01"]) == 1  # refused
+    assert "already frozen" in capsys.readouterr().err
+    out = tmp_path / "cases.csv"
+    assert main(["export-cases", "v1", str(out), "--golden-dir", gs]) == 0
+    out.write_text(out.read_text().replace("out_of_scope", "out-of-scope"))
+    assert main(["import-cases", str(out), "v2", "--golden-dir", gs]) == 1
+    assert "row " in capsys.readouterr().err and not (tmp_path / "gs" / "v2").exists()
+    assert main(["golden-versions", "--golden-dir", gs]) == 0
