@@ -161,3 +161,17 @@ def test_groundedness_nli_batch_shape_and_aggregate():
     assert r0["nli_least_grounded"] == 1 and r0["nli_min_sigma"] == pytest.approx(r0["nli_sigma"][1])
     assert math.isnan(out[1]["groundedness_nli"]) and out[1]["nli_sigma"] == [] and out[1]["nli_least_grounded"] == -1
     assert out[2]["nli_sigma"][0] < 0.5  # no context: nothing supports the sentence
+
+
+def test_derivational_neighbours_enable_synonym_swaps():
+    words = ["insertion", "inserting", "larger", "smaller", "tower"]
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(3, 16))
+    vecs = np.vstack([base[0], base[0] + 0.1, base[1], base[1] + 0.05, base[2]])
+    nb = nli.nearest_neighbours(words, vecs)
+    assert nb == {"insertion": ["inserting"], "inserting": ["insertion"]}  # no antonym swaps
+    docs = [d + ["The insertion of a tower is slow, and it takes 3 days."] for d in DOCS]
+    pairs = nli.perturbation_pairs(docs, n_pairs=200, seed=0, neighbours={"insertion": ["inserting"]})
+    syn = [p for p in pairs if p.kind == "synonym_swap"]
+    assert syn and all(p.label == 1 and "nserting" in p.hypothesis for p in syn)
+    assert not [p for p in nli.perturbation_pairs(docs, n_pairs=200, seed=0) if p.kind == "synonym_swap"]

@@ -354,7 +354,7 @@ def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
 # ---------------------------------------------------------------------------------------------
 # perturbation pairs from a corpus
 
-POSITIVE_KINDS = ("copy", "span", "merge", "phrase")
+POSITIVE_KINDS = ("copy", "span", "merge", "phrase", "synonym_swap")
 NEGATIVE_KINDS = ("number_swap", "entity_swap", "word_swap", "negation", "same_doc_unsupported", "other_doc", "partial", "phrase_unsupported")
 _FRAMES = ("Yes, {}", "I think {}", "Well, {}", "Did you know that {}", "Actually, {}", "As far as I know, {}")
 _AUX_RE = re.compile(r"\b(is|are|was|were|can|could|will|would|should|must|may|does|do|did|has|have|had)\b")
@@ -449,6 +449,7 @@ def perturbation_pairs(
     seed: int = 0,
     window: tuple[int, int] = (1, 4),
     frame_rate: float = 0.25,
+    neighbours: dict[str, Sequence[str]] | None = None,
 ) -> list[Pair]:
     """Labelled (premise sentences, hypothesis) pairs generated from sentences of real documents.
 
@@ -456,6 +457,11 @@ def perturbation_pairs(
     the pairs are faithful (label 1) and half are perturbed or unsupported (label 0), over the kinds
     in ``POSITIVE_KINDS`` / ``NEGATIVE_KINDS``. With probability ``frame_rate`` the hypothesis is
     wrapped in a conversational frame, equally for both labels. Deterministic for a given seed.
+
+    ``neighbours`` (word -> near-synonyms, e.g. from ``nearest_neighbours`` over word embeddings)
+    enables the ``synonym_swap`` positives: a premise sentence with one or two content words replaced
+    by a close neighbour — lexically novel but meaning-preserving (mostly), the counterpart of the
+    random ``word_swap`` negatives. Without it that kind is skipped.
     """
     rng = random.Random(seed)
     docs = [[s.strip() for s in d if s and s.strip()] for d in documents]
@@ -476,8 +482,9 @@ def perturbation_pairs(
         attempts += 1
         # the label and kind are drawn first, so rare kinds (numbers, names) keep their share
         label = int(rng.random() < 0.5)
-        kind = rng.choice(POSITIVE_KINDS if label else NEGATIVE_KINDS)
-        hyp = _try_pair(docs, kind, rng, window, vocab_words, vocab_names)
+        kinds = [k for k in POSITIVE_KINDS if neighbours or k != "synonym_swap"] if label else NEGATIVE_KINDS
+        kind = rng.choice(kinds)
+        hyp = _try_pair(docs, kind, rng, window, vocab_words, vocab_names, neighbours=neighbours or {})
         if hyp is None:
             continue
         premise, hyp, src = hyp
@@ -501,7 +508,20 @@ def _phrase(s: str, rng: random.Random, lo: int = 2, hi: int = 6) -> str | None:
     return ph if len(tokens(ph)) >= 1 and any(c.isalnum() for c in ph) else None
 
 
-def _try_pair(docs, kind, rng, window, vocab_words, vocab_names, tries: int = 5):
+def _synonym_swap(s: str, neighbours: dict[str, Sequence[str]], rng: random.Random) -> str | None:
+    cands = [m for m in re.finditer(r"[A-Za-z][A-Za-z'_\-]+", s) if m.group(0).lower() in neighbours]
+    if not cands:
+        return None
+    picked = sorted(rng.sample(cands, min(len(cands), rng.choice([1, 2]))), key=lambda m: -m.start())
+    for m in picked:
+        rep = rng.choice(list(neighbours[m.group(0).lower()]))
+        if m.group(0)[0].isupper():
+            rep = rep[0].upper() + rep[1:]
+        s = s[: m.start()] + rep + s[m.end() :]
+    return s
+
+
+def _try_pair(docs, kind, rng, window, vocab_words, vocab_names, tries: int = 5, neighbours=None):
     """(premise, hypothesis, source sentence) for one pair of ``kind``, or None."""
     for _ in range(tries):
         di = rng.randrange(len(docs))
@@ -528,6 +548,8 @@ def _try_pair(docs, kind, rng, window, vocab_words, vocab_names, tries: int = 5)
                 hyp = _finish(f"{rng.choice(ca).rstrip('.')} and {_lower_first(rng.choice(cb).rstrip('.'))}")
         elif kind == "phrase":
             hyp = _phrase(src, rng)
+        elif kind == "synonym_swap":
+            hyp = _synonym_swap(src, neighbours or {}, rng)
         elif kind == "number_swap":
             hyp = _number_swap(src, rng)
         elif kind == "entity_swap":
@@ -587,6 +609,37 @@ def length_matched_auroc(labels: Sequence[int], scores: Sequence[float], lengths
 def answer_aggregate(sigmas: Sequence[float]) -> float:
     """The answer-level groundedness: the mean of σ(D_i) over its k sentences (paper §3.2, 1/k Σ)."""
     return float(np.mean(sigmas)) if len(sigmas) else math.nan
+
+
+def vocabulary(documents: Sequence[Sequence[str]], min_count: int = 2, max_words: int = 4000) -> list[str]:
+    """Frequent content words of a corpus (alphabetic, > 3 letters), most frequent first, ties by word."""
+    counts: dict[str, int] = {}
+    for d in documents:
+        for s in d:
+            for t in content_tokens(s):
+                if t.isalpha() and len(t) > 3:
+                    counts[t] = counts.get(t, 0) + 1
+    words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    return words[:max_words]
+
+
+def nearest_neighbours(words: Sequence[str], vectors: np.ndarray, k: int = 3, min_cos: float = 0.6, prefix: int = 4) -> dict[str, list[str]]:
+    """word -> up to ``k`` derivational variants: other words sharing the first ``prefix`` letters
+    whose (normalised) vectors have cosine ≥ ``min_cos`` ("invocation" -> "invoking", "hashing" ->
+    "hashable"). Restricting to shared stems keeps antonyms and co-hyponyms out ("larger" ->
+    "smaller" and "TypeError" -> "ValueError" are close in embedding space but change the meaning)."""
+    V = np.asarray(vectors, dtype=np.float64)
+    V = V / np.linalg.norm(V, axis=1, keepdims=True).clip(1e-12)
+    groups: dict[str, list[int]] = {}
+    for i, w in enumerate(words):
+        groups.setdefault(w[:prefix], []).append(i)
+    out: dict[str, list[str]] = {}
+    for i, w in enumerate(words):
+        cand = [j for j in groups[w[:prefix]] if j != i and _stem(words[j]) != _stem(w)]
+        cand = sorted((j for j in cand if V[i] @ V[j] >= min_cos), key=lambda j: (-(V[i] @ V[j]), words[j]))[:k]
+        if cand:
+            out[w] = [words[j] for j in cand]
+    return out
 
 
 _WRAP_RE = re.compile(r"(?<!\n)[ \t]*\n(?!\s*\n)[ \t]*")
