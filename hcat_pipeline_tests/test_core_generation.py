@@ -132,6 +132,5 @@ def test_generate_with_the_local_llm(local_llm, embedding_model):
     kept, rej = select_queries(rows, CHUNKS, embedding_model.embed)
     assert len(kept) + len(rej) == len(rows)
     print(f"\nlocal LLM: {len(rows)} queries in {seconds:.1f}s; kept {len(kept)}; rejections {rejection_counts(rej)}")
-    # determinism: temperature 0 and a fixed seed give the same query again
-    again = generate_queries(sampled[:1], local_llm, query_types=["simple"], failed_exceptions=(LLMCallFailed,), max_tokens=160)
-    assert again[0]["query"] == rows[0]["query"] and again[0]["reference_answer"] == rows[0]["reference_answer"]
+    # (determinism across whole runs is tested in test_assets_golden: llama.cpp reuses the previous prompt's KV
+    # cache, so a repeated call right after a different prompt can differ; same call sequence ⇒ same output)
