@@ -57,4 +57,7 @@ def _load_plugins() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as `python -m hcat_pipeline.cli`: use the importable module, where sub-commands register
+    from hcat_pipeline.cli import main as _main
+
+    sys.exit(_main())

@@ -33,6 +33,15 @@ def test_local_provider_structured_and_deterministic(local_llm):
     assert r1.cost_usd == 0.0 and r1.latency_s > 0 and r1.provider == "local"
 
 
+def test_local_provider_reply_does_not_depend_on_call_order(local_llm):
+    """llama.cpp reuses the KV cache of a shared prompt prefix unless reset; the provider resets it."""
+    shared = "You write one short test question about the passage.\nPassage: " + "Python tuples are immutable sequences. " * 20
+    a, b = shared + "\nQuestion type: yes/no.", shared + "\nQuestion type: what-question."
+    first = local_llm.generate(a, max_tokens=40, seed=1).text
+    local_llm.generate(b, max_tokens=40, seed=1)
+    assert local_llm.generate(a, max_tokens=40, seed=1).text == first
+
+
 def test_local_provider_context_overflow_is_a_typed_failure():
     llm = LLM(provider="local", n_ctx=256)
     with pytest.raises(LLMCallFailed) as e:

@@ -60,6 +60,9 @@ class LocalLlamaBackend:
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         with self.lock:
             try:
+                # evaluate every prompt from scratch: llama.cpp's KV prefix reuse makes the logits (and so
+                # a greedy reply) depend on which prompt came before, which would break determinism
+                llm.reset()
                 llm.set_seed(seed)
                 out = llm.create_chat_completion(**kwargs)
             except ValueError as e:  # e.g. prompt longer than the context window: retrying won't help
