@@ -11,6 +11,7 @@ from hcat_pipeline.assets.violations import violation_campaign
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.resources.pii import PIIDetector
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES
 
 CTX = ["The Eiffel Tower is in Paris. It was completed in 1889.", "Paris is the capital of France."]
@@ -55,7 +56,7 @@ def test_metric_tables_and_bias_report(warehouse, embedding_model):
         [_golden_set, _rag_responses, metric_tables, bias_report],
         partition_key="v1",
         instance=instance,
-        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "pii_detector": PIIDetector()},
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "pii_detector": PIIDetector(), "nli_model": NLIModel()},
         run_config={"ops": {"metric_tables": {"config": {"metrics": metrics}}}},
     )
     assert res.success

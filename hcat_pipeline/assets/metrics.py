@@ -16,6 +16,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
@@ -44,6 +45,7 @@ def _metric_tables(
     config: MetricsConfig,
     embedding_model: EmbeddingModel,
     pii_detector: PIIDetector,
+    nli_model: NLIModel,
     rag_responses: pl.DataFrame,
     golden_set: pl.DataFrame,
 ) -> pl.DataFrame:
@@ -60,7 +62,8 @@ def _metric_tables(
             coverage_threshold=config.coverage_threshold,
             ot_metric=config.ot_metric,
             explain_sentences=config.explain_sentences,
-            pii=pii_detector,  # NLI: score() creates NLIModel() only when groundedness_nli is requested
+            pii=pii_detector,
+            nli=nli_model,
             multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
         )
