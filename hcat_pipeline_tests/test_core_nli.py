@@ -175,3 +175,50 @@ def test_derivational_neighbours_enable_synonym_swaps():
     syn = [p for p in pairs if p.kind == "synonym_swap"]
     assert syn and all(p.label == 1 and "nserting" in p.hypothesis for p in syn)
     assert not [p for p in nli.perturbation_pairs(docs, n_pairs=200, seed=0) if p.kind == "synonym_swap"]
+
+
+def test_token_alignment_is_length_free_and_feature_is_optional():
+    rng = np.random.default_rng(0)
+    P = rng.normal(size=(6, 8))
+    H = P[[1, 3]] * 2.0  # the hypothesis tokens occur in the premise (scale does not matter)
+    assert nli.token_alignment([P[:3], P[3:]], H) == pytest.approx(1.0)
+    assert nli.token_alignment([P], np.vstack([H, H, H])) == pytest.approx(nli.token_alignment([P], H))
+    far = -P[[0]]
+    assert nli.token_alignment([P[[0]]], far) == pytest.approx(-1.0)
+    assert nli.token_alignment([], H) == 0.0 and nli.token_alignment([P], np.zeros((0, 8))) == 0.0
+    prem = ["The Eiffel Tower was completed in 1889 in Paris."]
+    u = rng.normal(size=(1, 8))
+    u /= np.linalg.norm(u)
+    without = nli.pair_features([u], u, [prem], ["Paris."])
+    with_ta = nli.pair_features([u], u, [prem], ["Paris."], token_align=np.array([0.7]))
+    assert nli.feature_names(token_align=True) == nli.feature_names() + [nli.TOKEN_ALIGN_FEATURE]
+    assert with_ta.shape[1] == without.shape[1] + 1 and with_ta[0, -1] == 0.7
+    np.testing.assert_array_equal(with_ta[:, :-1], without)
+    assert nli.MONOTONE[nli.TOKEN_ALIGN_FEATURE] == 1
+
+
+def test_qa_pairs_are_length_matched_twins_and_deterministic():
+    a = nli.qa_pairs(DOCS, n_pairs=200, seed=0)
+    assert [p.as_dict() for p in a] == [p.as_dict() for p in nli.qa_pairs(DOCS, n_pairs=200, seed=0)]
+    assert [p.hypothesis for p in a] != [p.hypothesis for p in nli.qa_pairs(DOCS, n_pairs=200, seed=1)]
+    assert len(a) == 200 and {p.kind for p in a} >= {"qa_span", "qa_other_span", "qa_entity_swap", "qa_word_swap"}
+    for pos, neg in zip(a[::2], a[1::2]):
+        assert (pos.label, neg.label) == (1, 0) and pos.kind == "qa_span" and neg.kind in nli.QA_NEGATIVE_KINDS
+        assert pos.premise == neg.premise
+        assert len(pos.hypothesis.split()) == len(neg.hypothesis.split())  # twins: same word count
+        prem = " ".join(pos.premise)
+        prem_stems = {nli._stem(t) for t in nli.content_tokens(prem)}
+        # the faithful span's words all come from the premise; the hallucinated one adds something
+        assert {nli._stem(t) for t in nli.content_tokens(pos.hypothesis)} - {"answer", "believe"} <= prem_stems
+        assert ({nli._stem(t) for t in nli.content_tokens(neg.hypothesis)} - prem_stems) or (
+            set(nli.numbers(neg.hypothesis)) - set(nli.numbers(prem)))
+    with pytest.raises(ValueError):
+        nli.qa_pairs(DOCS[:1], n_pairs=10)
+
+
+def test_qa_pairs_paraphrase_positives_use_neighbours():
+    docs = [d + ["The insertion of a tower is slow, and it takes 3 days."] for d in DOCS]
+    pairs = nli.qa_pairs(docs, n_pairs=400, seed=0, neighbours={"insertion": ["inserting"]}, paraphrase_rate=1.0)
+    para = [p for p in pairs if p.kind == "qa_paraphrase"]
+    assert para and all(p.label == 1 and "nserting" in p.hypothesis for p in para)
+    assert not [p for p in nli.qa_pairs(docs, n_pairs=400, seed=0) if p.kind == "qa_paraphrase"]

@@ -106,3 +106,16 @@ def test_nli_head_asset_retrains_on_chunks(tmp_path, nli_model):
     retrained = NLIModel(weights_path=str(out_path), embedding_cache_dir=nli_model.embedding_cache_dir)
     d = retrained.decision([CONTEXT], ["The Eiffel Tower was completed in 1889."])
     assert d["z"].shape == (1,)
+
+
+def test_token_align_feature_with_real_minilm(nli_model):
+    hyps = ["Completed in 1889 in Paris.", "Painted gold by Napoleon.", "Designed by the company."]
+    ta = nli_model.token_align([CONTEXT] * 3, hyps)
+    assert ta.shape == (3,) and np.all((ta > 0) & (ta <= 1.0 + 1e-6))
+    assert ta[0] > ta[1] and ta[2] > ta[1]  # copied spans align token by token, the invented one does not
+    raw, names = nli_model.pair_features([CONTEXT] * 3, hyps, use_token_align=True)
+    assert names[-1] == "token_align" and np.allclose(raw[:, -1], ta)
+    # the packaged head uses it, so decision() builds it
+    assert "token_align" in nli_model.head().feature_names
+    d = nli_model.decision([CONTEXT] * 3, hyps)
+    assert d["sigma"][0] > d["sigma"][1]

