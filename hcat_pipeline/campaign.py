@@ -14,6 +14,8 @@ The scheduled path does the same inside Dagster: the nightly schedule runs step 
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import dagster as dg
@@ -26,6 +28,34 @@ def version_for_candidates(candidates: pl.DataFrame) -> str:
     from hcat_pipeline.core.golden import table_sha256
 
     return f"gs-{table_sha256(candidates)[:12]}"  # the same hash golden_candidates records (candidates_sha256)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_stale_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Runs a killed campaign process left STARTED still hold their pool slots (pool "llm"), which
+    would block every later campaign forever. Mark such runs failed and free their slots. Only runs
+    this runner launched (tag hcat/pid on this host) whose process is gone are touched."""
+    from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
+
+    host = socket.gethostname()
+    stale = []
+    for run in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED, DagsterRunStatus.STARTING])):
+        pid, run_host = run.tags.get("hcat/pid"), run.tags.get("hcat/host")
+        if pid is None or run_host != host or _pid_alive(int(pid)):
+            continue
+        instance.report_run_failed(run, "campaign process ended without finishing the run (killed?)")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        stale.append(run.run_id)
+    return stale
 
 
 def _report(result) -> bool:
@@ -46,8 +76,11 @@ def run_campaign(
     from hcat_pipeline.paths import WAREHOUSE_DIR
 
     instance = instance or dg.DagsterInstance.get()
+    for run_id in recover_stale_runs(instance):
+        print(f"recovered stale run {run_id} (its process is gone): marked failed, pool slots freed")
+    tags = {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname()}
     prepare = defs.resolve_job_def("nightly_campaign").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=(run_config or {}).get("nightly_campaign")
+        instance=instance, raise_on_error=False, run_config=(run_config or {}).get("nightly_campaign"), tags=tags
     )
     if not _report(prepare):
         return False, None
@@ -57,6 +90,6 @@ def run_campaign(
         instance.add_dynamic_partitions(golden_set_version.name, [version])
     print(f"golden-set version: {version}")
     per_version = defs.resolve_job_def("golden_set_job").execute_in_process(
-        instance=instance, partition_key=version, raise_on_error=False, run_config=(run_config or {}).get("golden_set_job")
+        instance=instance, partition_key=version, raise_on_error=False, run_config=(run_config or {}).get("golden_set_job"), tags=tags
     )
     return _report(per_version), version

@@ -1,0 +1,54 @@
+"""The campaign runner: version naming, and recovery of runs a killed campaign left holding pool slots."""
+
+import socket
+import subprocess
+import sys
+
+import dagster as dg
+import polars as pl
+from dagster._core.storage.dagster_run import DagsterRunStatus
+
+from hcat_pipeline.campaign import recover_stale_runs, version_for_candidates
+
+
+def test_version_is_a_content_hash():
+    a = pl.DataFrame({"case_id": ["c1", "c2"], "query": ["q1", "q2"]})
+    assert version_for_candidates(a) == version_for_candidates(a.clone())
+    assert version_for_candidates(a) != version_for_candidates(a.with_columns(pl.lit("x").alias("query")))
+    assert version_for_candidates(a).startswith("gs-") and len(version_for_candidates(a)) == 15
+
+
+def _started_run(instance, job_name, tags):
+    @dg.op
+    def noop():
+        return None
+
+    @dg.job(name=job_name)
+    def job():
+        noop()
+
+    run = instance.create_run_for_job(job, tags=tags)
+    instance.handle_new_event(
+        dg.EventLogEntry(error_info=None, level="debug", user_message="", run_id=run.run_id, timestamp=0.0,
+                         dagster_event=dg.DagsterEvent(event_type_value="PIPELINE_START", job_name=job_name))  # fmt: skip
+    )
+    return run
+
+
+def test_stale_run_of_a_dead_process_is_failed_and_frees_its_pool_slot(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        instance.event_log_storage.set_concurrency_slots("llm", 1)
+        host = socket.gethostname()
+        stale = _started_run(instance, "stale_job", {"hcat/pid": str(dead.pid), "hcat/host": host})
+        alive = _started_run(instance, "live_job", {"hcat/pid": str(__import__("os").getpid()), "hcat/host": host})
+        foreign = _started_run(instance, "foreign_job", {})
+        instance.event_log_storage.claim_concurrency_slot("llm", stale.run_id, "step")
+        assert instance.event_log_storage.get_concurrency_info("llm").active_slot_count == 1
+
+        assert recover_stale_runs(instance) == [stale.run_id]
+        assert instance.get_run_by_id(stale.run_id).status == DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id(alive.run_id).status == DagsterRunStatus.STARTED
+        assert instance.get_run_by_id(foreign.run_id).status == DagsterRunStatus.STARTED
+        assert instance.event_log_storage.get_concurrency_info("llm").active_slot_count == 0
