@@ -7,6 +7,7 @@ requested natively where the backend supports it (llama.cpp grammar from the JSO
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import os
@@ -32,6 +33,17 @@ class ProviderError(RuntimeError):
 
 _LLAMA_CACHE: dict[tuple, object] = {}
 _LLAMA_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_llamas() -> None:
+    """Free llama.cpp contexts before interpreter teardown (else Llama.__del__ prints a traceback at exit)."""
+    while _LLAMA_CACHE:
+        _, llm = _LLAMA_CACHE.popitem()
+        try:
+            llm.close()
+        except Exception:
+            pass
 
 
 class LocalLlamaBackend:
