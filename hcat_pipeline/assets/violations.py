@@ -31,19 +31,17 @@ ERRORS_SCHEMA = {"file": pl.String, "line": pl.Int64, "reason": pl.String}
 
 class ViolationCampaignConfig(dg.Config):
     folder: str = str(DATA_DIR / "violations")  # ground_truth.jsonl + <checker_version>.jsonl
-    # std_match (deck defaults)
-    overlap_weight: float = 0.5
-    rule_weight: float = 0.5
-    # ha_match
-    ha_overlap_weight: float = 0.3
-    ha_rule_weight: float = 0.3
-    ha_category_weight: float = 0.1
-    ha_explanation_weight: float = 0.2
-    ha_correction_weight: float = 0.1
-    # thresholds
-    overlap_threshold: float = 0.0
-    rule_similarity_threshold: float = 0.01
-    match_threshold: float = 0.5
+    # weights and thresholds: the deck's defaults, defined once in core (MatchConfig)
+    overlap_weight: float = MatchConfig.overlap_weight
+    rule_weight: float = MatchConfig.rule_weight
+    ha_overlap_weight: float = MatchConfig.ha_overlap_weight
+    ha_rule_weight: float = MatchConfig.ha_rule_weight
+    ha_category_weight: float = MatchConfig.ha_category_weight
+    ha_explanation_weight: float = MatchConfig.ha_explanation_weight
+    ha_correction_weight: float = MatchConfig.ha_correction_weight
+    overlap_threshold: float = MatchConfig.overlap_threshold
+    rule_similarity_threshold: float = MatchConfig.rule_similarity_threshold
+    match_threshold: float = MatchConfig.match_threshold
 
 
 @dg.multi_asset(

@@ -552,15 +552,20 @@ def _synonym_swap(s: str, neighbours: dict[str, Sequence[str]], rng: random.Rand
     return s
 
 
+def _draw_window(docs, rng, window):
+    """A random premise window: (doc index, doc, start, width, premise sentences, usable ones)."""
+    di = rng.randrange(len(docs))
+    doc = docs[di]
+    w = rng.randint(window[0], min(window[1], len(doc)))
+    start = rng.randrange(0, len(doc) - w + 1)
+    premise = doc[start : start + w]
+    return di, doc, start, w, premise, [s for s in premise if _usable(s)]
+
+
 def _try_pair(docs, kind, rng, window, vocab_words, vocab_names, tries: int = 5, neighbours=None):
     """(premise, hypothesis, source sentence) for one pair of ``kind``, or None."""
     for _ in range(tries):
-        di = rng.randrange(len(docs))
-        doc = docs[di]
-        w = rng.randint(window[0], min(window[1], len(doc)))
-        start = rng.randrange(0, len(doc) - w + 1)
-        premise = doc[start : start + w]
-        inside = [s for s in premise if _usable(s)]
+        di, doc, start, w, premise, inside = _draw_window(docs, rng, window)
         if not inside:
             continue
         src = rng.choice(inside)
@@ -681,12 +686,7 @@ def qa_pairs(
     attempts = 0
     while len(out) < n_pairs and attempts < n_pairs * 30:
         attempts += 1
-        di = rng.randrange(len(docs))
-        doc = docs[di]
-        w = rng.randint(window[0], min(window[1], len(doc)))
-        start = rng.randrange(0, len(doc) - w + 1)
-        premise = doc[start : start + w]
-        inside = [s for s in premise if _usable(s)]
+        di, doc, start, w, premise, inside = _draw_window(docs, rng, window)
         if not inside:
             continue
         src_words = rng.choice(inside).rstrip(".!?").split()
