@@ -1,15 +1,17 @@
 """A campaign end to end, as real Dagster runs in the project's instance (DAGSTER_HOME).
 
-1. ``nightly_campaign`` — every unpartitioned stage: corpus → chunks → embeddings → strata →
-   sampled chunks → generated / selected queries → robustness cases → golden_candidates.
-2. The golden-set version is named after the candidates' content (``gs-<sha256[:12]>``), so the
-   same inputs + seed give the same version and a re-run reuses (and verifies) it; a new partition
-   is added for a new version.
-3. ``golden_set_job`` for that partition — golden_set (frozen on first use) → rag_responses →
-   retrieval_metrics → metric_tables → bias_report.
+1. Which golden-set version: ``--version``, else the campaign file's ``golden_set_version``, else
+   the latest frozen one. Only when none is frozen yet (a fresh machine) or ``regenerate`` is asked
+   is the golden set generated: ``test_generation_job`` (corpus → … → golden_candidates), the
+   version is named after the candidates' content (``gs-<sha256[:12]>``), and ``golden_set_job``
+   freezes it. Otherwise ``golden_set_job`` only verifies the frozen version.
+2. ``campaign_run_job`` for the partition (version, tonight): the campaign's systems answer (a
+   re-run of the same night resumes; http / API systems are asked again each night), then
+   retrieval metrics, behaviour checks, metric tables and the bias report.
 
-The scheduled path does the same inside Dagster: the nightly schedule runs step 1 and
-``golden_candidates_sensor`` (sensors.py) performs steps 2-3.
+The scheduled path does the same inside Dagster: ``nightly_campaign_schedule`` requests step 2 for
+the latest frozen version; ``golden_candidates_sensor`` / ``new_version_campaign_sensor`` cover a
+newly generated version.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from hcat_pipeline.partitions import golden_set_version
+from hcat_pipeline.partitions import campaign_run_key, golden_set_version, tonight
 
 
 def version_for_candidates(candidates: pl.DataFrame) -> str:
@@ -44,11 +46,9 @@ def recover_stale_runs(instance: dg.DagsterInstance) -> list[str]:
     """Runs a killed campaign process left STARTED still hold their pool slots (pool "llm"), which
     would block every later campaign forever. Mark such runs failed and free their slots. Only runs
     this runner launched (tag hcat/pid on this host) whose process is gone are touched."""
-    from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
-
     host = socket.gethostname()
     stale = []
-    for run in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED, DagsterRunStatus.STARTING])):
+    for run in instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])):
         pid, run_host = run.tags.get("hcat/pid"), run.tags.get("hcat/host")
         if pid is None or run_host != host or _pid_alive(int(pid)):
             continue
@@ -65,31 +65,53 @@ def _report(result) -> bool:
     return result.success
 
 
+def _ensure_partition(instance: dg.DagsterInstance, version: str) -> None:
+    if not instance.has_dynamic_partition(golden_set_version.name, version):
+        instance.add_dynamic_partitions(golden_set_version.name, [version])
+
+
 def run_campaign(
     instance: dg.DagsterInstance | None = None,
     version: str | None = None,
+    campaign_file: str | Path | None = None,
+    max_cases: int | None = None,
+    night: str | None = None,
+    regenerate: bool = False,
     candidates_path: Path | None = None,
-    run_config: dict | None = None,
 ) -> tuple[bool, str | None]:
-    """Run the whole campaign; returns (success, golden-set version)."""
+    """Run one campaign run (generating a golden set first when none is frozen); returns (success, version)."""
+    from hcat_pipeline.campaign_spec import campaign_run_config, load_campaign
+    from hcat_pipeline.core.golden import latest_version
     from hcat_pipeline.definitions import defs
-    from hcat_pipeline.paths import WAREHOUSE_DIR
+    from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
 
+    spec = load_campaign(campaign_file)  # a bad file stops here, before any run
+    if max_cases is not None:
+        spec = spec.model_copy(update={"max_cases": max_cases})
     instance = instance or dg.DagsterInstance.get()
     for run_id in recover_stale_runs(instance):
         print(f"recovered stale run {run_id} (its process is gone): marked failed, pool slots freed")
-    tags = {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname()}
-    prepare = defs.resolve_job_def("nightly_campaign").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=(run_config or {}).get("nightly_campaign"), tags=tags
-    )
-    if not _report(prepare):
-        return False, None
-    candidates_path = Path(candidates_path or WAREHOUSE_DIR / "golden_candidates.parquet")
-    version = version or version_for_candidates(pl.read_parquet(candidates_path))
-    if not instance.has_dynamic_partition(golden_set_version.name, version):
-        instance.add_dynamic_partitions(golden_set_version.name, [version])
+    tags = {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname(), "campaign": spec.name}
+    golden_dir = os.environ.get("HCAT_GOLDEN_SETS_DIR") or GOLDEN_SETS_DIR
+    version = version or (None if spec.golden_set_version == "latest" else spec.golden_set_version)
+    if version is None and not regenerate:
+        version = latest_version(golden_dir)
+    if version is None:
+        print("generating the golden set (test_generation_job) …")
+        gen = defs.resolve_job_def("test_generation_job").execute_in_process(instance=instance, raise_on_error=False, tags=tags)
+        if not _report(gen):
+            return False, None
+        version = version_for_candidates(pl.read_parquet(Path(candidates_path or WAREHOUSE_DIR / "golden_candidates.parquet")))
+    _ensure_partition(instance, version)
     print(f"golden-set version: {version}")
-    per_version = defs.resolve_job_def("golden_set_job").execute_in_process(
-        instance=instance, partition_key=version, raise_on_error=False, run_config=(run_config or {}).get("golden_set_job"), tags=tags
+    frozen = defs.resolve_job_def("golden_set_job").execute_in_process(instance=instance, partition_key=version,
+                                                                       raise_on_error=False, tags=tags)  # fmt: skip
+    if not _report(frozen):
+        return False, version
+    night = night or tonight()
+    print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
+    result = defs.resolve_job_def("campaign_run_job").execute_in_process(
+        instance=instance, partition_key=campaign_run_key(version, night), raise_on_error=False,
+        run_config=campaign_run_config(spec), tags={**tags, "golden_set_version": version, "night": night},
     )
-    return _report(per_version), version
+    return _report(result), version

@@ -22,15 +22,25 @@ def command(name: str, help: str, add_arguments: Callable[[argparse.ArgumentPars
 
 
 def _campaign_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--version", default=None, help="golden-set version name (default: gs-<hash of the candidates>)")
+    p.add_argument("--config", default=None, help="campaign file (default: campaign.yaml, or HCAT_CAMPAIGN_FILE)")
+    p.add_argument("--version", default=None, help="golden-set version (default: the file's, else the latest frozen one)")
+    p.add_argument("--max-cases", type=int, default=None, help="cases per system (overrides the file; 0 = all)")
+    p.add_argument("--night", default=None, help="night key YYYY-MM-DD (default: today, UTC); re-running a night resumes it")
+    p.add_argument("--regenerate", action="store_true", help="generate and freeze a new golden set first")
 
 
-@command("campaign", "run the whole campaign (generation, freeze, responses, metrics) as real Dagster runs", _campaign_args)
+@command("campaign", "run tonight's campaign run (generating a golden set first when none is frozen) as real Dagster runs", _campaign_args)
 def _campaign(args: argparse.Namespace) -> int:
     from hcat_pipeline.campaign import run_campaign
+    from hcat_pipeline.campaign_spec import CampaignFileError
 
     t0 = time.perf_counter()
-    ok, version = run_campaign(version=args.version)
+    try:
+        ok, version = run_campaign(version=args.version, campaign_file=args.config, max_cases=args.max_cases,
+                                   night=args.night, regenerate=args.regenerate)  # fmt: skip
+    except CampaignFileError as e:
+        print(f"hcat campaign: {e}", file=sys.stderr)
+        return 2
     print(f"campaign {'succeeded' if ok else 'FAILED'} (golden-set version {version}) in {time.perf_counter() - t0:.1f}s")
     return 0 if ok else 1
 

@@ -1,7 +1,9 @@
 """Polars ⇄ Parquet IO manager: one file per asset (partition), written atomically.
 
 Layout: ``<base_dir>/<asset/key/path>.parquet`` for unpartitioned assets and
-``<base_dir>/<asset/key/path>/<partition>.parquet`` for partitioned ones. A write goes to a
+``<base_dir>/<asset/key/path>/<partition>.parquet`` for partitioned ones; a multi-dimensional
+key (a campaign run, ``<version>|<night>``) is one directory level per dimension:
+``<asset>/<version>/<night>.parquet``. A write goes to a
 temporary file in the same directory and is renamed over the target, so a crash never leaves a
 half-written table. Loading several partitions gives a ``dict[partition, DataFrame]`` when the
 input is annotated as a dict, otherwise one frame concatenated with a ``partition`` column.
@@ -42,7 +44,8 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
         base = Path(self.base_dir).joinpath(*map(_safe, key))
         if partition_key is None:
             return base.with_suffix(".parquet")
-        return base / f"{_safe(partition_key)}.parquet"
+        *dirs, leaf = str(partition_key).split("|")  # MultiPartitionKey: dimensions in name order
+        return base.joinpath(*map(_safe, dirs)) / f"{_safe(leaf)}.parquet"
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if obj is None:

@@ -1,38 +1,41 @@
-"""Jobs: the nightly campaign materializes the whole lineage."""
+"""Jobs. Generation (golden set) is on demand; the nightly evaluation is ``campaign_run_job``."""
 
 import dagster as dg
+
+from hcat_pipeline.partitions import campaign_run, golden_set_version
 
 ingest_job = dg.define_asset_job(
     "ingest_job", selection=dg.AssetSelection.groups("corpus", "embeddings"), description="corpus → chunks → embeddings"
 )
 
-nightly_campaign = dg.define_asset_job(
-    "nightly_campaign",
-    # nli_head (retraining the NLI head on the corpus) is on demand, not nightly: the shipped head is used
-    selection=dg.AssetSelection.all() - dg.AssetSelection.assets("golden_set").downstream() - dg.AssetSelection.assets("nli_head"),
-    description="Every unpartitioned stage (corpus → … → golden_candidates); golden_candidates_sensor then freezes "
-    "the version and runs golden_set_job for it.",
-)
-
-from hcat_pipeline.partitions import golden_set_version  # noqa: E402
-
 test_generation_job = dg.define_asset_job(
     "test_generation_job",
     selection=dg.AssetSelection.assets("golden_candidates").upstream().required_multi_asset_neighbors(),
-    description="HCAT §2: corpus → strata → sampled chunks → generated / selected queries → robustness cases → golden_candidates.",
+    description="HCAT §2, on demand (or when the corpus changes): corpus → strata → sampled chunks → generated / "
+    "selected queries → robustness cases → golden_candidates; golden_candidates_sensor then freezes a new version.",
 )
 
 golden_set_job = dg.define_asset_job(
     "golden_set_job",
-    selection=dg.AssetSelection.assets("golden_set").downstream(),
+    selection=dg.AssetSelection.assets("golden_set"),
     partitions_def=golden_set_version,
-    description="One golden-set version: load (or freeze) it and run everything downstream (responses, metrics …).",
+    description="Freeze (first time) or verify one golden-set version.",
+)
+
+campaign_run_job = dg.define_asset_job(
+    "campaign_run_job",
+    selection=dg.AssetSelection.assets("rag_responses").downstream(),
+    partitions_def=campaign_run,
+    description="One campaign run (golden-set version × night): the campaign's systems answer the version's cases "
+    "(resuming this night's checkpoint; http / API systems asked again), then everything downstream — retrieval "
+    "metrics, behaviour checks, metric tables, bias report. The systems come from the campaign file.",
 )
 
 responses_job = dg.define_asset_job(
     "responses_job",
     selection=dg.AssetSelection.groups("responses"),
-    partitions_def=golden_set_version,
-    description="Systems under test on a frozen golden-set version: rag_responses (resumes from its checkpoints) → "
-    "retrieval_metrics. Systems and size come from the rag_responses run config.",
+    partitions_def=campaign_run,
+    description="Only the systems' answers and retrieval metrics of one campaign run.",
 )
+
+JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job]

@@ -46,6 +46,32 @@ def _qwen_parts() -> list[Path]:
     return parts
 
 
+_SHA_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a model file, computed once per (path, size, mtime) in a process; the assembled
+    packaged GGUF's digest is read from its stamp (written when it was assembled)."""
+    path = Path(path)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _SHA_CACHE:
+        stamp = path.with_suffix(".json")
+        try:
+            data = json.loads(stamp.read_text()) if stamp.exists() else {}
+            digest = data.get("sha256") if "fingerprint" in data else None  # only a stamp written by qwen_gguf_path
+        except (OSError, ValueError):
+            digest = None
+        if not digest:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 22):
+                    h.update(chunk)
+            digest = h.hexdigest()
+        _SHA_CACHE[key] = digest
+    return _SHA_CACHE[key]
+
+
 def qwen_gguf_path(models_dir: Path | None = None) -> Path:
     """Return the assembled Qwen2.5-0.5B-Instruct GGUF, assembling it on first use."""
     models_dir = Path(models_dir or MODELS_DIR)

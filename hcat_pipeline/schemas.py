@@ -52,7 +52,7 @@ GOLDEN_SET = {
     "created_at": pl.String,  # ISO date; fixed per frozen version (not wall-clock of a re-run)
 }
 
-# rag_responses (partitioned by golden_set_version): one row per case × system
+# rag_responses (partitioned by campaign_run = golden_set_version × night): one row per case × system
 RAG_RESPONSES = {
     "case_id": pl.String,
     "system_id": pl.String,
@@ -67,9 +67,17 @@ RAG_RESPONSES = {
     "output_tokens": pl.Int64,
     "cost_usd": pl.Float64,
     "error": pl.String,  # null on success; "kind: message" on failure
+    "reused_from": pl.String,  # null when asked in this run; else the campaign run ("<version>|<night>") that asked it
 }
 
-# metric_tables (partitioned by golden_set_version): rag_responses keys + one column per metric
+# columns every table of a campaign run carries (the run's identity)
+RUN_COLUMNS = {
+    "golden_set_version": pl.String,
+    "night": pl.String,  # YYYY-MM-DD (UTC)
+    "campaign_sha256": pl.String,  # hash of the validated campaign file (hcat_pipeline.campaign_spec)
+}
+
+# metric_tables (partitioned by campaign_run): rag_responses keys + one column per metric
 METRIC_KEYS = ("case_id", "system_id")
 
 

@@ -1,11 +1,11 @@
 """Sensors: re-run what changed (new frozen golden-set versions, new corpus files, …)."""
 
-import os  # noqa: E402
-from pathlib import Path  # noqa: E402
+import os
+from pathlib import Path
 
-import dagster as dg  # noqa: E402
+import dagster as dg
 
-from hcat_pipeline.partitions import golden_set_version  # noqa: E402
+from hcat_pipeline.partitions import golden_set_version, tonight
 
 
 def build_golden_set_sensor(golden_dir: str | None = None, job_name: str = "golden_set_job", name: str = "golden_set_version_sensor"):
@@ -51,7 +51,7 @@ golden_set_version_sensor = build_golden_set_sensor()
     name="golden_candidates_sensor",
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="New golden_candidates → golden-set version gs-<content hash> (new partition) → golden_set_job for it, "
-    "which freezes the version on first use. Unchanged candidates map to the same version: nothing new is run.",
+    "which freezes the version. Unchanged candidates map to the same version: nothing new is run.",
 )
 def golden_candidates_sensor(context: dg.SensorEvaluationContext, asset_event: dg.EventLogEntry):
     meta = asset_event.asset_materialization.metadata if asset_event.asset_materialization else {}
@@ -65,3 +65,27 @@ def golden_candidates_sensor(context: dg.SensorEvaluationContext, asset_event: d
         run_requests=[dg.RunRequest(run_key=f"candidates:{version}", partition_key=version, tags={"golden_set_version": version})],
         dynamic_partitions_requests=[golden_set_version.build_add_request([version])],
     )
+
+
+@dg.asset_sensor(
+    asset_key=dg.AssetKey("golden_set"),
+    job_name="campaign_run_job",
+    name="new_version_campaign_sensor",
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="A golden-set version frozen for the first time → tonight's campaign run of it (systems from the "
+    "campaign file), without waiting for the nightly schedule.",
+)
+def new_version_campaign_sensor(context: dg.SensorEvaluationContext, asset_event: dg.EventLogEntry):
+    from hcat_pipeline.campaign_spec import campaign_run_config, load_campaign
+    from hcat_pipeline.partitions import campaign_run_key
+
+    mat = asset_event.asset_materialization
+    meta = mat.metadata if mat else {}
+    if not mat or not mat.partition or not getattr(meta.get("frozen_in_this_run"), "value", False):
+        return dg.SkipReason("golden_set materialization did not freeze a new version")
+    version, night = mat.partition, tonight()
+    return dg.RunRequest(run_key=f"campaign:{version}|{night}", partition_key=campaign_run_key(version, night),
+                         run_config=campaign_run_config(load_campaign()), tags={"golden_set_version": version, "night": night})
+
+
+SENSORS = [golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor]

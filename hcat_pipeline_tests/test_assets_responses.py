@@ -1,20 +1,27 @@
-"""rag_responses / retrieval_metrics as Dagster assets on a tiny golden set (stub upstream assets)."""
+"""rag_responses / retrieval_metrics as Dagster assets on a tiny golden set (stub upstream assets),
+one campaign run = golden-set version × night."""
 
 import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import dagster as dg
 import polars as pl
 import pytest
 
-from hcat_pipeline.assets.responses import default_systems, rag_responses, retrieval_metrics
+from hcat_pipeline.assets.responses import rag_responses, retrieval_metrics
+from hcat_pipeline.campaign_spec import load_campaign
 from hcat_pipeline.io import PolarsParquetIOManager
-from hcat_pipeline.partitions import golden_set_version
+from hcat_pipeline.partitions import campaign_run_key, golden_set_version
+from hcat_pipeline.paths import PROJECT_ROOT
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed, LLMResult
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES, conform
 
 VERSION = "v-test"
+NIGHT = "2026-11-20"
+RUN = f"{VERSION}|{NIGHT}"  # the stored partition key (MultiPartitionKey string form)
 CHUNKS = {
     "c_tuple": "Tuples are immutable sequences: once a tuple is created its items cannot be changed.",
     "c_loop": "The while statement repeats the execution of a suite as long as an expression is true.",
@@ -66,6 +73,9 @@ class ScriptedLLM(LLM):
     crash_after: int = -1
     fail_every: int = 0
 
+    def fingerprint(self) -> str:
+        return "local/scripted@sha256:0"
+
     def generate(self, prompt, json_schema=None, temperature=0.0, seed=0, max_tokens=None, system=None):
         CALLS.append(prompt)
         if 0 <= self.crash_after < len(CALLS):
@@ -76,28 +86,40 @@ class ScriptedLLM(LLM):
         return LLMResult(text, None, "local", "scripted", 0.001, 50, 5, 0.0, 1)
 
 
+DEFAULT_SYSTEMS = [s.model_dump(mode="json") for s in load_campaign(PROJECT_ROOT / "campaign.yaml").systems]
+
+
 def run(tmp_path, embedding_model, llm, config=None, select=("golden_set", "chunks", "chunk_embeddings", "rag_responses"),
-        raise_on_error=True):
+        raise_on_error=True, night=NIGHT):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("golden_set_version", [VERSION])
-    cfg = {"checkpoint_dir": str(tmp_path / "ckpt"), "import_dir": str(tmp_path / "imports"), **(config or {})}
+    campaign = {"systems": [{"system_id": "bm25", "retriever": "bm25"}, {"system_id": "dense", "retriever": "dense"},
+                            {"system_id": "oracle", "retriever": "oracle"}, {"system_id": "hybrid", "retriever": "hybrid"},
+                            {"system_id": "closed_book", "retriever": "closed_book", "prompt": "rag_closed_book_v1"}],
+                **(config or {})}  # fmt: skip
+    cfg = {"checkpoint_dir": str(tmp_path / "ckpt"), "import_dir": str(tmp_path / "imports"), "campaign": campaign}
     assets = [golden_set_stub, chunks_stub, chunk_embeddings_stub, rag_responses, retrieval_metrics]
+    gs = dg.materialize([golden_set_stub], partition_key=VERSION, instance=instance,
+                        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh"))})
+    assert gs.success
+    select = [a for a in select if a != "golden_set"]
     return dg.materialize(
-        assets, selection=list(select), partition_key=VERSION, instance=instance, raise_on_error=raise_on_error,
+        assets, selection=list(select), partition_key=campaign_run_key(VERSION, night), instance=instance, raise_on_error=raise_on_error,
         resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "llm": llm},
         run_config={"ops": {"rag_responses": {"config": cfg}}} if "rag_responses" in select else None,
     )
 
 
-def load(tmp_path, name) -> pl.DataFrame:
-    return pl.read_parquet(tmp_path / "wh" / name / f"{VERSION}.parquet")
+def load(tmp_path, name, key=RUN) -> pl.DataFrame:
+    version, night = key.split("|")
+    return pl.read_parquet(tmp_path / "wh" / name / version / f"{night}.parquet")
 
 
 @pytest.mark.slow
 def test_default_campaign_five_systems_on_the_local_llm(tmp_path, embedding_model, local_llm):
     t0 = time.perf_counter()
     # the default five systems, with short answers to keep the test quick on 2 shared cores
-    systems = [{**s.model_dump(exclude={"http"}), "max_tokens": 32} for s in default_systems()]
+    systems = [{**s, "max_tokens": 32} for s in DEFAULT_SYSTEMS]
     res = run(tmp_path, embedding_model, local_llm, config={"systems": systems},
               select=("golden_set", "chunks", "chunk_embeddings", "rag_responses", "retrieval_metrics"))
     assert res.success
@@ -126,13 +148,13 @@ def test_crash_mid_run_then_resume_never_repeats_a_finished_call(tmp_path, embed
     with pytest.raises((KeyboardInterrupt, dg.DagsterExecutionInterruptedError)):
         run(tmp_path, embedding_model, ScriptedLLM(crash_after=7))
     assert len(CALLS) == 8  # 7 finished + the interrupted one
-    lines = (tmp_path / "ckpt" / VERSION / "responses.jsonl").read_text().splitlines()
+    lines = (tmp_path / "ckpt" / VERSION / NIGHT / "responses.jsonl").read_text().splitlines()
     finished = {(json.loads(x)["system_id"], json.loads(x)["case_id"]) for x in lines}
     assert len(finished) == 7
     CALLS.clear()
     res = run(tmp_path, embedding_model, ScriptedLLM())
     assert res.success and len(CALLS) == 15 - 7
-    lines = (tmp_path / "ckpt" / VERSION / "responses.jsonl").read_text().splitlines()
+    lines = (tmp_path / "ckpt" / VERSION / NIGHT / "responses.jsonl").read_text().splitlines()
     keys = [(json.loads(x)["system_id"], json.loads(x)["case_id"]) for x in lines]
     assert len(keys) == 15 and len(set(keys)) == 15  # each case × system answered exactly once across both runs
     out = load(tmp_path, "rag_responses")
@@ -150,7 +172,7 @@ def test_failure_rate_bound_fails_loudly_and_under_it_failures_are_counted(tmp_p
     failure = [e for e in res.all_events if e.is_step_failure][0]
     msg = failure.event_specific_data.error.message
     assert "max_failure_rate=0.2" in msg and "re-run to resume" in msg
-    assert not (tmp_path / "wh" / "rag_responses" / f"{VERSION}.parquet").exists()  # no silently thinner table
+    assert not (tmp_path / "wh" / "rag_responses" / VERSION / f"{NIGHT}.parquet").exists()  # no silently thinner table
     CALLS.clear()
     res = run(tmp_path / "b", embedding_model, ScriptedLLM(fail_every=5), config={"max_failure_rate": 0.5})
     assert res.success
@@ -177,7 +199,7 @@ def test_imported_responses_join_the_table_and_bad_rows_are_reported(tmp_path, e
     out = load(tmp_path, "rag_responses")
     assert sorted(out["system_id"].unique()) == ["bm25", "team_rag"] and out.filter(pl.col("system_id") == "team_rag").height == 2
     meta = res.asset_materializations_for_node("rag_responses")[0].metadata
-    assert meta["import_bad_rows"].value == 1 and "| 2 |" in meta["import_errors"].value
+    assert "| 2 |" in meta["import_errors"].value and meta["systems_run"].value["team_rag"]["bad_rows"] == 1
     # ICL@2 from the other answerable cases, never the case itself: g1 and g2 each get the other one, g3 both
     prompt = {cid: [p for p in CALLS if q in p.split("Question:")[-1]][0] for cid, q in
               [("g1", "tuple be changed"), ("g2", "missing key"), ("g3", "world cup")]}
@@ -187,3 +209,69 @@ def test_imported_responses_join_the_table_and_bad_rows_are_reported(tmp_path, e
     assert prompt["g3"].count("Example ") == 2
     m = {r["system_id"]: r for r in load(tmp_path, "retrieval_metrics").iter_rows(named=True)}
     assert m["team_rag"]["recall_at_k"] == 1.0 and m["team_rag"]["abstention_rate"] == 1.0
+
+
+class _NightlyService(BaseHTTPRequestHandler):
+    """A user's RAG service whose behaviour changes overnight: ``server.mode`` says how it answers."""
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        with self.server.lock:
+            self.server.calls += 1
+        q = body.get("query", "")
+        if self.server.mode == "good":
+            answer = {"tuple": "No, tuples are immutable.", "missing key": "A KeyError is raised."}
+            text = next((a for k, a in answer.items() if k in q), "I don't know based on the documents.")
+        else:  # a regression shipped overnight: confident nonsense
+            text = "Bananas are an excellent source of potassium."
+        data = json.dumps({"answer": text}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_second_night_asks_http_again_and_reuses_an_unchanged_deterministic_local_system(tmp_path, embedding_model):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _NightlyService)
+    srv.daemon_threads, srv.lock, srv.calls, srv.mode = True, threading.Lock(), 0, "good"
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        campaign = {"systems": [
+            {"system_id": "bm25", "retriever": "bm25"},
+            {"system_id": "team_api", "http": {"url": f"http://127.0.0.1:{srv.server_address[1]}/q", "max_retries": 0}},
+        ]}  # fmt: skip
+        CALLS.clear()
+        assert run(tmp_path, embedding_model, ScriptedLLM(), config=campaign, night="2026-11-20").success
+        assert len(CALLS) == 3 and srv.calls == 3
+        n1 = load(tmp_path, "rag_responses", f"{VERSION}|2026-11-20")
+        srv.mode = "broken"
+        CALLS.clear()
+        res = run(tmp_path, embedding_model, ScriptedLLM(), config=campaign, night="2026-11-21")
+        assert res.success
+        n2 = load(tmp_path, "rag_responses", f"{VERSION}|2026-11-21")
+        # the http system was asked again and its answers moved; the local deterministic one was not asked
+        assert srv.calls == 6 and CALLS == []
+        api1, api2 = (f.filter(pl.col("system_id") == "team_api").sort("case_id") for f in (n1, n2))
+        assert api2["reused_from"].null_count() == 3 and (api1["answer"] != api2["answer"]).all()
+        loc2 = n2.filter(pl.col("system_id") == "bm25").sort("case_id")
+        assert (loc2["reused_from"] == f"{VERSION}|2026-11-20").all()
+        assert loc2["answer"].to_list() == n1.filter(pl.col("system_id") == "bm25").sort("case_id")["answer"].to_list()
+        assert (n2["night"] == "2026-11-21").all() and n2["campaign_sha256"].n_unique() == 1
+        meta = res.asset_materializations_for_node("rag_responses")[0].metadata
+        assert meta["responses_reused_from_earlier_nights"].value == 3 and meta["llm_calls_this_run"].value == 3
+        assert meta["systems_run"].value["team_api"]["reusable"] is False
+        # a changed configuration (here the prompt's max_tokens) is a different system: asked again, not reused
+        changed = {"systems": [{"system_id": "bm25", "retriever": "bm25", "max_tokens": 50}]}
+        CALLS.clear()
+        assert run(tmp_path, embedding_model, ScriptedLLM(), config=changed, night="2026-11-22").success
+        assert len(CALLS) == 3
+        # reuse: never — every night asks every system
+        CALLS.clear()
+        assert run(tmp_path, embedding_model, ScriptedLLM(), config={**changed, "reuse": "never"}, night="2026-11-23").success
+        assert len(CALLS) == 3
+    finally:
+        srv.shutdown()

@@ -6,7 +6,7 @@ import sys
 
 import dagster as dg
 import polars as pl
-from dagster._core.storage.dagster_run import DagsterRunStatus
+DagsterRunStatus = dg.DagsterRunStatus
 
 from hcat_pipeline.campaign import recover_stale_runs, version_for_candidates
 

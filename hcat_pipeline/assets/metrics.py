@@ -14,14 +14,17 @@ import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
-from hcat_pipeline.partitions import golden_set_version
+from hcat_pipeline.core.retrieval import without_planted
+from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
 
-_KEEP = ("case_id", "system_id", "config_hash", "category", "query_type", "query", "answer", "reference", "error")
+_KEEP = ("case_id", "system_id", "config_hash", "golden_set_version", "night", "campaign_sha256", "reused_from",
+         "category", "query_type", "query", "answer", "reference", "planted_passages", "error")
+
 
 
 class MetricsConfig(dg.Config):
@@ -52,7 +55,7 @@ def _metric_tables(
     conform(rag_responses, RAG_RESPONSES)
     gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type") if c in golden_set.columns]
     refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
-    frame = rag_responses.join(refs, on="case_id", how="left")
+    frame = without_planted(rag_responses).join(refs, on="case_id", how="left")
     try:
         scored, info = score_frame(
             frame,
@@ -120,13 +123,13 @@ def build_metric_assets() -> tuple[dg.AssetsDefinition, dg.AssetsDefinition]:
     """The two assets (also used by tests that materialize them against stand-in upstream tables)."""
     tables = dg.asset(
         name="metric_tables",
-        partitions_def=golden_set_version,
+        partitions_def=campaign_run,
         group_name="metrics",
-        description="Per golden-set version: every metric per case × system with its explanation columns (HCAT §3-4).",
+        description="Per campaign run (golden-set version × night): every metric per case × system with its explanation columns (HCAT §3-4).",
     )(_metric_tables)
     bias = dg.asset(
         name="bias_report",
-        partitions_def=golden_set_version,
+        partitions_def=campaign_run,
         group_name="metrics",
         description="Bias over counterfactual pairs (golden_set pair_id / attribute): per-attribute table from the safety metrics.",
     )(_bias_report)

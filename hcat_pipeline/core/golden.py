@@ -187,6 +187,24 @@ def list_versions(golden_dir: str | Path) -> list[str]:
     return sorted(p.parent.name for p in d.glob(f"*/{MANIFEST_NAME}") if _VERSION_RE.match(p.parent.name))
 
 
+def latest_version(golden_dir: str | Path) -> str | None:
+    """The most recently frozen version (manifest ``frozen_at``; a hand-dropped manifest without it
+    counts by its file time), or None when nothing is frozen. Ties: the larger name."""
+    d = Path(golden_dir)
+    best: tuple[str, str] | None = None
+    for v in list_versions(d):
+        path = d / v / MANIFEST_NAME
+        try:
+            when = json.loads(path.read_text(encoding="utf-8")).get("frozen_at")
+        except (OSError, ValueError):
+            continue
+        if not when:
+            when = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+        if best is None or (when, v) > best:
+            best = (when, v)
+    return best[1] if best else None
+
+
 def _prepare(candidates: pl.DataFrame, version: str, created_at: str | None) -> pl.DataFrame:
     frame = conform(candidates, GOLDEN_SET)
     if frame.height == 0:

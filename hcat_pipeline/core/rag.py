@@ -263,14 +263,15 @@ class RagPipeline:
 
 @dataclass
 class RunStats:
-    reused: int = 0
+    resumed: int = 0  # finished earlier in this same run (its checkpoint): not asked again
+    reused: int = 0  # taken from an earlier run by a reusable system (``reused_from`` set on the record)
     called: int = 0
     failed: int = 0
     seconds: float = 0.0
-    per_system: dict = field(default_factory=dict)  # system_id -> {"called", "reused", "failed", "call_seconds"}
+    per_system: dict = field(default_factory=dict)  # system_id -> {"called", "resumed", "reused", "failed", "call_seconds"}
 
     def _sys(self, sid: str) -> dict:
-        return self.per_system.setdefault(sid, {"called": 0, "reused": 0, "failed": 0, "call_seconds": 0.0})
+        return self.per_system.setdefault(sid, {"called": 0, "resumed": 0, "reused": 0, "failed": 0, "call_seconds": 0.0})
 
 
 def run_responses(
@@ -280,22 +281,34 @@ def run_responses(
     concurrency: int = 1,
     retry_failed: bool = True,
     on_record: Callable[[dict], None] | None = None,
+    reuse: Callable[[str, str, str], tuple[dict, str] | None] | None = None,
+    reusable: Callable[[object], bool] = lambda s: False,
 ) -> tuple[list[dict], RunStats]:
     """Every system × every case, resuming from ``store``; returns (records in system/case order, stats).
 
     ``systems`` are objects with ``system_id``, ``config_hash`` and ``respond(case) -> record``
-    (optionally ``prefetch(cases)``). Finished responses in the store are reused without a call;
-    stored failures are retried when ``retry_failed``. Each completed response is checkpointed
-    before the next one starts. KeyboardInterrupt / SystemExit propagate (checkpoints stay).
+    (optionally ``prefetch(cases)``). Finished responses in the store are resumed without a call;
+    stored failures are retried when ``retry_failed``. For systems where ``reusable(system)`` is
+    true, ``reuse(case_id, system_id, config_hash)`` may return (an earlier run's successful record,
+    that run's label): it is copied into this run's store with ``reused_from`` = the label, not asked
+    again. Each completed response is checkpointed before the next one starts.
+    KeyboardInterrupt / SystemExit propagate (checkpoints stay).
     """
     stats = RunStats()
     t0 = time.perf_counter()
     todo: list[tuple[object, dict]] = []
     for s in systems:
         pending = []
+        can_reuse = reuse is not None and reusable(s)
         for c in cases:
             old = store.get(c["case_id"], s.system_id, s.config_hash)
             if old is not None and (old.get("error") is None or not retry_failed):
+                stats.resumed += 1
+                stats._sys(s.system_id)["resumed"] += 1
+                continue
+            earlier = reuse(c["case_id"], s.system_id, s.config_hash) if can_reuse else None
+            if earlier is not None and earlier[0].get("error") is None:
+                store.put({**earlier[0], "reused_from": earlier[0].get("reused_from") or earlier[1]})
                 stats.reused += 1
                 stats._sys(s.system_id)["reused"] += 1
             else:
@@ -365,25 +378,34 @@ def failure_rates(records: Sequence[dict]) -> dict[str, float]:
 
 
 def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.DataFrame:
-    """At most ``max_cases`` cases (0 = all), spread over categories round-robin in a seeded order."""
+    """At most ``max_cases`` cases (0 = all), spread over categories and, within each category, over
+    topic strata: categories take turns, and each category takes its strata in turn (seeded order).
+    A counterfactual pair is taken whole (both members), so the bias check always has complete pairs."""
     if max_cases <= 0 or golden.height <= max_cases:
         return golden
-    by_cat: dict[str, list[int]] = {}
-    for i, (cid, cat) in enumerate(zip(golden["case_id"], golden["category"] if "category" in golden.columns else [None] * golden.height)):
-        by_cat.setdefault(str(cat), []).append(i)
+    rows = golden.to_dicts()
     rng = random.Random(f"{seed}:select_cases")
+    units: dict[str, list[int]] = {}  # a unit = one case, or both members of a pair
+    for i, r in enumerate(rows):
+        units.setdefault(r.get("pair_id") or r["case_id"], []).append(i)
+    by_cat: dict[str, dict[str, list[str]]] = {}
+    for key, idx in sorted(units.items()):
+        r = rows[idx[0]]
+        by_cat.setdefault(str(r.get("category")), {}).setdefault(str(r.get("stratum")), []).append(key)
     queues = []
     for cat in sorted(by_cat):
-        idx = sorted(by_cat[cat], key=lambda i: golden["case_id"][i])
-        rng.shuffle(idx)
-        queues.append(idx)
+        strata = by_cat[cat]
+        for keys in strata.values():
+            rng.shuffle(keys)
+        order = sorted(strata)
+        rng.shuffle(order)
+        q = []  # round-robin over this category's strata
+        while any(strata[s] for s in order):
+            q.extend(strata[s].pop(0) for s in order if strata[s])
+        queues.append(q)
     chosen: list[int] = []
-    while len(chosen) < max_cases:
-        progressed = False
+    while len(chosen) < max_cases and any(queues):
         for q in queues:
             if q and len(chosen) < max_cases:
-                chosen.append(q.pop(0))
-                progressed = True
-        if not progressed:
-            break
+                chosen.extend(units[q.pop(0)])
     return golden[sorted(chosen)]

@@ -181,6 +181,19 @@ def inject_distractor(passages: list[Passage], distractor: str | None, seed: int
     return [Passage(c, t, i + 1, s) for i, (c, t, s) in enumerate(items)]
 
 
+def without_planted(frame: "pl.DataFrame") -> "pl.DataFrame":
+    """Move planted distractor passages (chunk id ``distractor:…``) out of ``contexts`` into
+    ``planted_passages``: groundedness and every context metric are measured against the true
+    context only (the behaviour checks judge the planted passage separately)."""
+    import polars as pl
+
+    planted = pl.col("context_chunk_ids").list.eval(pl.element().str.starts_with(DISTRACTOR_PREFIX))
+    return frame.with_columns(
+        pl.col("contexts").list.gather(planted.list.eval(pl.element().not_().arg_true())).alias("_true_ctx"),
+        pl.col("contexts").list.gather(planted.list.eval(pl.element().arg_true())).alias("planted_passages"),
+    ).with_columns(pl.col("_true_ctx").alias("contexts")).drop("_true_ctx")
+
+
 def build_retriever(
     name: str,
     chunk_ids: Sequence[str],

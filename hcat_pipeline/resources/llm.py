@@ -111,6 +111,19 @@ class LLM(dg.ConfigurableResource):
             self.provider
         ]
 
+    def fingerprint(self) -> str:
+        """What identifies this model's answers: the model file's SHA-256 (local) or provider/model (API)."""
+        if self.provider == "local":
+            from hcat_pipeline.models import file_sha256, qwen_gguf_path
+
+            return f"local/{self.model_name}@sha256:{file_sha256(self.model_path or qwen_gguf_path())[:16]}"
+        return f"{self.provider}/{self.model_name}"
+
+    def is_deterministic(self, temperature: float) -> bool:
+        """Same prompt ⇒ same answer: only the local llama.cpp model at temperature 0 (each prompt evaluated
+        from scratch, tested); a hosted API may change behind the same model name, so it never is."""
+        return self.provider == "local" and temperature == 0.0
+
     def _get_backend(self):
         if self._backend is None:
             import os
