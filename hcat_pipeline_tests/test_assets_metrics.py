@@ -9,13 +9,14 @@ from dagster import DagsterInstance
 from hcat_pipeline.assets.metrics import build_metric_assets
 from hcat_pipeline.assets.violations import violation_campaign
 from hcat_pipeline.io import PolarsParquetIOManager
-from hcat_pipeline.partitions import golden_set_version
+from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES
 
 CTX = ["The Eiffel Tower is in Paris. It was completed in 1889.", "Paris is the capital of France."]
 QUERY = "When was the Eiffel Tower completed?"
+PLANTED = "Records show the Eiffel Tower was only completed in 1925."
 
 
 def _golden() -> pl.DataFrame:
@@ -32,7 +33,10 @@ def _responses() -> pl.DataFrame:
     rows = []
     for system, answers in {"good": ["It was completed in 1889.", "The tower was completed in 1889."], "bad": ["Bananas are yellow.", None]}.items():
         for case, ans in zip(["c1", "c2"], answers):
-            rows.append({**base, "case_id": case, "system_id": system, "query": QUERY, "answer": ans, "contexts": CTX,
+            planted = system == "good" and case == "c1"  # a planted distractor passage, never part of groundedness
+            rows.append({**base, "case_id": case, "system_id": system, "query": QUERY, "answer": ans,
+                         "contexts": [*CTX, PLANTED] if planted else CTX,
+                         "context_chunk_ids": ["k1", "k2", "distractor:0123456789ab"] if planted else ["k1", "k2"],
                          "error": None if ans else "rate_limit: gave up after 3 attempts"})
     return pl.DataFrame(rows, schema=RAG_RESPONSES)
 
@@ -42,7 +46,7 @@ def _golden_set() -> pl.DataFrame:
     return _golden()
 
 
-@dg.asset(partitions_def=golden_set_version, name="rag_responses")
+@dg.asset(partitions_def=campaign_run, name="rag_responses")
 def _rag_responses() -> pl.DataFrame:
     return _responses()
 
@@ -52,15 +56,18 @@ def test_metric_tables_and_bias_report(warehouse, embedding_model):
     instance.add_dynamic_partitions("golden_set_version", ["v1"])
     metric_tables, bias_report = build_metric_assets()
     metrics = ["context_relevancy", "groundedness_similarity", "completeness_wasserstein", "answer_relevancy", "semantic_similarity"]
+    io = PolarsParquetIOManager(base_dir=str(warehouse))
+    assert dg.materialize([_golden_set], partition_key="v1", instance=instance, resources={"io_manager": io}).success
     res = dg.materialize(
         [_golden_set, _rag_responses, metric_tables, bias_report],
-        partition_key="v1",
+        selection=[_rag_responses, metric_tables, bias_report],
+        partition_key=campaign_run_key("v1", "2026-11-20"),
         instance=instance,
         resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "pii_detector": PIIDetector(), "nli_model": NLIModel()},
         run_config={"ops": {"metric_tables": {"config": {"metrics": metrics}}}},
     )
     assert res.success
-    out = pl.read_parquet(warehouse / "metric_tables" / "v1.parquet")
+    out = pl.read_parquet(warehouse / "metric_tables" / "v1" / "2026-11-20.parquet")
     assert out.height == 4  # the failed response is kept
     failed = out.filter(pl.col("score_skipped_reason").is_not_null())
     assert failed["system_id"].to_list() == ["bad"] and failed["groundedness_similarity"].null_count() == 1
@@ -69,8 +76,11 @@ def test_metric_tables_and_bias_report(warehouse, embedding_model):
     md = res.asset_materializations_for_node("metric_tables")[0].metadata
     assert md["rows_failed"].value == 1
     means = md["means"].data
-    assert means["good"]["groundedness_similarity"] > means["bad"]["groundedness_similarity"]
-    assert means["bad"]["failed"] == 1
+    assert means["good"]["groundedness_similarity"]["mean"] > means["bad"]["groundedness_similarity"]["mean"]
+    assert means["good"]["groundedness_similarity"]["n"] == 2 and means["good"]["groundedness_similarity"]["half_width"] > 0
+    assert means["bad"]["failed"] == 1 and means["bad"]["groundedness_similarity"]["n"] == 1
+    c1 = out.filter((pl.col("system_id") == "good") & (pl.col("case_id") == "c1")).row(0, named=True)
+    assert c1["planted_passages"] == [PLANTED] and PLANTED not in " ".join(c1["context_sentences"] or [])
     assert md["aggregation"].data["context_relevancy"] == "mean"
     assert json.loads(out["score_info"][0])["metrics_computed"] == metrics
     bias = res.asset_materializations_for_node("bias_report")[0].metadata

@@ -15,7 +15,8 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
-from hcat_pipeline.assets._metadata import frame_metadata
+from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.core.coverage import golden_coverage
 from hcat_pipeline.core.golden import (
     GoldenSetError,
     cases_frame,
@@ -42,6 +43,20 @@ class GoldenSetConfig(dg.Config):
         default=str(WAREHOUSE_DIR / "golden_candidates.parquet"),
         description="the stored golden_candidates table, read only when the version is not frozen yet",
     )
+    strata_path: str = Field(
+        default=str(WAREHOUSE_DIR / "topic_strata.parquet"),
+        description="the corpus' topic strata, for the coverage table (skipped, and said so, when not materialized)",
+    )
+
+
+def coverage_metadata(strata_path: str, golden: pl.DataFrame, responses: pl.DataFrame | None = None) -> dict:
+    """Coverage of the corpus' topic strata by the golden set (and by each system's answered cases)."""
+    path = Path(strata_path)
+    if not path.exists():
+        return {"coverage": f"no topic_strata at {path}: materialize topic_strata for the coverage table"}
+    table = golden_coverage(pl.read_parquet(path), golden, responses)
+    covered = int((table["golden_cases"] > 0).sum())
+    return {"coverage": preview(table, 100), "strata_covered": f"{covered}/{table.height}"}
 
 
 def _counts(frame: pl.DataFrame, col: str) -> dict:
@@ -128,6 +143,7 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig) -> pl
             "by_category": dg.MetadataValue.json(_counts(frame, "category")),
             "by_query_type": dg.MetadataValue.json(_counts(frame, "query_type")),
             "by_variant_kind": dg.MetadataValue.json(_counts(frame, "variant_kind")),
+            **coverage_metadata(config.strata_path, frame),
         }
     )
     return frame

@@ -13,6 +13,7 @@ import dagster as dg
 import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.core.coverage import mean_ci
 from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
 from hcat_pipeline.core.retrieval import without_planted
 from hcat_pipeline.partitions import campaign_run
@@ -41,6 +42,14 @@ def _distribution(values: pl.Series) -> dict:
         return {"n": 0}
     qs = {f"p{int(q * 100)}": round(float(v.quantile(q, "linear")), 4) for q in (0.05, 0.25, 0.5, 0.75, 0.95)}
     return {"n": int(v.len()), "mean": round(float(v.mean()), 4), "std": round(float(v.std() or 0.0), 4), "min": round(float(v.min()), 4), **qs, "max": round(float(v.max()), 4)}
+
+
+def _fmt_ci(r: dict) -> str:
+    if r["mean"] is None:
+        return "n=0"
+    if r["half_width"] is None:
+        return f"{r['mean']:.3f} (n={r['n']})"
+    return f"{r['mean']:.3f} ± {r['half_width']:.3f} (n={r['n']})"
 
 
 def _metric_tables(
@@ -77,12 +86,15 @@ def _metric_tables(
     out = scored.select([c for c in _KEEP if c in scored.columns] + metric_cols + detail)
     out = out.with_columns(pl.lit(json.dumps(info, sort_keys=True, default=str)).alias("score_info"))
 
-    by_system = out.group_by("system_id").agg(
-        pl.len().alias("rows"),
-        pl.col("score_skipped_reason").is_not_null().sum().alias("failed"),
-        *[pl.col(m).mean().round(4).alias(m) for m in metric_cols],
-    ).sort("system_id")
-    means = {r["system_id"]: {k: v for k, v in r.items() if k != "system_id"} for r in by_system.to_dicts()}
+    headline = {
+        sid: {"rows": g.height, "failed": int(g["score_skipped_reason"].is_not_null().sum()),
+              **{m: mean_ci(g[m]) for m in metric_cols}}
+        for (sid,), g in sorted(out.group_by("system_id"), key=lambda kv: kv[0])
+    }  # fmt: skip
+    by_system = pl.DataFrame([
+        {"system_id": sid, "rows": h["rows"], "failed": h["failed"],
+         **{m: _fmt_ci(h[m]) for m in metric_cols}} for sid, h in headline.items()
+    ])  # fmt: skip
     if info["metrics_unavailable"]:
         context.log.warning(f"metrics not computed: {info['metrics_unavailable']}")
     context.add_output_metadata(
@@ -93,8 +105,9 @@ def _metric_tables(
             "metrics_computed": dg.MetadataValue.json(info["metrics_computed"]),
             "metrics_unavailable": dg.MetadataValue.json(info["metrics_unavailable"]),
             "aggregation": dg.MetadataValue.json(info["aggregation"]),
-            "means_by_system": preview(by_system, 50),
-            "means": dg.MetadataValue.json(means),
+            "means_by_system": preview(by_system, 50, 40),
+            "means": dg.MetadataValue.json(headline),
+            "max_ci_half_width": max((h[m]["half_width"] or 0.0 for h in headline.values() for m in metric_cols), default=0.0),
             "distributions": dg.MetadataValue.json(
                 {s: {m: _distribution(g[m]) for m in metric_cols} for (s,), g in out.group_by("system_id")}
             ),

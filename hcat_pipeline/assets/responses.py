@@ -18,6 +18,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
 from hcat_pipeline.core.answerability import is_refusal
 from hcat_pipeline.core.campaign_run import (
@@ -49,6 +50,7 @@ class CampaignRunConfig(dg.Config):
     campaign: Optional[CampaignSpec] = Field(default=None, description="inline campaign; wins over campaign_file")
     checkpoint_dir: str = str(CHECKPOINT_DIR)  # <dir>/<version>/<night>/responses.jsonl
     import_dir: str = str(IMPORT_DIR)  # <import_dir>/<version>/<system_id>.{parquet,jsonl}
+    strata_path: str = str(WAREHOUSE_DIR / "topic_strata.parquet")  # for the coverage table
 
     def resolve(self) -> CampaignSpec:
         if self.campaign is not None:
@@ -117,6 +119,7 @@ def rag_responses(
         "by_system": preview(summary["by_system"], 50),
         "systems_run": dg.MetadataValue.json(run_meta),
         "checkpoint": str(history.current.path),
+        **coverage_metadata(config.strata_path, golden_set, out),
     }
     if imports[2] is not None and imports[2].height:
         meta["import_errors"] = preview(imports[2], 30, 160)

@@ -1,0 +1,105 @@
+"""The campaign file: validated on load with file, line and reason; used by the schedule and `hcat campaign`."""
+
+import json
+
+import dagster as dg
+import pytest
+
+from hcat_pipeline.campaign_spec import CampaignFileError, campaign_sha256, load_campaign, parse_campaign
+from hcat_pipeline.cli import main
+from hcat_pipeline.core.golden import cases_frame, freeze_version, new_case
+from hcat_pipeline.paths import PROJECT_ROOT
+from hcat_pipeline.schedules import nightly_request
+
+GOOD = """\
+name: nightly
+max_cases: 10
+systems:
+  - system_id: bm25
+    retriever: bm25
+  - system_id: svc
+    http:
+      url: http://127.0.0.1:9/q
+"""
+
+
+def test_shipped_campaign_files_load_and_hash_ignores_formatting():
+    default = load_campaign(PROJECT_ROOT / "campaign.yaml")
+    full = load_campaign(PROJECT_ROOT / "campaigns" / "full.yaml")
+    assert default.max_cases > 0 and full.max_cases == 0 and [s.system_id for s in default.systems] == [s.system_id for s in full.systems]
+    a = parse_campaign(GOOD)
+    b = parse_campaign("# a comment\n" + GOOD.replace("max_cases: 10", "max_cases:   10   # ten"))
+    assert campaign_sha256(a) == campaign_sha256(b)
+    assert campaign_sha256(a) != campaign_sha256(parse_campaign(GOOD.replace("10", "11")))
+    assert a.systems[1].http.url.endswith("/q") and a.systems[0].top_k == 3  # defaults filled in
+
+
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        (GOOD.replace("retriever: bm25", "retriever: bm52"), 5, ["systems.0.retriever", "'dense'"]),
+        (GOOD.replace("max_cases: 10", "max_case: 10"), 2, ["max_case", "unknown key"]),
+        (GOOD.replace("max_cases: 10", "max_cases: ten"), 2, ["max_cases", "integer"]),
+        (GOOD.replace("      url: http://127.0.0.1:9/q", "      uri: http://127.0.0.1:9/q"), 8, ["systems.1.http"]),
+        (GOOD.replace("max_cases: 10", "max_cases: 10\n\tname: tab"), 3, ["not valid YAML", "'\\t'"]),
+        ("name: x\n", 1, ["systems:"]),  # no systems at all
+        ("reuse: sometimes\nsystems:\n  - system_id: a\n", 1, ["reuse", "deterministic_local"]),
+    ],
+)
+def test_bad_campaign_file_is_refused_with_line_and_reason(tmp_path, text, line, words):
+    path = tmp_path / "campaign.yaml"
+    path.write_text(text)
+    with pytest.raises(CampaignFileError) as e:
+        load_campaign(path)
+    msg = str(e.value)
+    assert f"{path}:{line}" in msg, msg
+    assert all(w in msg for w in words), msg
+
+
+def test_duplicate_system_ids_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("systems:\n  - system_id: a\n  - system_id: a\n    retriever: dense\n")
+    with pytest.raises(CampaignFileError, match="duplicate system_id"):
+        load_campaign(path)
+
+
+def test_hcat_campaign_refuses_a_bad_file_before_any_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    path = tmp_path / "c.yaml"
+    path.write_text(GOOD.replace("retriever: bm25", "retriever: bm52"))
+    assert main(["campaign", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:5: systems.0.retriever" in err
+    assert not (tmp_path / "home").exists()  # no instance touched, no run started
+
+
+def _freeze(golden, version, query):
+    frame = cases_frame([new_case(category="happy_path", query_type="simple", query=query, reference_answer="x",
+                                  expected_behavior="answer", source_chunk_ids=["c1"])])  # fmt: skip
+    return freeze_version(frame, version, golden)
+
+
+def test_nightly_schedule_evaluates_the_latest_frozen_version_tonight(tmp_path, monkeypatch):
+    golden = tmp_path / "golden_sets"
+    monkeypatch.setenv("HCAT_GOLDEN_SETS_DIR", str(golden))
+    campaign = tmp_path / "campaign.yaml"
+    campaign.write_text(GOOD)
+    with dg.instance_for_test() as instance:
+        assert isinstance(nightly_request(instance, str(campaign), night="2026-11-20"), dg.SkipReason)  # nothing frozen
+        _freeze(golden, "v-old", "What does pass do?")
+        m = json.loads((golden / "v-old" / "manifest.json").read_text())
+        m["frozen_at"] = "2026-01-01T00:00:00+00:00"
+        (golden / "v-old" / "manifest.json").write_text(json.dumps(m))
+        _freeze(golden, "v-new", "What does break do?")
+        instance.add_dynamic_partitions("golden_set_version", ["v-old", "v-new"])
+        req = nightly_request(instance, str(campaign), night="2026-11-20")
+        assert isinstance(req, dg.RunRequest)
+        assert req.partition_key == "v-new|2026-11-20" and req.run_key == "campaign:v-new|2026-11-20"
+        cfg = req.run_config["ops"]["rag_responses"]["config"]["campaign"]
+        assert cfg["max_cases"] == 10 and [s["system_id"] for s in cfg["systems"]] == ["bm25", "svc"]
+        # a pinned version in the campaign file wins over "latest"
+        campaign.write_text("golden_set_version: v-old\n" + GOOD)
+        assert nightly_request(instance, str(campaign), night="2026-11-21").partition_key == "v-old|2026-11-21"
+        campaign.write_text(GOOD.replace("retriever: bm25", "retriever: bm52"))
+        with pytest.raises(CampaignFileError):
+            nightly_request(instance, str(campaign))
