@@ -132,11 +132,11 @@ def test_run_resumes_after_ctrl_c_without_repeating_finished_calls(tmp_path):
     store = CheckpointStore(tmp_path)
     assert store.torn_lines == 1
     records, stats = run_responses(systems(llm), cases, store)
-    assert llm.calls == 2 and stats.called == 2 and stats.reused == 4
+    assert llm.calls == 2 and stats.called == 2 and stats.resumed == 4
     assert [(r["system_id"], r["case_id"]) for r in records] == [(s, f"k{i}") for s in ("bm25", "oracle") for i in range(3)]
     again = FakeLLM()
     records2, stats2 = run_responses(systems(again), cases, CheckpointStore(tmp_path))
-    assert again.calls == 0 and stats2.reused == 6 and records2 == records
+    assert again.calls == 0 and stats2.resumed == 6 and records2 == records
 
 
 def test_stored_failures_are_retried_and_config_change_reruns(tmp_path):
@@ -147,7 +147,7 @@ def test_stored_failures_are_retried_and_config_change_reruns(tmp_path):
     assert st.failed == 1 and failure_rates(recs) == {"bm25": 0.5}
     ok = FakeLLM()
     recs, st = run_responses([RagPipeline(SystemConfig("bm25"), BM25(IDS, TEXTS), ok, "fake/1")], cases, CheckpointStore(tmp_path))
-    assert ok.calls == 1 and st.reused == 1 and failure_rates(recs) == {"bm25": 0.0}
+    assert ok.calls == 1 and st.resumed == 1 and failure_rates(recs) == {"bm25": 0.0}
     keep = FakeLLM(fail_if="question")
     run_responses([RagPipeline(SystemConfig("bm25", top_k=2), BM25(IDS, TEXTS), keep, "fake/1")], cases,
                   CheckpointStore(tmp_path), retry_failed=False)

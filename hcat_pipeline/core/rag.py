@@ -189,7 +189,8 @@ class CheckpointStore:
         return self._records.get((case_id, system_id, cfg_hash))
 
     def put(self, record: dict) -> None:
-        line = json.dumps({k: record.get(k) for k in RESPONSE_FIELDS}, ensure_ascii=False) + "\n"
+        record = {k: record.get(k) for k in RESPONSE_FIELDS}  # the same shape in memory as on disk
+        line = json.dumps(record, ensure_ascii=False) + "\n"
         with self._lock:
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(line)
