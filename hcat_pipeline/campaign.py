@@ -65,6 +65,22 @@ def _report(result) -> bool:
     return result.success
 
 
+def corpus_change(version: str, golden_dir) -> str | None:
+    """Why the corpus today differs from the one ``version`` was generated from, or None (unchanged, or a
+    curated / imported version, which is never regenerated). Same sources as the corpus asset's defaults."""
+    from hcat_pipeline.core.golden import corpus_hash, load_version
+    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.paths import CORPUS_DIR
+
+    frame, manifest = load_version(version, golden_dir)
+    recorded = set(frame["corpus_hash"].drop_nulls().to_list())
+    if manifest.get("source") != "generated" or not recorded:
+        return None
+    docs, _, _ = ingest(True, CORPUS_DIR)
+    now = corpus_hash(docs["doc_id"].to_list())
+    return None if now in recorded else f"the corpus changed since {version} was generated (corpus hash {min(recorded)} → {now})"
+
+
 def _ensure_partition(instance: dg.DagsterInstance, version: str) -> None:
     if not instance.has_dynamic_partition(golden_set_version.name, version):
         instance.add_dynamic_partitions(golden_set_version.name, [version])
@@ -96,6 +112,10 @@ def run_campaign(
     version = version or (None if spec.golden_set_version == "latest" else spec.golden_set_version)
     if version is None and not regenerate:
         version = latest_version(golden_dir)
+        why = corpus_change(version, golden_dir) if version else None
+        if why:
+            print(f"{why}: generating a new golden set")
+            version = None
     if version is None:
         print("generating the golden set (test_generation_job) …")
         gen = defs.resolve_job_def("test_generation_job").execute_in_process(instance=instance, raise_on_error=False, tags=tags)

@@ -52,3 +52,25 @@ def test_stale_run_of_a_dead_process_is_failed_and_frees_its_pool_slot(tmp_path)
         assert instance.get_run_by_id(alive.run_id).status == DagsterRunStatus.STARTED
         assert instance.get_run_by_id(foreign.run_id).status == DagsterRunStatus.STARTED
         assert instance.event_log_storage.get_concurrency_info("llm").active_slot_count == 0
+
+
+def test_corpus_change_since_a_generated_version_is_detected(tmp_path):
+    from hcat_pipeline.campaign import corpus_change
+    from hcat_pipeline.core.golden import cases_frame, corpus_hash, freeze_version, new_case
+    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.paths import CORPUS_DIR
+
+    docs, _, _ = ingest(True, CORPUS_DIR)
+    today = corpus_hash(docs["doc_id"].to_list())
+
+    def freeze(version, chash, source):
+        frame = cases_frame([new_case(category="happy_path", query_type="simple", query=f"What is {version}?",
+                                      reference_answer="x", expected_behavior="answer", corpus_hash=chash)])  # fmt: skip
+        freeze_version(frame, version, tmp_path, source=source)
+
+    freeze("same", today, "generated")
+    freeze("old", "0123456789abcdef", "generated")
+    freeze("curated", "0123456789abcdef", "import")
+    assert corpus_change("same", tmp_path) is None
+    assert "corpus changed since old" in corpus_change("old", tmp_path)
+    assert corpus_change("curated", tmp_path) is None  # a curated version is never regenerated
