@@ -25,8 +25,7 @@ def test_every_job_schedule_and_sensor_resolves():
 
 def test_campaign_run_job_covers_the_per_run_assets_only():
     keys = {k.to_user_string() for k in defs.resolve_job_def("campaign_run_job").asset_layer.executable_asset_keys}
-    assert PER_RUN <= keys | {"behaviour_checks"} and "golden_set" not in keys and "corpus" not in keys
-    assert {"rag_responses", "metric_tables"} <= keys
+    assert keys == PER_RUN
     gen = {k.to_user_string() for k in defs.resolve_job_def("test_generation_job").asset_layer.executable_asset_keys}
     assert "golden_candidates" in gen and not (gen & PER_RUN)
 
