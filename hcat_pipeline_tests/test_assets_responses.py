@@ -10,6 +10,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from hcat_pipeline.assets.behaviour import behaviour_checks
 from hcat_pipeline.assets.responses import rag_responses, retrieval_metrics
 from hcat_pipeline.campaign_spec import load_campaign
 from hcat_pipeline.io import PolarsParquetIOManager
@@ -17,6 +18,7 @@ from hcat_pipeline.partitions import campaign_run_key, golden_set_version
 from hcat_pipeline.paths import PROJECT_ROOT
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed, LLMResult
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES, conform
 
 VERSION = "v-test"
@@ -98,14 +100,15 @@ def run(tmp_path, embedding_model, llm, config=None, select=("golden_set", "chun
                             {"system_id": "closed_book", "retriever": "closed_book", "prompt": "rag_closed_book_v1"}],
                 **(config or {})}  # fmt: skip
     cfg = {"checkpoint_dir": str(tmp_path / "ckpt"), "import_dir": str(tmp_path / "imports"), "campaign": campaign}
-    assets = [golden_set_stub, chunks_stub, chunk_embeddings_stub, rag_responses, retrieval_metrics]
+    assets = [golden_set_stub, chunks_stub, chunk_embeddings_stub, rag_responses, retrieval_metrics, behaviour_checks]
     gs = dg.materialize([golden_set_stub], partition_key=VERSION, instance=instance,
                         resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh"))})
     assert gs.success
     select = [a for a in select if a != "golden_set"]
     return dg.materialize(
         assets, selection=list(select), partition_key=campaign_run_key(VERSION, night), instance=instance, raise_on_error=raise_on_error,
-        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "llm": llm},
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "llm": llm,
+                   "nli_model": NLIModel()},
         run_config={"ops": {"rag_responses": {"config": cfg}}} if "rag_responses" in select else None,
     )
 
@@ -245,13 +248,21 @@ def test_second_night_asks_http_again_and_reuses_an_unchanged_deterministic_loca
             {"system_id": "team_api", "http": {"url": f"http://127.0.0.1:{srv.server_address[1]}/q", "max_retries": 0}},
         ]}  # fmt: skip
         CALLS.clear()
-        assert run(tmp_path, embedding_model, ScriptedLLM(), config=campaign, night="2026-11-20").success
+        with_checks = ("chunks", "chunk_embeddings", "rag_responses", "behaviour_checks")
+        assert run(tmp_path, embedding_model, ScriptedLLM(), config=campaign, night="2026-11-20", select=with_checks).success
         assert len(CALLS) == 3 and srv.calls == 3
         n1 = load(tmp_path, "rag_responses", f"{VERSION}|2026-11-20")
         srv.mode = "broken"
         CALLS.clear()
-        res = run(tmp_path, embedding_model, ScriptedLLM(), config=campaign, night="2026-11-21")
+        res = run(tmp_path, embedding_model, ScriptedLLM(), config=campaign, night="2026-11-21", select=with_checks)
         assert res.success
+        # the verdicts on the http system moved with its answers (the out-of-scope case is no longer declined)
+        checks = {n: load(tmp_path, "behaviour_checks", f"{VERSION}|{n}").filter(pl.col("system_id") == "team_api")
+                  for n in ("2026-11-20", "2026-11-21")}  # fmt: skip
+        passed = {n: int((c["verdict"] == "pass").sum()) for n, c in checks.items()}
+        assert passed["2026-11-21"] < passed["2026-11-20"], {n: c.select("case_id", "verdict", "evidence").to_dicts() for n, c in checks.items()}
+        oos = {n: c.filter(pl.col("case_id") == "g3")["verdict"][0] for n, c in checks.items()}
+        assert oos == {"2026-11-20": "pass", "2026-11-21": "fail"}
         n2 = load(tmp_path, "rag_responses", f"{VERSION}|2026-11-21")
         # the http system was asked again and its answers moved; the local deterministic one was not asked
         assert srv.calls == 6 and CALLS == []
