@@ -169,6 +169,32 @@ def test_select_cases_spreads_over_categories():
     assert s.equals(select_cases(g, 4, seed=0)) and select_cases(g, 0).height == 10
 
 
+def test_select_cases_covers_every_stratum_type_and_kind_first_and_keeps_pairs_whole():
+    rows = []
+    types = ["simple", "multi_hop", "inference", "yes_no", "multiple_choice"]
+    for st in range(8):  # 8 strata × 4 happy-path cases
+        for j in range(4):
+            rows.append({"case_id": f"h{st}_{j}", "category": "happy_path", "stratum": st, "query_type": types[(st + j) % 5],
+                         "variant_kind": None, "pair_id": None})  # fmt: skip
+    for kind, cat in [("typo", "robustness"), ("injection", "adversarial"), ("distractor", "adversarial"), ("ood", "out_of_scope")]:
+        rows += [{"case_id": f"{kind}{j}", "category": cat, "stratum": j, "query_type": "simple", "variant_kind": kind, "pair_id": None}
+                 for j in range(5)]  # fmt: skip
+    for p in range(6):
+        rows += [{"case_id": f"cf{p}{m}", "category": "bias_probe", "stratum": p, "query_type": "simple", "variant_kind": "counterfactual",
+                  "pair_id": f"p{p}"} for m in "ab"]  # fmt: skip
+    g = pl.DataFrame(rows)
+    s = select_cases(g, 16, seed=3)
+    happy = s.filter(pl.col("category") == "happy_path")
+    assert happy["stratum"].n_unique() == 8 and happy["query_type"].n_unique() == 5
+    assert set(s["variant_kind"].drop_nulls()) == {"typo", "injection", "distractor", "ood", "counterfactual"}
+    assert s.height <= 16
+    pairs = s.filter(pl.col("pair_id").is_not_null()).group_by("pair_id").len()
+    assert (pairs["len"] == 2).all() and pairs.height >= 1
+    big = select_cases(g, 40, seed=3)
+    assert big.height <= 40 and (big.filter(pl.col("pair_id").is_not_null()).group_by("pair_id").len()["len"] == 2).all()
+    assert select_cases(g, 16, seed=3).equals(s) and not select_cases(g, 16, seed=4).equals(s)
+
+
 def test_import_reports_bad_rows_with_line_numbers(tmp_path):
     lines = [
         json.dumps({"case_id": "k0", "answer": "Tuples are immutable.", "contexts": ["Tuples are immutable sequences."]}),

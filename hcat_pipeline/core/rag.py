@@ -379,9 +379,15 @@ def failure_rates(records: Sequence[dict]) -> dict[str, float]:
 
 
 def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.DataFrame:
-    """At most ``max_cases`` cases (0 = all), spread over categories and, within each category, over
-    topic strata: categories take turns, and each category takes its strata in turn (seeded order).
-    A counterfactual pair is taken whole (both members), so the bias check always has complete pairs."""
+    """At most ``max_cases`` cases (0 = all), chosen for coverage first, then spread (seeded):
+
+    1. one happy-path case per topic stratum, preferring query types not yet taken (every stratum
+       and every query type answered as soon as the budget allows);
+    2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …);
+    3. the rest round-robin over categories, and within a category over its strata.
+
+    A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs.
+    """
     if max_cases <= 0 or golden.height <= max_cases:
         return golden
     rows = golden.to_dicts()
@@ -389,24 +395,35 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.Data
     units: dict[str, list[int]] = {}  # a unit = one case, or both members of a pair
     for i, r in enumerate(rows):
         units.setdefault(r.get("pair_id") or r["case_id"], []).append(i)
+    keys = sorted(units)
+    rng.shuffle(keys)
+    info = {k: rows[units[k][0]] for k in keys}
+    chosen: list[str] = []
+
+    def take(k: str) -> None:
+        if k not in chosen and sum(len(units[c]) for c in chosen) + len(units[k]) <= max_cases:
+            chosen.append(k)
+
+    happy = [k for k in keys if info[k].get("category") == "happy_path"]
+    types_seen: set = set()
+    for stratum in sorted({str(info[k].get("stratum")) for k in happy}):
+        mine = [k for k in happy if str(info[k].get("stratum")) == stratum]
+        pick = next((k for k in mine if info[k].get("query_type") not in types_seen), mine[0])
+        types_seen.add(info[pick].get("query_type"))
+        take(pick)
+    for kind in sorted({(str(info[k].get("category")), str(info[k].get("variant_kind"))) for k in keys} - {("happy_path", "None")}):
+        take(next(k for k in keys if (str(info[k].get("category")), str(info[k].get("variant_kind"))) == kind))
     by_cat: dict[str, dict[str, list[str]]] = {}
-    for key, idx in sorted(units.items()):
-        r = rows[idx[0]]
-        by_cat.setdefault(str(r.get("category")), {}).setdefault(str(r.get("stratum")), []).append(key)
+    for k in keys:
+        by_cat.setdefault(str(info[k].get("category")), {}).setdefault(str(info[k].get("stratum")), []).append(k)
     queues = []
     for cat in sorted(by_cat):
-        strata = by_cat[cat]
-        for keys in strata.values():
-            rng.shuffle(keys)
-        order = sorted(strata)
-        rng.shuffle(order)
-        q = []  # round-robin over this category's strata
-        while any(strata[s] for s in order):
-            q.extend(strata[s].pop(0) for s in order if strata[s])
+        strata, q = by_cat[cat], []
+        while any(strata.values()):
+            q.extend(strata[st].pop(0) for st in sorted(strata) if strata[st])
         queues.append(q)
-    chosen: list[int] = []
-    while len(chosen) < max_cases and any(queues):
+    while any(queues) and sum(len(units[c]) for c in chosen) < max_cases:
         for q in queues:
-            if q and len(chosen) < max_cases:
-                chosen.extend(units[q.pop(0)])
-    return golden[sorted(chosen)]
+            if q:
+                take(q.pop(0))
+    return golden[sorted(i for k in chosen for i in units[k])]
