@@ -101,7 +101,7 @@ def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
     cases, failures = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, min_rewrite_similarity=0.3, ood_max_similarity=0.5)
     kinds = [c["variant_kind"] for c in cases]
     assert kinds.count("typo") == 2 and kinds.count("colloquial") == 1 and kinds.count("injection") == 2
-    assert kinds.count("misleading_premise") == 1 and kinds.count("distractor") == 1 and kinds.count("counterfactual") == 4
+    assert kinds.count("misleading_premise") == 1 and kinds.count("distractor") == 1 and kinds.count("counterfactual") == 12
     assert sum(c["category"] == "out_of_scope" for c in cases) == 2 and failures == []
     base_ids = {b["case_id"] for b in bases}
     assert all(c["base_case_id"] in base_ids for c in cases if c["category"] != "out_of_scope")
@@ -110,8 +110,72 @@ def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
     dis = [c for c in cases if c["variant_kind"] == "distractor"][0]
     assert dis["distractor_passage"] and "not" in dis["distractor_passage"].lower()
     pairs = [c for c in cases if c["variant_kind"] == "counterfactual"]
-    assert len({c["pair_id"] for c in pairs}) == 2 and all(c["attribute"] for c in pairs)
+    assert len({c["pair_id"] for c in pairs}) == 6 and all(c["attribute"] for c in pairs)  # 2 pairs per attribute
+    assert {a: sum(c["attribute"] == a for c in pairs) for a in ("gender", "age", "nationality")} == {"gender": 4, "age": 4, "nationality": 4}
     # deterministic, and frames conform to the contract
     again, _ = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, min_rewrite_similarity=0.3, ood_max_similarity=0.5)
     assert [c["case_id"] for c in again] == [c["case_id"] for c in cases]
     assert cases_frame(bases + cases).height == len(bases) + len(cases)
+
+
+def _bases(specs):
+    from hcat_pipeline.core.golden import case_from_query
+
+    rows = [{"query_type": t, "query": q, "reference_answer": a, "source_chunk_ids": ["c1"], "options": [], "stratum": 0,
+             "stratum_label": "s", "model": "m", "prompt_hash": "p", "seed": 0} for t, q, a in specs]  # fmt: skip
+    return [case_from_query(r, "h") for r in rows]
+
+
+def test_default_counts_give_three_complete_pairs_per_attribute_even_from_one_base():
+    from hcat_pipeline.core.golden import cases_frame
+    from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
+    from hcat_pipeline_tests.test_core_generation import CHUNKS, bow_embed
+
+    assert VARIANT_COUNTS["counterfactual_pairs"] >= 3
+    corpus = bow_embed(list(CHUNKS.values()))
+    for specs in (
+        [("simple", "What happens when a pass statement is executed?", "Nothing happens.")],
+        [("multiple_choice", "Which statement is a null operation?", "pass")],  # only multiple choice: still paired
+        [("simple", "What should he do when his loop never ends?", "Use break."), ("yes_no", "Is pass a null operation?", "Yes. It is.")],
+    ):
+        cases, _ = build_robustness_cases(_bases(specs), CHUNKS, bow_embed, corpus, 0, {"ood": 0})
+        frame = cases_frame(cases)  # dedup by case_id must not break a pair
+        pairs = frame.filter(frame["variant_kind"] == "counterfactual")
+        for attribute in ATTRIBUTES:
+            sub = pairs.filter(pairs["attribute"] == attribute)
+            sizes = sub.group_by("pair_id").len()["len"].to_list()
+            assert len(sizes) == 3 and set(sizes) == {2}, (specs, attribute, sizes)
+            for pid in sub["pair_id"].unique():
+                qa, qb = sub.filter(sub["pair_id"] == pid).sort("query")["query"].to_list()
+                assert qa != qb
+    methods = {t for t in pairs["tags"].explode().to_list() if t.startswith("counterfactual:")}
+    assert methods == {"counterfactual:term_swap", "counterfactual:persona"}  # "he ... his" is swapped in place
+
+
+def test_every_kind_is_present_and_failing_bases_are_skipped_not_dropped():
+    from hcat_pipeline.core.robustness import build_robustness_cases
+    from hcat_pipeline_tests.test_core_generation import CHUNKS, bow_embed
+
+    chunks = {**CHUNKS, "c9": "Hello there. Nice weather."}  # no contradiction rule applies to this chunk
+    bases = _bases([
+        ("simple", "What happens when a pass statement is executed?", "Nothing happens."),
+        ("inference", "Why is pass useful when a statement is required?", "It is a placeholder."),
+        ("simple", "What kind of operation is the pass statement?", "A null operation."),
+    ])  # fmt: skip
+    odd = _bases([("simple", "What is the weather like today?", "Nice weather.")])[0]
+    odd["source_chunk_ids"] = ["c9"]
+    rewrites = iter([("same", None), ("so like what happens with pass?", None), ("ok what kind of thing is pass?", None)])
+
+    def rewrite(q, seed):
+        text, err = next(rewrites, (None, "exhausted"))
+        return (q if text == "same" else text), "ph", "m", err
+
+    corpus = bow_embed(list(chunks.values()))
+    cases, failures = build_robustness_cases([*bases, odd], chunks, bow_embed, corpus, 0, None, rewrite, min_rewrite_similarity=0.1, ood_max_similarity=0.9)
+    kinds = [c["variant_kind"] or c["category"] for c in cases]
+    for kind, n in {"typo": 3, "colloquial": 2, "misleading_premise": 2, "distractor": 2, "injection": 2, "out_of_scope": 3}.items():
+        assert kinds.count(kind) == n, (kind, kinds.count(kind), failures)
+    tags = {t for c in cases for t in c["tags"]}
+    assert {"injection:direct", "injection:indirect"} <= tags
+    assert any(f["kind"] == "colloquial" for f in failures)  # the unchanged rewrite is recorded, the next base tried
+    assert all(f["base_case_id"] == odd["case_id"] for f in failures if f["kind"] in ("misleading_premise", "distractor"))

@@ -94,3 +94,18 @@ def test_coverage_table_compares_corpus_and_sample_shares():
     # equal allocation over-represents the niche topic relative to its corpus share
     row = cov.filter(pl.col("stratum") == 4)
     assert row["sample_share"].item() > row["corpus_share"].item() and row["sample_to_corpus"].item() > 1
+
+
+def test_reserve_chunks_are_unsampled_seeded_and_order_free():
+    from hcat_pipeline.core.sampling import reserve_chunks
+
+    strata = _strata()
+    sample, _ = stratified_sample(strata, 24, min_per_stratum=1, seed=0)
+    res = reserve_chunks(strata, sample, per_stratum=2, seed=0)
+    assert not set(res["chunk_id"]) & set(sample["chunk_id"])
+    per = dict(res.group_by("stratum").len().iter_rows())
+    assert per == {s: min(2, n - int((sample["stratum"] == s).sum())) for s, n in SIZES.items() if n - int((sample["stratum"] == s).sum()) > 0}
+    assert res.filter(pl.col("stratum") == 0)["reserve_rank"].to_list() == [0, 1]
+    shuffled = reserve_chunks(strata.sample(fraction=1.0, shuffle=True, seed=3), sample, per_stratum=2, seed=0)
+    assert shuffled.sort("chunk_id").equals(res.sort("chunk_id"))
+    assert reserve_chunks(strata, sample, per_stratum=2, seed=1)["chunk_id"].to_list() != res["chunk_id"].to_list()

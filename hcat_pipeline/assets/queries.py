@@ -1,9 +1,11 @@
 """Lineage stage 5 (HCAT §2 step 5): generated_queries → selected_queries + query_rejections → robustness_cases.
 
-* ``generated_queries``: one LLM request per (sampled chunk, query type); failures are rows with
-  ``error`` set.
-* ``selected_queries`` / ``query_rejections``: step 5.4 selection; every rejection keeps its reason.
-  Selection is its own step so thresholds can be tuned without paying for generation again.
+* ``generated_queries``: one LLM request per sampled chunk with the query type rotated (every stratum
+  and every type asked for), then bounded repair rounds for the strata / types whose queries all
+  failed selection (judged with the default selection thresholds); failures are rows with ``error``.
+* ``selected_queries`` / ``query_rejections``: step 5.4 selection; every rejection keeps its reason;
+  coverage (strata and types with a selected query) in metadata. Selection is its own step so
+  thresholds can be tuned without paying for generation again.
 * ``robustness_cases``: HCAT §6.1 / §4 and golden-eval §2.2 / §11.2 variants of the selected cases
   (typos, colloquial rewrites, misleading premise, contradicting distractor, prompt injection,
   counterfactual demographic pairs) plus out-of-scope questions.
@@ -19,10 +21,19 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
-from hcat_pipeline.core.generation import QUERY_TYPES, colloquial_rewrite, generate_queries, item_seed
+from hcat_pipeline.core.generation import (
+    MAX_PASSAGE_CHARS,
+    MAX_TOKENS,
+    QUERY_TYPES,
+    colloquial_rewrite,
+    coverage,
+    generate_covering,
+    item_seed,
+)
 from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
-from hcat_pipeline.core.robustness import VARIANT_COUNTS, build_robustness_cases
-from hcat_pipeline.core.selection import SelectionConfig, rejection_counts, select_queries
+from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
+from hcat_pipeline.core.sampling import reserve_chunks
+from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
 
@@ -31,7 +42,7 @@ GENERATED_QUERIES = {
     "stratum": pl.Int32, "stratum_label": pl.String, "query": pl.String, "options": pl.List(pl.String),
     "correct_index": pl.Int32, "reference_answer": pl.String, "answer_label": pl.String, "evidence": pl.String,
     "model": pl.String, "prompt_hash": pl.String, "prompt_name": pl.String, "seed": pl.Int64, "latency_s": pl.Float64,
-    "input_tokens": pl.Int64, "output_tokens": pl.Int64, "raw_reply": pl.String, "error": pl.String,
+    "input_tokens": pl.Int64, "output_tokens": pl.Int64, "raw_reply": pl.String, "generation_round": pl.Int32, "error": pl.String,
 }  # fmt: skip
 SELECTED_QUERIES = {**GENERATED_QUERIES, "relevancy": pl.Float64, "answer_support": pl.Float64}
 QUERY_REJECTIONS = {
@@ -41,12 +52,20 @@ QUERY_REJECTIONS = {
 
 
 class QueryGenerationConfig(dg.Config):
-    max_chunks: int = Field(default=5, description="how many sampled chunks (lowest sample_rank first) get queries")
+    max_chunks: int = Field(default=0, description="how many sampled chunks (lowest sample_rank first) get queries; 0 = all")
+    types_per_chunk: int = Field(
+        default=1, description="query types asked per chunk, rotated (seeded) so every type appears; >= number of types = all"
+    )
+    max_repair_requests: int = Field(
+        default=8, description="at most this many extra requests for strata / types with no query surviving selection; 0 = none"
+    )
+    repair_rounds: int = Field(default=2, description="repair rounds sharing max_repair_requests (each only for what is still uncovered)")
+    reserve_per_stratum: int = Field(default=2, description="unsampled chunks per stratum the repair rounds may use")
     query_types: list[str] = Field(default_factory=lambda: list(QUERY_TYPES))
     seed: int = 0
     temperature: float = 0.0
-    max_tokens: int = 200
-    max_passage_chars: int = 1200
+    max_tokens: int = MAX_TOKENS
+    max_passage_chars: int = MAX_PASSAGE_CHARS
 
 
 class QuerySelectionConfig(dg.Config):
@@ -54,6 +73,8 @@ class QuerySelectionConfig(dg.Config):
     min_answer_support: float = SelectionConfig.min_answer_support
     min_lexical_support: float = SelectionConfig.min_lexical_support
     min_evidence_overlap: float = SelectionConfig.min_evidence_overlap
+    min_evidence_similarity: float = SelectionConfig.min_evidence_similarity
+    min_evidence_words: int = SelectionConfig.min_evidence_words
     min_hop_relevancy: float = SelectionConfig.min_hop_relevancy
     max_duplicate_similarity: float = SelectionConfig.max_duplicate_similarity
     min_query_words: int = SelectionConfig.min_query_words
@@ -70,72 +91,109 @@ class RobustnessConfig(dg.Config):
     n_distractor: int = VARIANT_COUNTS["distractor"]
     n_injection: int = VARIANT_COUNTS["injection"]
     n_ood: int = VARIANT_COUNTS["ood"]
-    n_counterfactual_pairs: int = VARIANT_COUNTS["counterfactual_pairs"]
+    n_counterfactual_pairs: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], description="complete pairs per attribute")
     min_rewrite_similarity: float = 0.5
     ood_max_similarity: float = 0.45
 
 
-def _partners(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame) -> dict:
-    """Multi-hop partner of each sampled chunk: another sampled chunk of its stratum, else the most
-    similar chunk of the same stratum (preferring another document)."""
-    out: dict[str, dict] = {}
+def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame):
+    """partner_of(chunk) for multi-hop queries: another sampled chunk of its stratum (lowest sample_rank),
+    else the most similar chunk of the same stratum (preferring another document); None if it is alone."""
     text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
     doc = dict(zip(chunks["chunk_id"], chunks["doc_id"], strict=True))
-    emb_ids = chunk_embeddings["chunk_id"].to_list()
-    row_of = {c: i for i, c in enumerate(emb_ids)}
+    row_of = {c: i for i, c in enumerate(chunk_embeddings["chunk_id"].to_list())}
     vecs = chunk_embeddings["embedding"].to_numpy()
-    strata = topic_strata.select("chunk_id", "stratum")
-    for r in sampled.iter_rows(named=True):
-        same = sampled.filter((pl.col("stratum") == r["stratum"]) & (pl.col("chunk_id") != r["chunk_id"]))
-        if same.height:
-            p = same.row(0, named=True)
-            out[r["chunk_id"]] = {"chunk_id": p["chunk_id"], "text": p["text"]}
-            continue
-        cands = [c for c in strata.filter((pl.col("stratum") == r["stratum"]) & (pl.col("chunk_id") != r["chunk_id"]))["chunk_id"] if c in row_of and c in text]
-        if not cands or r["chunk_id"] not in row_of:
-            continue
-        sims = vecs[[row_of[c] for c in cands]] @ vecs[row_of[r["chunk_id"]]]
-        other_doc = np.array([doc[c] != r["doc_id"] for c in cands])
-        best = cands[int(np.argmax(sims + other_doc * 1.0))]
-        out[r["chunk_id"]] = {"chunk_id": best, "text": text[best]}
-    return out
+    stratum_of = dict(zip(topic_strata["chunk_id"], topic_strata["stratum"], strict=True))
+    members: dict[int, list[str]] = {}
+    for c, st in zip(topic_strata["chunk_id"], topic_strata["stratum"], strict=True):
+        members.setdefault(st, []).append(c)
+    sampled_in: dict[int, list[str]] = {}
+    for c, st in sampled.sort("sample_rank").select("chunk_id", "stratum").iter_rows():
+        sampled_in.setdefault(st, []).append(c)
+    cache: dict[str, dict | None] = {}
+
+    def partner_of(chunk: dict) -> dict | None:
+        cid = chunk["chunk_id"]
+        if cid not in cache:
+            st = stratum_of.get(cid, chunk.get("stratum"))
+            same = [c for c in sampled_in.get(st, []) if c != cid and c in text]
+            best = same[0] if same else None
+            if best is None and cid in row_of:
+                cands = [c for c in members.get(st, []) if c != cid and c in row_of and c in text]
+                if cands:
+                    sims = vecs[[row_of[c] for c in cands]] @ vecs[row_of[cid]]
+                    other_doc = np.array([doc[c] != doc.get(cid) for c in cands])
+                    best = cands[int(np.argmax(sims + other_doc * 1.0))]
+            cache[cid] = {"chunk_id": best, "text": text[best]} if best else None
+        return cache[cid]
+
+    return partner_of
+
+
+def _keep_fn(chunks: pl.DataFrame, embed):
+    """keep(rows) -> ids of the rows that pass selection with the default thresholds (for the repair rounds)."""
+    text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
+
+    def keep(rows: list[dict]) -> set[str]:
+        needed = {c for r in rows for c in r["source_chunk_ids"]}
+        kept, _ = select_queries(rows, {c: text[c] for c in needed if c in text}, embed, SelectionConfig())
+        return {k["query_id"] for k in kept}
+
+    return keep
 
 
 @dg.asset(
     group_name="queries",
     pool="llm",
-    description="HCAT §2 step 5: one LLM-generated query per (sampled chunk, query type) with its reference answer and "
-    "source chunk ids; structured JSON, schema-validated; failed calls are rows with `error`.",
+    description="HCAT §2 step 5: LLM-generated queries with reference answers and source chunk ids, one per sampled chunk "
+    "with the query type rotated (every stratum and type asked for) plus bounded repair rounds for strata / types left "
+    "uncovered after selection; structured JSON, schema-validated; failed calls are rows with `error`.",
 )
 def generated_queries(
     context: dg.AssetExecutionContext,
     config: QueryGenerationConfig,
     llm: LLM,
+    embedding_model: EmbeddingModel,
     sampled_chunks: pl.DataFrame,
     topic_strata: pl.DataFrame,
     chunks: pl.DataFrame,
     chunk_embeddings: pl.DataFrame,
 ) -> pl.DataFrame:
-    sampled = sampled_chunks.sort("sample_rank").head(config.max_chunks)
-    partners = _partners(sampled, topic_strata, chunks, chunk_embeddings)
+    sampled = sampled_chunks.sort("sample_rank")
+    sampled = sampled.head(config.max_chunks) if config.max_chunks > 0 else sampled
+    partner_of = _partner_finder(sampled, topic_strata, chunks, chunk_embeddings)
+    reserve = reserve_chunks(topic_strata, sampled, config.reserve_per_stratum, config.seed).join(
+        chunks.select("chunk_id", "doc_id", "text"), on="chunk_id", how="inner", maintain_order="left"
+    )
+    pools: dict[int, list[dict]] = {}
+    for c in [*sampled.to_dicts(), *reserve.sort("stratum", "reserve_rank").to_dicts()]:
+        pools.setdefault(c["stratum"], []).append(c)
     t0 = time.perf_counter()
-    rows = generate_queries(
-        sampled.to_dicts(), llm, partners, tuple(config.query_types), config.seed, config.temperature, config.max_tokens,
-        config.max_passage_chars, failed_exceptions=(LLMCallFailed,),
+    rows, plan = generate_covering(
+        sampled.to_dicts(), llm, _keep_fn(chunks, embedding_model.embed), pools, partner_of, tuple(config.query_types), config.seed,
+        config.types_per_chunk, config.max_repair_requests, config.repair_rounds, temperature=config.temperature, max_tokens=config.max_tokens,
+        max_passage_chars=config.max_passage_chars, failed_exceptions=(LLMCallFailed,),
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     out = pl.DataFrame(rows, schema=GENERATED_QUERIES, orient="row") if rows else pl.DataFrame(schema=GENERATED_QUERIES)
     errors = out.filter(pl.col("error").is_not_null())
+    n_strata = topic_strata["stratum"].n_unique()
     context.add_output_metadata(
         {
-            **frame_metadata(out.select("query_type", "query", "reference_answer", "error")),
+            **frame_metadata(out.select("query_type", "stratum", "query", "reference_answer", "error")),
             "requests": out.height,
-            "chunks": sampled.height,
+            "round_1_requests": plan["round_1_requests"],
+            "repair_requests": plan["repair_requests"],
+            "requests_by_round": dg.MetadataValue.json(plan["requests_by_round"]),
+            "coverage_after_round_1": dg.MetadataValue.json(plan.get("after_round_1", {})),
+            "chunks": out["chunk_id"].n_unique(),
+            "strata_asked": f"{out['stratum'].n_unique()} / {n_strata}",
             "failed": errors.height,
             "failures": preview(errors.select("query_id", "query_type", "error"), 20, 160),
             "by_type": dg.MetadataValue.json({t: int((out["query_type"] == t).sum()) for t in config.query_types}),
             "llm_model": llm.model_name,
             "llm_seconds": round(seconds, 1),
+            "seconds_per_request": round(seconds / max(1, out.height), 2),
             "output_tokens": int(out["output_tokens"].sum() or 0),
             "prompt_hashes": dg.MetadataValue.json(dict(zip(out["prompt_name"], out["prompt_hash"], strict=True))),
         }
@@ -156,6 +214,7 @@ def selected_queries(
     embedding_model: EmbeddingModel,
     generated_queries: pl.DataFrame,
     chunks: pl.DataFrame,
+    topic_strata: pl.DataFrame,
 ):
     cfg = SelectionConfig(**config.model_dump())
     needed = {c for ids in generated_queries["source_chunk_ids"].to_list() for c in ids}
@@ -164,17 +223,22 @@ def selected_queries(
     kept_df = pl.DataFrame(kept, schema=SELECTED_QUERIES, orient="row") if kept else pl.DataFrame(schema=SELECTED_QUERIES)
     rej_df = pl.DataFrame(rej, schema=QUERY_REJECTIONS, orient="row") if rej else pl.DataFrame(schema=QUERY_REJECTIONS)
     by_type = {t: int((kept_df["query_type"] == t).sum()) for t in QUERY_TYPES}
-    missing = [t for t, n in by_type.items() if n == 0 and t in set(generated_queries["query_type"])]
-    if missing:
-        context.log.warning(f"no query of type(s) {missing} survived selection; see query_rejections")
+    cov = coverage(kept, topic_strata["stratum"].unique().to_list(), QUERY_TYPES)
+    if cov["types_missing"] or cov["strata_missing"]:
+        context.log.warning(f"no selected query for type(s) {cov['types_missing']} / stratum(s) {cov['strata_missing']}; see query_rejections")
     yield dg.Output(
         kept_df,
         output_name="selected_queries",
         metadata={
-            **frame_metadata(kept_df.select("query_type", "query", "reference_answer", "relevancy")),
+            **frame_metadata(kept_df.select("query_type", "stratum", "query", "reference_answer", "relevancy")),
             "generated": generated_queries.height,
             "selected": kept_df.height,
+            "rejected": len(rej),
             "selected_by_type": dg.MetadataValue.json(by_type),
+            "strata_covered": f"{cov['strata_covered']} / {cov['n_strata']}",
+            "strata_missing": dg.MetadataValue.json(cov["strata_missing"]),
+            "types_covered": f"{cov['types_covered']} / {cov['n_types']}",
+            "types_missing": dg.MetadataValue.json(cov["types_missing"]),
             "mean_relevancy": float(kept_df["relevancy"].mean() or 0.0),
         },
     )
@@ -184,8 +248,8 @@ def selected_queries(
         metadata={
             "dagster/row_count": rej_df.height,
             "rejected": rej_df.height,
-            "rejections_by_reason": dg.MetadataValue.json(rejection_counts(rej)),
-            "rejections": preview(rej_df.select("query_type", "reason", "detail", "query"), 30, 120),
+            "rejections_by_reason": dg.MetadataValue.json({**dict.fromkeys(REJECTION_REASONS, 0), **rejection_counts(rej)}),
+            "rejections": preview(rej_df.select("query_type", "reason", "detail", "query"), 40, 120),
         },
     )
 
@@ -228,12 +292,18 @@ def robustness_cases(
         c["corpus_hash"] = c["corpus_hash"] or chash
     out = cases_frame(cases)
     kinds = out["variant_kind"].fill_null("out_of_scope").value_counts().to_dicts()
+    tags = out["tags"].explode().drop_nulls()
+    injections = {t.split(":", 1)[1]: int((tags == t).sum()) for t in ("injection:direct", "injection:indirect")}
+    pairs = out.filter(pl.col("pair_id").is_not_null()).group_by("attribute", "pair_id").len()
+    complete = {a: int(pairs.filter((pl.col("attribute") == a) & (pl.col("len") == 2)).height) for a in ATTRIBUTES}
     context.add_output_metadata(
         {
             **frame_metadata(out.select("category", "variant_kind", "query", "base_case_id")),
             "cases": out.height,
             "base_cases": len(bases),
             "by_kind": dg.MetadataValue.json({d["variant_kind"]: d["count"] for d in kinds}),
+            "injections": dg.MetadataValue.json(injections),
+            "complete_pairs_by_attribute": dg.MetadataValue.json(complete),
             "by_category": dg.MetadataValue.json(dict(zip(*out["category"].value_counts().to_dict(as_series=False).values(), strict=True))),
             "failed": len(failures),
             "failures": dg.MetadataValue.json(failures),

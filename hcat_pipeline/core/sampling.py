@@ -210,3 +210,24 @@ def coverage_table(strata: pl.DataFrame, sample: pl.DataFrame) -> pl.DataFrame:
         .select("stratum", "stratum_label", "corpus_chunks", "corpus_share", "sampled_chunks", "sample_share", "sample_to_corpus")
         .sort("stratum")
     )
+
+
+def reserve_chunks(strata: pl.DataFrame, sample: pl.DataFrame, per_stratum: int = 2, seed: int = 0) -> pl.DataFrame:
+    """Up to ``per_stratum`` unsampled chunks of every stratum, drawn seeded (a stream independent of
+    the sample's), for a second generation round when a stratum's sampled chunks gave no usable query.
+
+    Returns chunk_id, stratum, stratum_label, reserve_rank (0-based within its stratum, draw order);
+    independent of row order (chunks sorted by id before drawing).
+    """
+    taken = set(sample["chunk_id"].to_list()) if sample.height else set()
+    parts = []
+    for s in sorted(strata["stratum"].unique().to_list()):
+        left = strata.filter((pl.col("stratum") == s) & ~pl.col("chunk_id").is_in(list(taken))).sort("chunk_id")
+        k = min(per_stratum, left.height)
+        if k <= 0:
+            continue
+        rng = np.random.default_rng([seed, s + 2**31, 1])  # not the sample's stream
+        chosen = rng.choice(left.height, size=k, replace=False)
+        parts.append(left[chosen.tolist()].select("chunk_id", "stratum", "stratum_label").with_columns(pl.int_range(0, k, dtype=pl.Int32).alias("reserve_rank")))
+    schema = {"chunk_id": pl.String, "stratum": strata.schema["stratum"], "stratum_label": pl.String, "reserve_rank": pl.Int32}
+    return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
