@@ -179,3 +179,13 @@ def test_every_kind_is_present_and_failing_bases_are_skipped_not_dropped():
     assert {"injection:direct", "injection:indirect"} <= tags
     assert any(f["kind"] == "colloquial" for f in failures)  # the unchanged rewrite is recorded, the next base tried
     assert all(f["base_case_id"] == odd["case_id"] for f in failures if f["kind"] in ("misleading_premise", "distractor"))
+
+
+def test_colloquial_rules_fallback_is_casual_deterministic_and_keeps_terms():
+    from hcat_pipeline.core.robustness import colloquial_rules
+
+    q = "What is the difference between a list and a tuple when you must change items?"
+    a = colloquial_rules(q, 0, "k1")
+    assert a == colloquial_rules(q, 0, "k1") and a != q and a.lower() == a
+    assert "whats" in a and " u " in a and "list" in a and "tuple" in a and "with" not in a
+    assert colloquial_rules("How do I use the with statement?", 0, "k").count("with") == 1
