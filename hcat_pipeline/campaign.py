@@ -23,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from hcat_pipeline.partitions import campaign_run_key, golden_set_version, tonight
+from hcat_pipeline.partitions import FIRST_NIGHT, campaign_run_key, golden_set_version, tonight
 
 
 def version_for_candidates(candidates: pl.DataFrame) -> str:
@@ -81,6 +81,21 @@ def corpus_change(version: str, golden_dir) -> str | None:
     return None if now in recorded else f"the corpus changed since {version} was generated (corpus hash {min(recorded)} → {now})"
 
 
+def check_night(night: str) -> str:
+    """A night key YYYY-MM-DD that is not in the future (UTC); ValueError otherwise."""
+    import datetime as dt
+
+    try:
+        day = dt.date.fromisoformat(night)
+    except ValueError:
+        raise ValueError(f"night {night!r} is not a date YYYY-MM-DD") from None
+    if night > tonight():
+        raise ValueError(f"night {night} is in the future (today, UTC, is {tonight()})")
+    if day < dt.date.fromisoformat(FIRST_NIGHT):
+        raise ValueError(f"night {night} is before the first night partition ({FIRST_NIGHT})")
+    return night
+
+
 def _ensure_partition(instance: dg.DagsterInstance, version: str) -> None:
     if not instance.has_dynamic_partition(golden_set_version.name, version):
         instance.add_dynamic_partitions(golden_set_version.name, [version])
@@ -102,6 +117,7 @@ def run_campaign(
     from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
 
     spec = load_campaign(campaign_file)  # a bad file stops here, before any run
+    night = check_night(night or tonight())
     if max_cases is not None:
         spec = spec.model_copy(update={"max_cases": max_cases})
     instance = instance or dg.DagsterInstance.get()
@@ -128,7 +144,6 @@ def run_campaign(
                                                                        raise_on_error=False, tags=tags)  # fmt: skip
     if not _report(frozen):
         return False, version
-    night = night or tonight()
     print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
     result = defs.resolve_job_def("campaign_run_job").execute_in_process(
         instance=instance, partition_key=campaign_run_key(version, night), raise_on_error=False,

@@ -38,7 +38,7 @@ def _campaign(args: argparse.Namespace) -> int:
     try:
         ok, version = run_campaign(version=args.version, campaign_file=args.config, max_cases=args.max_cases,
                                    night=args.night, regenerate=args.regenerate)  # fmt: skip
-    except CampaignFileError as e:
+    except (CampaignFileError, ValueError) as e:
         print(f"hcat campaign: {e}", file=sys.stderr)
         return 2
     print(f"campaign {'succeeded' if ok else 'FAILED'} (golden-set version {version}) in {time.perf_counter() - t0:.1f}s")

@@ -19,7 +19,8 @@ import datetime as dt
 import dagster as dg
 
 golden_set_version = dg.DynamicPartitionsDefinition(name="golden_set_version")
-night = dg.DailyPartitionsDefinition(start_date="2025-01-01", end_offset=1, timezone="UTC")
+FIRST_NIGHT = "2025-01-01"
+night = dg.DailyPartitionsDefinition(start_date=FIRST_NIGHT, end_offset=1, timezone="UTC")
 campaign_run = dg.MultiPartitionsDefinition({"golden_set_version": golden_set_version, "night": night})
 
 NIGHT_FORMAT = "%Y-%m-%d"

@@ -103,3 +103,12 @@ def test_nightly_schedule_evaluates_the_latest_frozen_version_tonight(tmp_path, 
         campaign.write_text(GOOD.replace("retriever: bm25", "retriever: bm52"))
         with pytest.raises(CampaignFileError):
             nightly_request(instance, str(campaign))
+
+
+def test_hcat_campaign_refuses_a_future_or_malformed_night(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["campaign", "--night", "2999-01-01"]) == 2
+    assert "is in the future" in capsys.readouterr().err
+    assert main(["campaign", "--night", "23/11/2026"]) == 2
+    assert "not a date" in capsys.readouterr().err
+    assert not (tmp_path / "home").exists()

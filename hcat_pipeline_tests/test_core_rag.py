@@ -181,18 +181,18 @@ def test_select_cases_covers_every_stratum_type_and_kind_first_and_keeps_pairs_w
                  for j in range(5)]  # fmt: skip
     for p in range(6):
         rows += [{"case_id": f"cf{p}{m}", "category": "bias_probe", "stratum": p, "query_type": "simple", "variant_kind": "counterfactual",
-                  "pair_id": f"p{p}"} for m in "ab"]  # fmt: skip
+                  "pair_id": f"p{p}", "attribute": ["gender", "age", "nationality"][p % 3]} for m in "ab"]  # fmt: skip
     g = pl.DataFrame(rows)
-    s = select_cases(g, 16, seed=3)
+    s = select_cases(g, 20, seed=3)
     happy = s.filter(pl.col("category") == "happy_path")
     assert happy["stratum"].n_unique() == 8 and happy["query_type"].n_unique() == 5
     assert set(s["variant_kind"].drop_nulls()) == {"typo", "injection", "distractor", "ood", "counterfactual"}
-    assert s.height <= 16
+    assert s.height <= 20 and set(s["attribute"].drop_nulls()) == {"gender", "age", "nationality"}
     pairs = s.filter(pl.col("pair_id").is_not_null()).group_by("pair_id").len()
     assert (pairs["len"] == 2).all() and pairs.height >= 1
     big = select_cases(g, 40, seed=3)
     assert big.height <= 40 and (big.filter(pl.col("pair_id").is_not_null()).group_by("pair_id").len()["len"] == 2).all()
-    assert select_cases(g, 16, seed=3).equals(s) and not select_cases(g, 16, seed=4).equals(s)
+    assert select_cases(g, 20, seed=3).equals(s) and not select_cases(g, 20, seed=4).equals(s)
 
 
 def test_import_reports_bad_rows_with_line_numbers(tmp_path):

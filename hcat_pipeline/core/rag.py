@@ -383,7 +383,8 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.Data
 
     1. one happy-path case per topic stratum, preferring query types not yet taken (every stratum
        and every query type answered as soon as the budget allows);
-    2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …);
+    2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …; one
+       counterfactual pair per demographic attribute);
     3. the rest round-robin over categories, and within a category over its strata.
 
     A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs.
@@ -411,8 +412,11 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.Data
         pick = next((k for k in mine if info[k].get("query_type") not in types_seen), mine[0])
         types_seen.add(info[pick].get("query_type"))
         take(pick)
-    for kind in sorted({(str(info[k].get("category")), str(info[k].get("variant_kind"))) for k in keys} - {("happy_path", "None")}):
-        take(next(k for k in keys if (str(info[k].get("category")), str(info[k].get("variant_kind"))) == kind))
+    def kind(k: str) -> tuple[str, str, str]:  # counterfactual pairs: one per attribute
+        return str(info[k].get("category")), str(info[k].get("variant_kind")), str(info[k].get("attribute"))
+
+    for want in sorted({kind(k) for k in keys} - {("happy_path", "None", "None")}):
+        take(next(k for k in keys if kind(k) == want))
     by_cat: dict[str, dict[str, list[str]]] = {}
     for k in keys:
         by_cat.setdefault(str(info[k].get("category")), {}).setdefault(str(info[k].get("stratum")), []).append(k)
