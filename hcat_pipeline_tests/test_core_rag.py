@@ -174,7 +174,7 @@ def test_select_cases_covers_every_stratum_type_and_kind_first_and_keeps_pairs_w
     types = ["simple", "multi_hop", "inference", "yes_no", "multiple_choice"]
     for st in range(8):  # 8 strata × 4 happy-path cases
         for j in range(4):
-            rows.append({"case_id": f"h{st}_{j}", "category": "happy_path", "stratum": st, "query_type": types[(st + j) % 5],
+            rows.append({"case_id": f"h{st}_{j}", "category": "happy_path", "stratum": st, "query_type": types[(st + j) % 4] if st < 7 or j else types[4],
                          "variant_kind": None, "pair_id": None})  # fmt: skip
     for kind, cat in [("typo", "robustness"), ("injection", "adversarial"), ("distractor", "adversarial"), ("ood", "out_of_scope")]:
         rows += [{"case_id": f"{kind}{j}", "category": cat, "stratum": j, "query_type": "simple", "variant_kind": kind, "pair_id": None}

@@ -381,8 +381,8 @@ def failure_rates(records: Sequence[dict]) -> dict[str, float]:
 def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.DataFrame:
     """At most ``max_cases`` cases (0 = all), chosen for coverage first, then spread (seeded):
 
-    1. one happy-path case per topic stratum, preferring query types not yet taken (every stratum
-       and every query type answered as soon as the budget allows);
+    1. one happy-path case per topic stratum, preferring query types not yet taken, then one for any
+       query type still missing (every stratum and every type answered as soon as the budget allows);
     2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …; one
        counterfactual pair per demographic attribute);
     3. the rest round-robin over categories, and within a category over its strata.
@@ -412,6 +412,9 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.Data
         pick = next((k for k in mine if info[k].get("query_type") not in types_seen), mine[0])
         types_seen.add(info[pick].get("query_type"))
         take(pick)
+    for qtype in sorted({str(info[k].get("query_type")) for k in happy}):  # a type no stratum pick brought in
+        if not any(str(info[c].get("query_type")) == qtype for c in chosen):
+            take(next(k for k in happy if str(info[k].get("query_type")) == qtype))
     def kind(k: str) -> tuple[str, str, str]:  # counterfactual pairs: one per attribute
         return str(info[k].get("category")), str(info[k].get("variant_kind")), str(info[k].get("attribute"))
 
