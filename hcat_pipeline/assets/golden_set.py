@@ -125,7 +125,7 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig) -> pl
                     "materialize golden_candidates first, or drop a frozen version (manifest.json + golden_set.parquet) there"
                 )
             candidates = pl.read_parquet(cpath)
-            manifest = freeze_version(candidates, version, golden_dir, provenance={"run_id": context.run_id})
+            manifest = freeze_version(candidates, version, golden_dir, provenance={"run_id": context.run.run_id})
             frame, manifest = load_version(version, golden_dir)
             frozen_now = True
     except GoldenSetError as e:
