@@ -34,13 +34,13 @@ class _Strict(dg.Config):
 
 
 class HttpSystemSpec(_Strict):
-    """A user's RAG service (see resources/http_system.py for the meaning of each field)."""
+    """A user's RAG service. The one field list: ``resources.http_system.HttpRagSystem`` is built from it."""
 
     url: str
     method: Literal["POST", "GET"] = "POST"
     request_template: str = '{"query": "{{query}}"}'
     answer_path: str = "answer"
-    contexts_path: str = ""
+    contexts_path: str = Field(default="", description='e.g. "contexts" (strings or objects) or "sources[*]"; empty: none')
     context_text_field: str = "text"
     context_id_field: str = "chunk_id"
     input_tokens_path: str = ""
@@ -48,11 +48,13 @@ class HttpSystemSpec(_Strict):
     cost_path: str = ""
     auth_header: str = "Authorization"
     auth_env_var: str = Field(default="", description="env var holding the secret (never the secret itself)")
-    auth_scheme: str = "Bearer"
+    auth_scheme: str = Field(default="Bearer", description="prefix before the secret; empty: the raw secret")
+    extra_headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=30.0, gt=0)
     max_concurrency: int = Field(default=4, ge=1)
     max_retries: int = Field(default=3, ge=0)
     backoff_s: float = Field(default=0.5, ge=0)
+    max_backoff_s: float = Field(default=10.0, ge=0)
 
 
 class SystemSpec(_Strict):

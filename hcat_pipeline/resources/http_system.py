@@ -19,7 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dagster as dg
 import httpx
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, create_model
+
+from hcat_pipeline.campaign_spec import HttpSystemSpec
 
 from hcat_pipeline.core.jsonpath import get_path
 from hcat_pipeline.core.rag import config_hash
@@ -51,29 +53,17 @@ def fill_template(template, values: dict):
     return template
 
 
-class HttpRagSystem(dg.ConfigurableResource):
-    """A RAG service reached over HTTP; ``respond(case)`` gives a rag_responses record."""
+# the resource's fields are the campaign file's http system fields (one field list) + its system id
+_HttpFields = create_model(
+    "_HttpFields",
+    __base__=dg.ConfigurableResource,
+    system_id=(str, "http_service"),
+    **{name: (f.annotation, f) for name, f in HttpSystemSpec.model_fields.items()},
+)
 
-    system_id: str = "http_service"
-    url: str = "http://127.0.0.1:8000/query"
-    method: str = "POST"
-    request_template: str = '{"query": "{{query}}"}'
-    answer_path: str = "answer"
-    contexts_path: str = ""  # e.g. "contexts" (strings or objects) or "sources[*]"; empty: none returned
-    context_text_field: str = "text"
-    context_id_field: str = "chunk_id"
-    input_tokens_path: str = ""
-    output_tokens_path: str = ""
-    cost_path: str = ""
-    auth_header: str = "Authorization"
-    auth_env_var: str = ""  # name of the env var holding the secret; empty: no auth header
-    auth_scheme: str = "Bearer"  # prefix before the secret; empty: the raw secret
-    extra_headers: dict[str, str] = {}
-    timeout_s: float = 30.0
-    max_concurrency: int = 4
-    max_retries: int = 3
-    backoff_s: float = 0.5
-    max_backoff_s: float = 10.0
+
+class HttpRagSystem(_HttpFields):
+    """A RAG service reached over HTTP; ``respond(case)`` gives a rag_responses record."""
 
     _client: httpx.Client | None = PrivateAttr(default=None)
     _sem: threading.Semaphore | None = PrivateAttr(default=None)
