@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: set up (idempotent) and run the whole test suite.
+# The test command: set up (idempotent), lint (ruff, config in pyproject.toml), run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
+ruff check hcat_pipeline hcat_pipeline_tests benchmarks
 python -m pytest -q "$@"
