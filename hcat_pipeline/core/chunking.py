@@ -8,12 +8,13 @@ Every chunk is an exact slice ``text[start:end]`` of its document, so offsets al
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import polars as pl
+
+from hcat_pipeline.core.ids import short_hash
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _PARA_RE = re.compile(r"\n[ \t]*\n")
@@ -117,7 +118,7 @@ def chunk_document(
 
 
 def chunk_id_for(doc_id: str, start: int, end: int) -> str:
-    return hashlib.sha256(f"{doc_id}:{start}:{end}".encode()).hexdigest()[:16]
+    return short_hash(doc_id, str(start), str(end), n=16, sep=":")
 
 
 def chunk_corpus(

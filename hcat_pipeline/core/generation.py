@@ -23,13 +23,11 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
+from hcat_pipeline.core.ids import short_hash
+from hcat_pipeline.core.prompts import PromptTemplate, load_prompt
 
 QUERY_TYPES = ("simple", "multi_hop", "inference", "yes_no", "multiple_choice")
 PROMPT_VERSION = "v1"
@@ -61,42 +59,6 @@ QUERY_SCHEMAS: dict[str, dict] = {
 COLLOQUIAL_SCHEMA = {"type": "object", "properties": {"rewrite": _STR}, "required": ["rewrite"]}
 
 
-@dataclass(frozen=True)
-class PromptTemplate:
-    name: str
-    text: str
-
-    @property
-    def hash(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:16]
-
-    def render(self, **values: str) -> list[dict]:
-        """Chat messages from the ``### role`` sections, ``{{name}}`` placeholders filled in."""
-        messages: list[dict] = []
-        for block in re.split(r"^### ", self.text, flags=re.M):
-            if not block.strip():
-                continue
-            role, _, body = block.partition("\n")
-            role = role.strip()
-            if role not in ("system", "user", "assistant"):
-                raise ValueError(f"prompt {self.name}: unknown section {role!r}")
-            for key, value in values.items():
-                body = body.replace("{{" + key + "}}", value)
-            if "{{" in body:
-                missing = re.findall(r"\{\{(\w+)\}\}", body)
-                raise ValueError(f"prompt {self.name}: no value for {missing}")
-            messages.append({"role": role, "content": body.strip()})
-        return messages
-
-
-@lru_cache(maxsize=32)
-def load_prompt(name: str, prompts_dir: str = str(PROMPTS_DIR)) -> PromptTemplate:
-    path = Path(prompts_dir) / f"{name}.txt"
-    if not path.exists():
-        raise FileNotFoundError(f"prompt template {path} not found")
-    return PromptTemplate(name, path.read_text(encoding="utf-8"))
-
-
 def prompt_name(query_type: str, version: str = PROMPT_VERSION) -> str:
     return f"query_{query_type}_{version}"
 
@@ -121,7 +83,7 @@ def few_shot_questions(name: str) -> tuple[str, ...]:
 def query_id_for(query_type: str, chunk_ids: list[str], seed: int, prompt_hash: str) -> str:
     """Id of a generation request (stable for the same chunks, type, seed and prompt)."""
     key = f"{query_type}|{'+'.join(chunk_ids)}|{seed}|{prompt_hash}"
-    return "q-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+    return "q-" + short_hash(key, n=12)
 
 
 def item_seed(seed: int, *parts: str) -> int:

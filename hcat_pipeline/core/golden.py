@@ -37,6 +37,7 @@ from pathlib import Path
 
 import polars as pl
 
+from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.schemas import GOLDEN_SET, conform
 
 MANIFEST_NAME = "manifest.json"
@@ -86,7 +87,7 @@ def _canonical(value) -> str:
 def case_id_for(case: dict) -> str:
     """Stable id: SHA-256 of the defining fields (not provenance), e.g. ``gc-3f2a9c0d1b7e4a55``."""
     key = {f: case.get(f) or ([] if f in LIST_COLUMNS else None) for f in CASE_ID_FIELDS}
-    return "gc-" + hashlib.sha256(_canonical(key).encode()).hexdigest()[:16]
+    return "gc-" + short_hash(_canonical(key), n=16)
 
 
 def new_case(**fields) -> dict:
@@ -137,7 +138,7 @@ def cases_frame(cases: list[dict], extra_schema: dict | None = None) -> pl.DataF
 
 def corpus_hash(doc_ids) -> str:
     """Hash of the corpus: SHA-256 over its sorted document ids (which are content hashes)."""
-    return hashlib.sha256("\n".join(sorted(set(doc_ids))).encode()).hexdigest()[:16]
+    return short_hash(*sorted(set(doc_ids)), n=16, sep="\n")
 
 
 def table_sha256(frame: pl.DataFrame) -> str:

@@ -6,7 +6,6 @@ malformed, unsupported) never stops the rest; it is reported with its path (and 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -14,6 +13,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import polars as pl
+
+from hcat_pipeline.core.ids import short_hash
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".html", ".htm", ".jsonl", ".pdf")
 
@@ -29,7 +30,7 @@ ERRORS_SCHEMA = {"file": pl.String, "line": pl.Int64, "reason": pl.String, "size
 
 def doc_id_for(text: str) -> str:
     """Stable document id: the content hash (SHA-256 of the UTF-8 text, 16 hex digits)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return short_hash(text, n=16)
 
 
 @dataclass

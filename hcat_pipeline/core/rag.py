@@ -18,7 +18,6 @@ seed=)`` returning an object with ``text latency_s input_tokens output_tokens co
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -32,11 +31,11 @@ from pathlib import Path
 
 import polars as pl
 
+from hcat_pipeline.core import prompts
+from hcat_pipeline.core.ids import json_hash
+from hcat_pipeline.core.prompts import PROMPTS_DIR
 from hcat_pipeline.core.retrieval import Passage, Retriever, inject_distractor
 from hcat_pipeline.schemas import RAG_RESPONSES
-
-PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
-
 
 # ---------------------------------------------------------------- configuration
 
@@ -62,7 +61,7 @@ class SystemConfig:
 
 def config_hash(parts: dict) -> str:
     """Stable 16-hex hash of a configuration (canonical JSON)."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return json_hash(parts, n=16)
 
 
 def system_config_hash(cfg: SystemConfig, llm_id: str, prompt_sha: str) -> str:
@@ -70,13 +69,9 @@ def system_config_hash(cfg: SystemConfig, llm_id: str, prompt_sha: str) -> str:
 
 
 def load_prompt(name: str, prompts_dir: Path = PROMPTS_DIR) -> tuple[str, str]:
-    """(template text, sha256[:12] of the file) for ``prompts/<name>.txt``."""
-    path = prompts_dir / f"{name}.txt"
-    if not path.exists():
-        avail = sorted(p.stem for p in prompts_dir.glob("rag_*.txt"))
-        raise FileNotFoundError(f"prompt template {name!r} not found in {prompts_dir} (available: {avail})")
-    text = path.read_text(encoding="utf-8")
-    return text, hashlib.sha256(text.encode()).hexdigest()[:12]
+    """(template text, sha256[:12] of the file) for ``prompts/<name>.txt`` (``core.prompts`` loads it)."""
+    template = prompts.load_prompt(name, prompts_dir)
+    return template.text, template.sha(12)
 
 
 # ---------------------------------------------------------------- in-context examples + prompt

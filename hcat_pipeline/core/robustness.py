@@ -28,6 +28,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hcat_pipeline.core.ids import short_hash
+
 # ---------------------------------------------------------------- input variations: typos
 _KEYBOARD = {
     "q": "wa", "w": "qes", "e": "wrd", "r": "etf", "t": "ryg", "y": "tuh", "u": "yij", "i": "uok", "o": "ipl", "p": "ol",
@@ -160,7 +162,7 @@ INJECTIONS = (
 
 
 def canary_for(base_case_id: str) -> str:
-    return "CANARY-" + hashlib.sha256(base_case_id.encode()).hexdigest()[:8].upper()
+    return "CANARY-" + short_hash(base_case_id, n=8).upper()
 
 
 def injection_variant(query: str, base_case_id: str, seed: int, indirect: bool) -> dict:
@@ -271,7 +273,7 @@ def counterfactual_pair(query: str, attribute: str, variant: int = 0) -> tuple[s
 
 def pair_id_for(base_case_id: str, attribute: str, variant: int = 0) -> str:
     key = f"{base_case_id}|{attribute}" + (f"|{variant}" if variant else "")
-    return "pair-" + hashlib.sha256(key.encode()).hexdigest()[:10]
+    return "pair-" + short_hash(key, n=10)
 
 
 # ---------------------------------------------------------------- all variants of a golden set
