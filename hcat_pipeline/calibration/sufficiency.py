@@ -11,9 +11,9 @@ largest-remainder allocation per class):
   and every set holds every label (``SplitConformal.trivial``). With ``class_conditional=True``
   (Mondrian / per-class coverage) each class needs that many hold-out items of its own.
 
-The verdict gives the exact extra labels needed per class for the per-class requirements, and for
-the marginal hold-out size the shortfall in the Stage 2 part and about how many more labelled items
-(of any class) that takes at the Stage 2 fraction.
+The verdict gives the extra labels needed per class (``more_per_class``), exact for the split
+``make_splits`` would make: first what each class lacks on its own, then, if the Stage 2 hold-out is
+still short of ``1/α − 1``, labels added one at a time to the rarest class until it is not.
 """
 
 from __future__ import annotations
@@ -49,7 +49,11 @@ class LabelSufficiency:
     holdout_needed: int
     more_per_class: dict[int, int] = field(default_factory=dict)
     more_holdout: int = 0
-    more_any_class: int = 0
+
+    @property
+    def more_total(self) -> int:
+        return sum(self.more_per_class.values())
+
     reasons: list[str] = field(default_factory=list)
 
     @property
@@ -62,7 +66,7 @@ class LabelSufficiency:
         return "not enough labels to calibrate: " + "; ".join(self.reasons)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "message": self.message}
+        return {**asdict(self), "more_total": self.more_total, "message": self.message}
 
 
 def _more_for(count: int, part: int, minimum: int, fractions) -> int:
@@ -111,13 +115,23 @@ def label_sufficiency(
             reasons.append(f"class {c}: {counts[c]} labels, needs {extra} more ({what})")
 
     more_holdout = max(0, need - holdout)
-    more_any = 0
     if more_holdout and not class_conditional:
-        more_any = math.ceil(more_holdout / fr[s2])
+        added = dict.fromkeys(range(k), 0)
+        total = {c: counts[c] + more.get(c, 0) for c in range(k)}
+
+        def stage2_size() -> int:
+            return sum(allocate(total[c] + added[c], fr)[s2] for c in range(k))
+
+        while stage2_size() < need:
+            rarest = min(range(k), key=lambda c: (total[c] + added[c], c))
+            added[rarest] += 1
+        for c, a in added.items():
+            if a:
+                more[c] = more.get(c, 0) + a
+        spread = ", ".join(f"{a} of class {c}" for c, a in added.items() if a)
         reasons.append(
-            f"Stage 2 hold-out has {holdout} labels, a finite q̂ at α={alpha} needs n ≥ 1/α − 1 = {need}: "
-            f"{more_holdout} more in the hold-out, about {more_any} more labelled items of any class "
-            f"(q̂ = +∞ until then: every label in every set)"
+            f"Stage 2 hold-out has {holdout} labels, a finite q̂ at α={alpha} needs n ≥ 1/α − 1, i.e. {need}: "
+            f"add {spread} (q̂ = +∞ until then: every label in every set)"
         )
     return LabelSufficiency(
         sufficient=not reasons,
@@ -129,6 +143,5 @@ def label_sufficiency(
         holdout_needed=need,
         more_per_class=more,
         more_holdout=more_holdout,
-        more_any_class=more_any,
         reasons=reasons,
     )
