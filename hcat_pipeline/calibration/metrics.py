@@ -40,6 +40,12 @@ def _probs_labels(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     return p, y
 
 
+def _bin_ids(conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """Equal-width bins as scikit-learn's ``calibration_curve``: a value on an inner edge goes to the
+    lower bin (bins ``[0, 1/B], (1/B, 2/B], …``)."""
+    return np.searchsorted(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], conf)
+
+
 def expected_calibration_error(probs, labels, n_bins: int = 10) -> float:
     """ECE with ``n_bins`` equal-width bins (binary: on P(Y=1); K > 2: top-label)."""
     p, y = _probs_labels(probs, labels)
@@ -49,8 +55,7 @@ def expected_calibration_error(probs, labels, n_bins: int = 10) -> float:
         conf, hit = p[:, 1], (y == 1).astype(float)
     else:
         conf, hit = p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
-    # bin b holds conf in [b/B, (b+1)/B); conf = 1 goes to the last bin
-    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    bins = _bin_ids(conf, n_bins)
     ece = 0.0
     for b in np.unique(bins):
         m = bins == b
@@ -74,8 +79,7 @@ def reliability_curve(probs, labels, n_bins: int = 10) -> dict[str, list[float] 
         raise ValueError("reliability_curve is for binary labels; for K > 2 report expected_calibration_error")
     pos = p[:, 1]
     prob_true, prob_pred = calibration_curve(y, pos, n_bins=n_bins, strategy="uniform")
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    counts = np.bincount(np.searchsorted(edges[1:-1], pos), minlength=n_bins)
+    counts = np.bincount(_bin_ids(pos, n_bins), minlength=n_bins)
     return {
         "prob_pred": prob_pred.tolist(),
         "prob_true": prob_true.tolist(),
