@@ -20,10 +20,12 @@ Binary sets (f = P(Y = 1 | x)), the four cases of the paper:
 ``{1}`` when f ≥ 1 − q̂ and f > q̂; ``{0}`` when f ≤ q̂ and f < 1 − q̂;
 ``{0, 1}`` when 1 − q̂ ≤ f ≤ q̂ (needs q̂ ≥ 0.5); ``∅`` when q̂ < f < 1 − q̂ (needs q̂ < 0.5).
 
-The numpy below is the paper's procedure itself. ``crepes``' ConformalClassifier uses the same
-hinge score but works with (by default smoothed, i.e. randomised) p-values and exposes no ``q̂``;
-MAPIE's "lac" score is also ``1 − p̂`` but wants a fitted estimator to wrap. Neither is needed
-for ten lines of order statistics, so this module depends on numpy only.
+The numpy below is the paper's procedure itself. ``crepes`` (0.9.1) ``ConformalClassifier`` with the
+same hinge score ``1 − p̂`` gives identical sets with ``smoothing=False`` except when ``(n+1)α`` is
+an integer: it keeps a label when its p-value is ``≥ α`` rather than ``> α``, one order statistic
+more than the paper's ``q̂`` (checked on 400 random hold-outs, K = 2..5); by default it smooths
+(randomises) the p-values and it exposes no ``q̂``. MAPIE's "lac" score is also ``1 − p̂`` but wants a
+fitted estimator to wrap. Neither is worth a dependency for ten lines of order statistics.
 """
 
 from __future__ import annotations
