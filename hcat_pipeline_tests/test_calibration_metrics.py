@@ -60,3 +60,11 @@ def test_set_metrics():
     assert coverage(sets, y) == pytest.approx(0.5)
     assert mean_set_size(sets) == pytest.approx(1.0)
     assert set_size_distribution(sets) == {0: 1, 1: 2, 2: 1}
+
+
+def test_calibration_package_imports_no_dagster():
+    import subprocess
+    import sys
+
+    code = "import sys, hcat_pipeline.calibration; assert 'dagster' not in sys.modules, 'dagster imported'"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
