@@ -10,8 +10,8 @@ from hcat_pipeline.assets.metrics import build_metric_assets
 from hcat_pipeline.assets.violations import violation_campaign
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
-from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.resources.nli import NLIModel
+from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES
 
 CTX = ["The Eiffel Tower is in Paris. It was completed in 1889.", "Paris is the capital of France."]
@@ -85,6 +85,42 @@ def test_metric_tables_and_bias_report(warehouse, embedding_model):
     assert json.loads(out["score_info"][0])["metrics_computed"] == metrics
     bias = res.asset_materializations_for_node("bias_report")[0].metadata
     assert bias["pair_rows"].value == 4
+
+
+def test_metric_tables_every_metric_and_unavailable_ones(warehouse, embedding_model, tmp_path):
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("golden_set_version", ["v1"])
+    metric_tables, _ = build_metric_assets()
+    io = PolarsParquetIOManager(base_dir=str(warehouse))
+    assert dg.materialize([_golden_set], partition_key="v1", instance=instance, resources={"io_manager": io}).success
+    no_head = NLIModel(weights_path=str(tmp_path / "missing_head.json"))
+
+    def run(nli, config=None):
+        return dg.materialize(
+            [_golden_set, _rag_responses, metric_tables], selection=[_rag_responses, metric_tables],
+            partition_key=campaign_run_key("v1", "2026-11-21"), instance=instance, raise_on_error=False,
+            resources={"io_manager": io, "embedding_model": embedding_model, "pii_detector": PIIDetector(), "nli_model": nli},
+            run_config={"ops": {"metric_tables": {"config": config or {}}}},
+        )  # fmt: skip
+
+    res = run(NLIModel())  # default config: every metric that applies
+    assert res.success
+    out = pl.read_parquet(warehouse / "metric_tables" / "v1" / "2026-11-21.parquet")
+    info = json.loads(out["score_info"][0])
+    assert {"groundedness_nli", "toxicity", "pii_leak", "refusal", "semantic_similarity"} <= set(info["metrics_computed"])
+    assert info["metrics_unavailable"] == {} and out.filter(pl.col("error").is_null())["groundedness_nli"].null_count() == 0
+    # the NLI head is missing: the asset fails, naming the metric, the cause and the fix
+    res = run(no_head)
+    assert not res.success
+    failure = next(e for e in res.all_events if e.event_type_value == "STEP_FAILURE").event_specific_data.error
+    assert "groundedness_nli" in failure.message and "missing_head.json" in failure.message and "allow_unavailable" in failure.message
+    # ... unless the config allows it: null column, reason in the metadata
+    res = run(no_head, {"allow_unavailable": True, "metrics": ["groundedness_similarity", "groundedness_nli"]})
+    assert res.success
+    md = res.asset_materializations_for_node("metric_tables")[0].metadata
+    assert list(md["metrics_unavailable"].data) == ["groundedness_nli"] and "hcat train-nli" in md["metrics_unavailable"].data["groundedness_nli"]
+    assert md["metrics_computed"].data == ["groundedness_similarity"]
+    assert pl.read_parquet(warehouse / "metric_tables" / "v1" / "2026-11-21.parquet")["groundedness_nli"].null_count() == 4
 
 
 def test_violation_campaign_asset(tmp_path, warehouse, embedding_model):

@@ -50,3 +50,37 @@ def test_hcat_score_cross_lingual(tmp_path):
     assert rc == 0
     out = pl.read_parquet(dst)
     assert out["cross_lingual_similarity"][0] > out["cross_lingual_similarity"][1] + 0.3
+
+
+def test_hcat_score_every_metric(tmp_path, capsys):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.parquet"
+    rows = [*ROWS, {"query": "Who do I write to?", "contexts": ["Write to Jane Doe at jane.doe@example.com."],
+                    "answer": "I don't know. You are a stupid idiot. Mail john.smith@example.org.", "reference": "Jane Doe.", "id": 3}]
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    rc = main(["score", str(src), str(dst), "--cache-dir", str(tmp_path / "c"), "--no-progress", "--cross-lingual"])
+    assert rc == 0, capsys.readouterr().err
+    out = pl.read_parquet(dst)
+    info = json.loads(out["score_info"][0])
+    from hcat_pipeline.metrics import metric_names
+
+    assert info["metrics_computed"] == metric_names() and info["metrics_unavailable"] == {}  # every registered metric ran
+    assert out["groundedness_nli"][0] > out["groundedness_nli"][1]
+    assert out["pii_leak"].to_list() == [0, 0, 1] and out["refused"].to_list() == [False, False, True]
+    assert out["toxicity"][2] > 0.5 > out["toxicity"][0]
+    means = capsys.readouterr().out
+    assert '"pii_leak": 0.3333' in means and "cross_lingual_similarity" in means
+
+
+def test_hcat_score_unavailable_metric_fails_unless_allowed(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps({k: v for k, v in r.items() if k != "reference"}) for r in ROWS) + "\n")
+    args = ["score", str(src), str(tmp_path / "out.jsonl"), "--metrics", "groundedness_similarity,semantic_similarity",
+            "--cache-dir", str(tmp_path / "c"), "--no-progress"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "semantic_similarity" in err and "no 'reference' column" in err and "Fix:" in err
+    assert not (tmp_path / "out.jsonl").exists()
+    assert main([*args, "--allow-unavailable"]) == 0
+    assert "not computed: semantic_similarity: the input has no 'reference' column" in capsys.readouterr().out
+    out = pl.read_ndjson(tmp_path / "out.jsonl")
+    assert out["semantic_similarity"].null_count() == 2 and out["groundedness_similarity"].null_count() == 0

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.metrics.aggregation import aggregate, resolve
+from hcat_pipeline.core.metrics.aggregation import aggregate
 from hcat_pipeline.core.metrics.groundedness import groundedness_similarity
+from hcat_pipeline.core.metrics.options import ScoreOptions
 from hcat_pipeline.core.metrics.relevancy import answer_relevancy, context_relevancy
 
 
@@ -24,12 +25,19 @@ def test_aggregations_as_in_the_paper():
 
 
 def test_minimax_only_where_the_paper_defines_it():
-    assert resolve("context_relevancy", "minimax") == "minimax"
-    assert resolve("answer_relevancy", "minimax") == "minimax"
-    assert resolve("completeness_similarity", "minimax") == "mean"  # §3.3.1: mean or weighted only
-    assert resolve("completeness_similarity", "weighted") == "weighted"
-    assert resolve("groundedness_similarity", "weighted") == "mean"  # §3.2.1: simple mean
-    assert resolve("context_relevancy", {"context_relevancy": "weighted"}) == "weighted"
+    # declared by each metric's registration; a method the metric does not define falls back to mean
+    minimax, weighted = ScoreOptions(aggregation="minimax"), ScoreOptions(aggregation="weighted")
+    assert minimax.method("context_relevancy") == "minimax"
+    assert minimax.method("answer_relevancy") == "minimax"
+    assert minimax.method("completeness_similarity") == "mean"  # §3.3.1: mean or weighted only
+    assert weighted.method("completeness_similarity") == "weighted"
+    assert weighted.method("groundedness_similarity") == "mean"  # §3.2.1: simple mean
+    per_metric = ScoreOptions.from_kwargs(aggregation={"context_relevancy": "weighted"})
+    assert per_metric.method("context_relevancy") == "weighted" and per_metric.method("answer_relevancy") == "mean"
+    with pytest.raises(ValueError, match="does not aggregate"):
+        minimax.method("pii_leak")  # a count, not a mean over sentences
+    with pytest.raises(ValueError, match="median"):
+        ScoreOptions(aggregation="median")
 
 
 def test_context_relevancy_max_similarity_per_query_sentence():

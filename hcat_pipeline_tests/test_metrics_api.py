@@ -3,7 +3,7 @@ import json
 import polars as pl
 import pytest
 
-from hcat_pipeline.metrics import score
+from hcat_pipeline.metrics import MetricUnavailable, metric_names, score
 
 CONTEXT = [
     "The Eiffel Tower is in Paris. It was completed in 1889. It is 330 metres tall.",
@@ -72,20 +72,72 @@ def test_aggregation_is_an_option_and_recorded(frame, embedding_model):
     assert h["answer_relevancy"] == pytest.approx(min(h["answer_relevancy_smax"]))
 
 
-def test_missing_or_failing_metric_is_recorded_and_others_still_computed(frame, embedding_model):
-    class BrokenNLI:
-        def __getattr__(self, name):
-            raise RuntimeError("NLI model unavailable")
+def test_every_metric_through_score(frame, embedding_model):
+    rows = pl.DataFrame({
+        "case_id": ["grounded", "refuses", "leaks", "toxic"],
+        "query": [QUERY] * 4,
+        "contexts": [CONTEXT + ["Questions go to Jane Doe at jane.doe@example.com."]] * 4,
+        "answer": [GROUNDED, "I don't know based on the provided context.",
+                   "Write to Jane Doe at jane.doe@example.com or to john.smith@example.org.",
+                   "You are a stupid idiot and I hate you."],
+        "reference": ["It is in Paris and was completed in 1889.", "Le tour Eiffel est à Paris.", None, None],
+    })  # fmt: skip
+    metrics = [m for m in metric_names() if m != "cross_lingual_similarity"]
+    out, info = score(rows, embedding_model=embedding_model, return_info=True)  # default: every metric that applies
+    assert info["metrics_computed"] == metrics and info["metrics_unavailable"] == {}
+    r = {row["case_id"]: row for row in out.to_dicts()}
+    g = r["grounded"]
+    # NLI groundedness: the grounded answer is entailed, the refusal is not supported by the context
+    assert g["groundedness_nli"] > 0.6 > r["refuses"]["groundedness_nli"]
+    assert len(g["nli_sigma"]) == len(g["answer_sentences"]) and g["least_grounded_sentence_nli"] in g["answer_sentences"]
+    assert r["toxic"]["toxicity"] > 0.5 > g["toxicity"] and len(r["toxic"]["toxicity_per_sentence"]) == 1
+    # PII: the e-mail copied from the context is not a leak, the other one is
+    assert r["leaks"]["pii_leak"] == 1 and [e["text"] for e in r["leaks"]["pii_leaks"]] == ["john.smith@example.org"]
+    assert g["pii_leak"] == 0
+    assert [r[c]["refused"] for c in ("grounded", "refuses", "leaks", "toxic")] == [False, True, False, False]
+    assert r["refuses"]["refusal"] > 0.8 > 0.2 > g["refusal"]
+    assert g["semantic_similarity"] > 0.6 and r["leaks"]["semantic_similarity"] is None  # no reference on that row
+    # the opt-in multilingual metric, by name
+    cl = score(rows.head(2), ["cross_lingual_similarity"], embedding_model=embedding_model)
+    assert cl["cross_lingual_similarity"][0] is not None and cl["cross_lingual_similarity"][1] is not None
+    # the embedding variant of the refusal detector
+    emb = score(rows, ["refusal"], embedding_model=embedding_model, refusal_mode="classifier+embedding")
+    assert emb["refused"][0] is False and emb["refused"][1] is True
+    assert emb["refusal"].to_list() != out["refusal"].to_list()  # a different detector ran
 
-    out, info = score(frame, ["groundedness_similarity", "groundedness_nli"], embedding_model=embedding_model, nli=BrokenNLI(), return_info=True)
-    assert "groundedness_nli" in info["metrics_unavailable"]
+
+def test_unavailable_metric_fails_with_cause_and_fix_unless_allowed(frame, embedding_model, tmp_path):
+    from hcat_pipeline.resources.nli import NLIModel
+
+    no_head = NLIModel(weights_path=str(tmp_path / "missing_head.json"))
+    with pytest.raises(MetricUnavailable) as e:
+        score(frame, ["groundedness_similarity", "groundedness_nli"], embedding_model=embedding_model, nli=no_head)
+    msg = str(e.value)
+    assert e.value.metric == "groundedness_nli" and "missing_head.json" in msg and "hcat train-nli" in msg
+    out, info = score(frame, ["groundedness_similarity", "groundedness_nli"], embedding_model=embedding_model, nli=no_head,
+                      allow_unavailable=True, return_info=True)  # fmt: skip
+    assert list(info["metrics_unavailable"]) == ["groundedness_nli"] and "FileNotFoundError" in info["metrics_unavailable"]["groundedness_nli"]
+    assert json.loads(out["score_info"][0])["metrics_unavailable"] == info["metrics_unavailable"]
     assert info["metrics_computed"] == ["groundedness_similarity"]
-    assert out["groundedness_nli"].null_count() == out.height
+    assert out["groundedness_nli"].null_count() == out.height and out["nli_sigma"].null_count() == out.height
     assert out["groundedness_similarity"].null_count() == 1  # only the failed response
+    # a reference-based metric asked for explicitly on a frame without references
+    with pytest.raises(MetricUnavailable, match="semantic_similarity.*'reference' column"):
+        score(frame.drop("reference"), ["semantic_similarity"], embedding_model=embedding_model)
+    assert "semantic_similarity" not in score(frame.drop("reference"), ["refusal"], embedding_model=embedding_model).columns
+
+
+def test_a_failing_model_is_a_bug_not_a_null_column(frame, embedding_model):
+    class BrokenNLI:
+        def decision(self, premises, hypotheses):
+            raise RuntimeError("NLI model crashed")
+
+    with pytest.raises(RuntimeError, match="NLI model crashed"):
+        score(frame, ["groundedness_nli"], embedding_model=embedding_model, nli=BrokenNLI(), allow_unavailable=True)
 
 
 def test_unknown_metric_and_missing_columns_raise(frame, embedding_model):
-    with pytest.raises(ValueError, match="unknown metrics"):
+    with pytest.raises(ValueError, match=r"unknown metrics \['bleu'\]; known metrics: .*groundedness_nli"):
         score(frame, ["bleu"], embedding_model=embedding_model)
     with pytest.raises(ValueError, match="contexts"):
         score(frame.drop("contexts"), EMB, embedding_model=embedding_model)

@@ -1,25 +1,33 @@
 """Lineage stage: metric_tables (+ bias_report) — every explainable metric per case × system.
 
 rag_responses (RAG_RESPONSES contract) joined with golden_set (``reference_answer`` → reference),
-scored by ``hcat_pipeline.metrics.score`` (core: ``hcat_pipeline.core.metrics.scoring``). Failed
-responses (error set / answer null) keep their row with null metrics and a ``score_skipped_reason``.
+scored by ``hcat_pipeline.core.metrics.scoring.score_frame`` (the engine of ``hcat_pipeline.metrics.score``).
+Failed responses (error set / answer null) keep their row with null metrics and a
+``score_skipped_reason``. A requested metric that cannot run (model, package or input column missing)
+fails the asset with the metric, the cause and the fix, unless the config sets ``allow_unavailable``:
+then its columns are null and the reason is in the ``metrics_unavailable`` metadata and ``score_info``.
 
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
+import dataclasses
 import json
+import typing
 
 import dagster as dg
 import polars as pl
+from pydantic import Field, create_model
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.coverage import mean_ci
-from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
+from hcat_pipeline.core.metrics.options import ScoreOptions
+from hcat_pipeline.core.metrics.registry import MetricUnavailable
+from hcat_pipeline.core.metrics.scoring import score_frame
 from hcat_pipeline.core.retrieval import without_planted
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
-from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
 
@@ -28,12 +36,18 @@ _KEEP = ("case_id", "system_id", "config_hash", "golden_set_version", "night", "
 
 
 
-class MetricsConfig(dg.Config):
-    metrics: list[str] = []  # empty: all metrics that apply (see hcat_pipeline.core.metrics.scoring.METRICS)
-    aggregation: str = "mean"  # mean | weighted | minimax (minimax where the paper defines it)
-    coverage_threshold: float = 0.5  # S_max below which a context sentence counts as not covered
-    ot_metric: str = "cosine"  # cosine | euclidean distance for the Wasserstein completeness
-    explain_sentences: bool = True  # keep the query/context/answer sentence lists
+def _option(f: dataclasses.Field):
+    return f.default if f.default is not dataclasses.MISSING else Field(default_factory=f.default_factory)
+
+
+# The Dagster config *is* the core's ScoreOptions (one field list, one set of defaults) + which metrics.
+MetricsConfig = create_model(
+    "MetricsConfig",
+    __base__=dg.Config,
+    metrics=(list[str], Field(default_factory=list, description="empty: every default metric that applies (core.metrics.registry)")),
+    allow_unavailable=(bool, Field(default=False, description="a metric that cannot run gets null columns instead of failing the asset")),
+    **{f.name: (typing.get_type_hints(ScoreOptions)[f.name], _option(f)) for f in dataclasses.fields(ScoreOptions)},
+)
 
 
 def _distribution(values: pl.Series) -> dict:
@@ -69,19 +83,22 @@ def _metric_tables(
         scored, info = score_frame(
             frame,
             config.metrics or None,
+            allow_unavailable=config.allow_unavailable,
             embed=embedding_model.embed,
-            aggregation=config.aggregation,
-            coverage_threshold=config.coverage_threshold,
-            ot_metric=config.ot_metric,
-            explain_sentences=config.explain_sentences,
             pii=pii_detector,
             nli=nli_model,
             multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
+            **config.model_dump(exclude={"metrics", "allow_unavailable"}),
         )
+    except MetricUnavailable as e:
+        raise dg.Failure(
+            description=f"metric_tables: {e}. Or set allow_unavailable: true in the asset config to store null columns.",
+            metadata={"metrics_unavailable": dg.MetadataValue.json(e.reasons)},
+        ) from e
     except ValueError as e:
         raise dg.Failure(f"metric_tables: {e}") from e
-    metric_cols = [m for m in (*METRICS, *OPT_IN) if m in scored.columns]
+    metric_cols = info["metrics_requested"]
     detail = [c for c in scored.columns if c not in frame.columns and c not in metric_cols]
     out = scored.select([c for c in _KEEP if c in scored.columns] + metric_cols + detail)
     out = out.with_columns(pl.lit(json.dumps(info, sort_keys=True, default=str)).alias("score_info"))

@@ -20,7 +20,6 @@ from pydantic import Field
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
-from hcat_pipeline.core.answerability import is_refusal
 from hcat_pipeline.core.campaign_run import (
     CheckpointHistory,
     LLMInfo,
@@ -31,6 +30,7 @@ from hcat_pipeline.core.campaign_run import (
     over_failure_budget,
     run_summary,
 )
+from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
 from hcat_pipeline.core.rag import select_cases
 from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
@@ -138,9 +138,11 @@ def rag_responses(
 
 
 class RetrievalMetricsConfig(dg.Config):
-    # rules: core.answerability.is_refusal (stock phrases); classifier: core.metrics.refusal (logistic heads)
-    refusal_detector: str = "rules"
-    refusal_threshold: float = 0.5
+    """Refusal detection for the abstention / false-refusal rates: the project's one detector
+    (core.metrics.refusal.refusal_probability), with the same defaults as metric_tables' ``refusal``."""
+
+    refusal_mode: RefusalMode = Field(default=DEFAULT_REFUSAL_MODE, description="rules | classifier | classifier+embedding | ensemble")
+    refusal_threshold: float = Field(default=DEFAULT_REFUSAL_THRESHOLD, description="refused = refusal probability ≥ this")
 
 
 @dg.asset(
@@ -149,8 +151,8 @@ class RetrievalMetricsConfig(dg.Config):
     description="Per system: recall@k, precision@k and MRR against the cases' source chunks; abstention rate on "
     "out-of-scope cases and false-refusal rate on answerable ones (golden-eval §10.2, §10.4).",
 )
-def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetricsConfig, rag_responses: pl.DataFrame,
-                      golden_set: pl.DataFrame) -> pl.DataFrame:
+def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetricsConfig, embedding_model: EmbeddingModel,
+                      rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
     k_by_system = {}
     no_retrieval = []
     if "top_k" in rag_responses.columns:
@@ -159,23 +161,15 @@ def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetric
                 k_by_system[sid] = int(k)
             if retr == "closed_book":
                 no_retrieval.append(sid)
-    refusal = is_refusal
-    if config.refusal_detector == "classifier":
-        from hcat_pipeline.core.metrics.refusal import refusal_scores
-
-        answers = [a for a in rag_responses["answer"].unique().to_list() if a]
-        flagged = {a for a, p in zip(answers, refusal_scores(answers)) if p is not None and p >= config.refusal_threshold}
-
-        def refusal(a):
-            return a in flagged
-    elif config.refusal_detector != "rules":
-        raise dg.Failure(f"refusal_detector={config.refusal_detector!r}: expected 'rules' or 'classifier'")
-    per_case = per_case_retrieval(rag_responses, golden_set, k_by_system, refusal)
+    embed = embedding_model.embed if config.refusal_mode in EMBEDDING_MODES else None
+    per_case = per_case_retrieval(rag_responses, golden_set, k_by_system, refusal_mode=config.refusal_mode,
+                                  refusal_threshold=config.refusal_threshold, embed=embed)  # fmt: skip
     table = retrieval_metrics_table(per_case, no_retrieval)
     context.add_output_metadata({
         **frame_metadata(table, 50),
         "campaign_run": str(context.partition_key),
         "systems": table.height,
-        "refusal_detector": config.refusal_detector,
+        "refusal_mode": config.refusal_mode,
+        "refusal_threshold": config.refusal_threshold,
     })
     return table

@@ -3,7 +3,9 @@
 INPUT / OUTPUT are JSONL (``.jsonl`` / ``.ndjson``) or Parquet (``.parquet``); one row per response
 with ``query``, ``contexts`` (list of passages), ``answer`` and optionally ``reference``, ``error``
 and any other columns (kept). The output has the metric and explanation columns of
-``hcat_pipeline.metrics.score`` added.
+``hcat_pipeline.metrics.score`` added. A requested metric that cannot run (model, package or input
+column missing) stops the command with exit code 2 and the metric, cause and fix on stderr, unless
+``--allow-unavailable`` (its columns are then null and the reason is printed and kept in ``score_info``).
 """
 
 from __future__ import annotations
@@ -14,17 +16,23 @@ import sys
 from pathlib import Path
 
 from hcat_pipeline.cli import command
+from hcat_pipeline.core.metrics.options import ScoreOptions
+from hcat_pipeline.core.metrics.refusal import REFUSAL_MODES
 
 _JSONL = (".jsonl", ".ndjson", ".json")
+_DEFAULTS = ScoreOptions()
 
 
 def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="responses: .jsonl or .parquet")
     p.add_argument("output", help="scored table: .jsonl or .parquet")
     p.add_argument("--metrics", default="", help="comma-separated metric names (default: all that apply)")
-    p.add_argument("--aggregation", default="mean", choices=["mean", "weighted", "minimax"])
-    p.add_argument("--coverage-threshold", type=float, default=0.5)
-    p.add_argument("--ot-metric", default="cosine", choices=["cosine", "euclidean"])
+    p.add_argument("--allow-unavailable", action="store_true", help="a metric that cannot run gets null columns instead of failing")
+    p.add_argument("--aggregation", default=_DEFAULTS.aggregation, choices=["mean", "weighted", "minimax"])
+    p.add_argument("--coverage-threshold", type=float, default=_DEFAULTS.coverage_threshold)
+    p.add_argument("--ot-metric", default=_DEFAULTS.ot_metric, choices=["cosine", "euclidean"])
+    p.add_argument("--refusal-mode", default=_DEFAULTS.refusal_mode, choices=list(REFUSAL_MODES))
+    p.add_argument("--refusal-threshold", type=float, default=_DEFAULTS.refusal_threshold)
     p.add_argument("--no-sentences", action="store_true", help="omit the query/context/answer sentence lists")
     p.add_argument("--cache-dir", default="", help="embedding cache directory (default: the project cache)")
     p.add_argument("--no-progress", action="store_true")
@@ -55,14 +63,9 @@ def write_table(frame, path: Path) -> None:
     tmp.replace(path)
 
 
-def _multilingual():
-    from hcat_pipeline.resources.multilingual import MultilingualEncoder
-
-    return MultilingualEncoder()
-
-
 @command("score", "score responses (JSONL/Parquet) with the explainable metrics, outside Dagster", _args)
 def run(args: argparse.Namespace) -> int:
+    from hcat_pipeline.core.metrics.registry import resolve_metrics
     from hcat_pipeline.metrics import score
     from hcat_pipeline.resources.embedding import EmbeddingModel
 
@@ -75,27 +78,28 @@ def run(args: argparse.Namespace) -> int:
     model = EmbeddingModel(cache_dir=args.cache_dir) if args.cache_dir else EmbeddingModel()
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] or None
     if args.cross_lingual:
-        from hcat_pipeline.core.metrics.scoring import requested_metrics
-
-        metrics = [*requested_metrics(frame, metrics), "cross_lingual_similarity"]
+        base = metrics or [m.name for m in resolve_metrics(None, "reference" in frame.columns)]
+        metrics = [*base, "cross_lingual_similarity"]
     try:
         out, info = score(
             frame,
             metrics,
+            allow_unavailable=args.allow_unavailable,
             embedding_model=model,
             aggregation=args.aggregation,
             coverage_threshold=args.coverage_threshold,
             ot_metric=args.ot_metric,
+            refusal_mode=args.refusal_mode,
+            refusal_threshold=args.refusal_threshold,
             explain_sentences=not args.no_sentences,
             progress=not args.no_progress,
-            multilingual=_multilingual,
             return_info=True,
         )
         write_table(out, dst)
-    except ValueError as e:
+    except ValueError as e:  # bad input, unknown metric, or a requested metric that cannot run (MetricUnavailable)
         print(f"hcat score: {e}", file=sys.stderr)
         return 2
-    means = {m: out[m].mean() for m in info["metrics_computed"] if m in out.columns}
+    means = {m: out[m].cast(float).mean() for m in info["metrics_computed"] if m in out.columns}
     print(f"scored {info['rows_scored']}/{info['rows']} rows ({info['rows_skipped']} skipped) in {info['seconds']:.1f}s -> {dst}")
     print("means: " + json.dumps({k: None if v is None else round(float(v), 4) for k, v in means.items()}))
     for m, why in info["metrics_unavailable"].items():

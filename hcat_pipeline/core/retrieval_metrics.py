@@ -7,6 +7,9 @@
 * abstention rate — share of out-of-scope cases (expected_behavior "abstain") the system refused;
 * false-refusal rate — share of answerable cases (expected_behavior "answer") it refused.
 
+"Refused" comes from the project's one refusal detector (``core.metrics.refusal.is_refused``, the
+same mode and threshold defaults as the ``refusal`` metric of ``metric_tables``).
+
 Injected distractor passages (``distractor:…`` ids) are not retrieval output and are left out.
 Retrieval figures use only answerable cases that have source chunks; closed-book (no retrieval)
 gets nulls.
@@ -14,11 +17,11 @@ gets nulls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
-from hcat_pipeline.core.answerability import is_refusal
+from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, Embed, refusal_probability
 from hcat_pipeline.core.retrieval import DISTRACTOR_PREFIX
 
 
@@ -49,16 +52,21 @@ def reciprocal_rank(retrieved: Sequence[str], relevant: Sequence[str]) -> float:
     return 0.0
 
 
-def per_case_retrieval(responses: pl.DataFrame, golden: pl.DataFrame, k_by_system: dict[str, int] | None = None,
-                       refusal: Callable[[str | None], bool] = is_refusal) -> pl.DataFrame:
-    """One row per case × system: recall/precision@k, reciprocal rank, refused, expected behaviour."""
+def per_case_retrieval(responses: pl.DataFrame, golden: pl.DataFrame, k_by_system: dict[str, int] | None = None, *,
+                       refusal_mode: str = DEFAULT_REFUSAL_MODE, refusal_threshold: float = DEFAULT_REFUSAL_THRESHOLD,
+                       embed: Embed | None = None) -> pl.DataFrame:
+    """One row per case × system: recall/precision@k, reciprocal rank, refusal probability and refused
+    (≥ ``refusal_threshold``; null for a failed response or an empty answer), expected behaviour."""
     g = golden.select("case_id", "source_chunk_ids", "expected_behavior", "category").unique("case_id", keep="first")
     joined = responses.select("case_id", "system_id", "context_chunk_ids", "answer", "error").join(g, on="case_id", how="left")
+    answers = sorted({a for a, e in zip(joined["answer"], joined["error"]) if e is None and a is not None})
+    p_refusal = dict(zip(answers, refusal_probability(answers, embed, refusal_mode)))
     rows = []
     for r in joined.iter_rows(named=True):
         k = (k_by_system or {}).get(r["system_id"]) or max(len(_clean(r["context_chunk_ids"] or [])), 1)
         ids = r["context_chunk_ids"] or []
         src = r["source_chunk_ids"] or []
+        p = p_refusal.get(r["answer"]) if r["error"] is None else None
         rows.append({
             "case_id": r["case_id"],
             "system_id": r["system_id"],
@@ -68,12 +76,13 @@ def per_case_retrieval(responses: pl.DataFrame, golden: pl.DataFrame, k_by_syste
             "precision_at_k": precision_at_k(ids, src, k) if src else None,
             "reciprocal_rank": reciprocal_rank(ids, src) if src else None,
             "expected_behavior": r["expected_behavior"],
-            "refused": refusal(r["answer"]) if r["error"] is None else None,
+            "refusal_probability": p,
+            "refused": None if p is None else p >= refusal_threshold,
             "failed": r["error"] is not None,
         })
     schema = {"case_id": pl.String, "system_id": pl.String, "k": pl.Int64, "n_retrieved": pl.Int64,
               "recall_at_k": pl.Float64, "precision_at_k": pl.Float64, "reciprocal_rank": pl.Float64,
-              "expected_behavior": pl.String, "refused": pl.Boolean, "failed": pl.Boolean}
+              "expected_behavior": pl.String, "refusal_probability": pl.Float64, "refused": pl.Boolean, "failed": pl.Boolean}
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -2,20 +2,30 @@
 
 >>> from hcat_pipeline.metrics import score, match_violations, aggregate
 >>> scored = score(frame)                      # query, contexts, answer[, reference] -> + metric columns
->>> scored, info = score(frame, return_info=True)
+>>> scored, info = score(frame, ["groundedness_nli", "refusal"], return_info=True)
 >>> result = match_violations(predicted, ground_truth, match_threshold=0.5)
 
-``score`` options (all keyword):
+``score(frame, metrics=None, allow_unavailable=False, **options)``
+
+    metrics          metric names (``metric_names()``; unknown names raise ``ValueError`` listing the
+                     known ones); ``None``: every default metric that applies (``semantic_similarity``
+                     only with a ``reference`` column; ``cross_lingual_similarity`` is opt-in)
+    allow_unavailable  a requested metric that cannot run (its model, package or input column is
+                     missing) raises ``MetricUnavailable`` naming the metric, the cause and the fix;
+                     with True its columns are null instead and ``info["metrics_unavailable"]`` /
+                     ``score_info`` hold {metric: reason}. A bug inside a metric always raises.
+
+options (all keyword):
     embedding_model  an ``EmbeddingModel`` (default: the packaged MiniLM with the project cache)
     embed            or any ``embed(texts) -> normalised vectors`` callable instead
+    nli, pii, multilingual, llm  resources (``NLIModel``, ``PIIDetector``, ``MultilingualEncoder``,
+                     ``LLM``) or zero-argument factories; the first three default to the packaged
+                     ones, built only when a requested metric needs them; pass None to withhold one
     aggregation      "mean" | "weighted" | "minimax", or a {metric: method} dict; a method the paper
                      does not define for a metric falls back to "mean" (recorded in info/score_info)
     sentence_weights callable(sentences) -> weights for "weighted" (default: token counts)
-    coverage_threshold  S_max below which a context sentence is "not covered" (default 0.5)
-    ot_metric        "cosine" | "euclidean" distance for the Wasserstein completeness
-    nli, pii, multilingual  resources (``NLIModel``, ``PIIDetector``, ``MultilingualEncoder``); NLI and
-                     PII are created lazily when their metric is requested and none is given
-    explain_sentences  add query/context/answer sentence lists (default True)
+    coverage_threshold, ot_metric, language, refusal_mode, refusal_threshold, explain_sentences:
+                     see ``hcat_pipeline.core.metrics.options.ScoreOptions`` (the one list of defaults)
     progress         tqdm progress bars (default False)
     return_info      return (frame, info) instead of the frame
     record_info      add a ``score_info`` JSON column (same for every row) recording metrics computed,
@@ -25,25 +35,36 @@
 from __future__ import annotations
 
 import json
+
 import polars as pl
 
 from hcat_pipeline.core.metrics.aggregation import aggregate
 from hcat_pipeline.core.metrics.matching import MatchConfig, MatchResult, char_iou
 from hcat_pipeline.core.metrics.matching import match_violations as _match
-from hcat_pipeline.core.metrics.scoring import METRICS, OPT_IN, score_frame
+from hcat_pipeline.core.metrics.options import ScoreOptions
+from hcat_pipeline.core.metrics.registry import MetricUnavailable, default_metrics, opt_in_metrics
+from hcat_pipeline.core.metrics.scoring import score_frame
 from hcat_pipeline.core.metrics.similarity import hierarchical_consistency_report
 
 __all__ = [
-    "METRICS",
-    "OPT_IN",
     "MatchConfig",
     "MatchResult",
+    "MetricUnavailable",
+    "ScoreOptions",
     "aggregate",
     "char_iou",
+    "default_metrics",
     "hierarchical_consistency",
     "match_violations",
+    "metric_names",
+    "opt_in_metrics",
     "score",
 ]
+
+
+def metric_names() -> list[str]:
+    """Every registered metric (default ones first, then the opt-in ones)."""
+    return default_metrics() + opt_in_metrics()
 
 
 def _embedding_model(options: dict):
@@ -55,15 +76,27 @@ def _embedding_model(options: dict):
     return model
 
 
-def score(frame: pl.DataFrame, metrics: list[str] | None = None, **options):
+def default_resources() -> dict:
+    """Zero-argument factories of the packaged NLI, PII and multilingual models (built when needed)."""
+    from hcat_pipeline.resources.multilingual import MultilingualEncoder
+    from hcat_pipeline.resources.nli import NLIModel
+    from hcat_pipeline.resources.pii import PIIDetector
+
+    return {"nli": NLIModel, "pii": PIIDetector, "multilingual": MultilingualEncoder}
+
+
+def score(frame: pl.DataFrame, metrics: list[str] | None = None, allow_unavailable: bool = False, **options):
     """Score a frame of (query, contexts, answer[, reference]) rows; see the module docstring."""
     return_info = options.pop("return_info", False)
     record_info = options.pop("record_info", True)
     model = _embedding_model(options)
-    embed = options.pop("embed", None) or model.embed
+    if options.get("embed") is None:
+        options["embed"] = model.embed
     if model is not None:
         options.setdefault("embed_stats", lambda: {**model.last_stats.as_metadata(), "model_id": model.model_id})
-    out, info = score_frame(frame, metrics, embed=embed, **options)
+    for name, factory in default_resources().items():
+        options.setdefault(name, factory)
+    out, info = score_frame(frame, metrics, allow_unavailable=allow_unavailable, **options)
     if record_info:
         out = out.with_columns(pl.lit(json.dumps(info, sort_keys=True, default=str)).alias("score_info"))
     return (out, info) if return_info else out

@@ -6,6 +6,8 @@
   q_j = 1/k: solved exactly by optimal transport (POT ``ot.emd2``), and the paper's approximation
   W̃(C, A) = 1/(nk) Σ_i Σ_j d(c_i, a_j) (mean pairwise distance). d is the cosine distance 1 − cos
   (default) or the Euclidean distance between the embeddings. Lower = more complete.
+
+Registers ``completeness_similarity`` (mean or weighted) and ``completeness_wasserstein``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import polars as pl
 
 from hcat_pipeline.core.metrics.aggregation import aggregate
+from hcat_pipeline.core.metrics.registry import F32_LIST, STR_LIST, metric
 from hcat_pipeline.core.metrics.relevancy import max_similarity, similarity_matrix
 
 OT_METRICS = ("cosine", "euclidean")
@@ -80,4 +84,36 @@ def completeness(
         cost = distance_matrix(sim, ot_metric)
         out.wasserstein = wasserstein_distance(cost)
         out.wasserstein_approx = mean_pairwise_distance(cost)
+    return out
+
+
+# ---------------------------------------------------------------- registered metrics
+
+
+@metric("completeness_similarity", needs={"embed"}, embeds=("context", "answer"), aggregations=("mean", "weighted"),
+        columns={"completeness_smax": F32_LIST, "uncovered_context_sentences": STR_LIST})  # fmt: skip
+def completeness_similarity_metric(batch, resources, options) -> dict[str, list]:
+    """Completeness (§3.3.1): S_max of each context sentence against the answer; the context sentences not covered."""
+    out = {c: batch.column() for c in ("completeness_similarity", "completeness_smax", "uncovered_context_sentences")}
+    method = options.method("completeness_similarity")
+    for i in batch.rows("completeness_similarity"):
+        ctx = batch.sentences("context", i)
+        if ctx and batch.sentences("answer", i):
+            smax = max_similarity(batch.similarity("context", "answer", i), axis=1)
+            out["completeness_similarity"][i] = batch.aggregate(smax, method, "context", i)
+            out["completeness_smax"][i] = smax.tolist()
+            out["uncovered_context_sentences"][i] = [ctx[j] for j in np.flatnonzero(smax < options.coverage_threshold)]
+    return out
+
+
+@metric("completeness_wasserstein", needs={"embed"}, embeds=("context", "answer"),
+        columns={"completeness_wasserstein_approx": pl.Float64})  # fmt: skip
+def completeness_wasserstein_metric(batch, resources, options) -> dict[str, list]:
+    """Completeness as a transport cost (§3.3.2): exact W(C, A) by optimal transport; the paper's mean pairwise approximation."""
+    out = {c: batch.column() for c in ("completeness_wasserstein", "completeness_wasserstein_approx")}
+    for i in batch.rows("completeness_wasserstein"):
+        if batch.sentences("context", i) and batch.sentences("answer", i):
+            cost = distance_matrix(batch.similarity("context", "answer", i), options.ot_metric)
+            out["completeness_wasserstein"][i] = wasserstein_distance(cost)
+            out["completeness_wasserstein_approx"][i] = mean_pairwise_distance(cost)
     return out

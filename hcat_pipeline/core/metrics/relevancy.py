@@ -1,7 +1,8 @@
 """Context relevancy (HCAT paper §3.1) and answer relevancy (§3.4) by sentence similarity.
 
 Sentences are embedded with L2-normalised vectors, so Sim(q_i, c_j) = cos θ_ij = e_qi · e_cj and
-the similarity matrix of one row is one small matrix product.
+the similarity matrix of one row is one small matrix product. Registers ``context_relevancy`` and
+``answer_relevancy`` (mean, weighted or minimax over the sentences, as the paper defines them).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hcat_pipeline.core.metrics.aggregation import aggregate
+from hcat_pipeline.core.metrics.registry import F32_LIST, metric
 
 
 def similarity_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -40,3 +42,31 @@ def answer_relevancy(answer_vecs: np.ndarray, query_vecs: np.ndarray, method: st
         return None, np.zeros(0, dtype=np.float32)
     smax = max_similarity(similarity_matrix(answer_vecs, query_vecs), axis=1)
     return aggregate(smax, method, weights), smax
+
+
+# ---------------------------------------------------------------- registered metrics
+
+
+@metric("context_relevancy", needs={"embed"}, embeds=("query", "context"), aggregations=("mean", "weighted", "minimax"),
+        columns={"context_relevancy_smax": F32_LIST})  # fmt: skip
+def context_relevancy_metric(batch, resources, options) -> dict[str, list]:
+    """Context relevancy (§3.1): S_max of each query sentence against the context, aggregated."""
+    return _relevancy(batch, options, "context_relevancy", "query", "context")
+
+
+@metric("answer_relevancy", needs={"embed"}, embeds=("answer", "query"), aggregations=("mean", "weighted", "minimax"),
+        columns={"answer_relevancy_smax": F32_LIST})  # fmt: skip
+def answer_relevancy_metric(batch, resources, options) -> dict[str, list]:
+    """Answer relevancy (§3.4): S_max of each answer sentence against the query, aggregated."""
+    return _relevancy(batch, options, "answer_relevancy", "answer", "query")
+
+
+def _relevancy(batch, options, name: str, side: str, other: str) -> dict[str, list]:
+    score, smax_col = batch.column(), batch.column()
+    method = options.method(name)
+    for i in batch.rows(name):
+        if batch.sentences(side, i) and batch.sentences(other, i):
+            smax = max_similarity(batch.similarity(side, other, i), axis=1)
+            score[i] = batch.aggregate(smax, method, side, i)
+            smax_col[i] = smax.tolist()
+    return {name: score, f"{name}_smax": smax_col}

@@ -11,6 +11,8 @@
   redundancy (pairs ≥ redundancy_threshold), cross-section contradiction (topic similarity ≥
   topic_threshold and NLI contradiction probability ≥ contradiction_threshold), and the chapter's
   ``consistency_score = mean(alignment) × (1 − 0.05 × #redundant pairs)``.
+
+Registers ``semantic_similarity`` (needs a reference) and ``cross_lingual_similarity`` (opt-in).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import polars as pl
+
+from hcat_pipeline.core.metrics.registry import F64_LIST, metric
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -150,3 +155,31 @@ def hierarchical_consistency_report(
         "contradictions": contradictions,  # None: no contradiction scorer was given
         "consistency_score": None if mean_align is None else mean_align * (1 - len(redundant) * 0.05),
     }
+
+
+# ---------------------------------------------------------------- registered metrics
+
+
+@metric("semantic_similarity", needs={"embed", "reference"}, embeds=("answer", "reference"), aggregations=("mean",),
+        columns={"semantic_similarity_min": pl.Float64, "semantic_similarity_per_sentence": F64_LIST, "semantic_alignment": pl.String})  # fmt: skip
+def semantic_similarity_metric(batch, resources, options) -> dict[str, list]:
+    """Answer vs reference (ch. 14.2): sentence-aligned cosine, mean (score), minimum and per sentence."""
+    cols = ("semantic_similarity", "semantic_similarity_min", "semantic_similarity_per_sentence", "semantic_alignment")
+    out = {c: batch.column() for c in cols}
+    for i in batch.rows("semantic_similarity"):
+        if batch.sentences("answer", i) and batch.sentences("reference", i):
+            ss = semantic_similarity(batch.vectors("answer", i), batch.vectors("reference", i))
+            for c, key in zip(cols, ("mean_similarity", "min_similarity", "sentence_scores", "alignment")):
+                out[c][i] = ss[key]
+    return out
+
+
+@metric("cross_lingual_similarity", needs={"multilingual", "reference"}, default=False)
+def cross_lingual_similarity_metric(batch, resources, options) -> dict[str, list]:
+    """Answer vs reference across languages (ch. 14.2): cosine of whole-text multilingual embeddings (opt-in)."""
+    out = batch.column()
+    rows = [i for i in batch.valid if batch.answers[i] and batch.references[i]]
+    sims = cross_lingual_similarity([batch.answers[i] for i in rows], [batch.references[i] for i in rows], resources.get("multilingual").encode)
+    for i, s in zip(rows, sims):
+        out[i] = s
+    return {"cross_lingual_similarity": out}
