@@ -22,6 +22,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.coverage import mean_ci
 from hcat_pipeline.core.metrics.options import ScoreOptions
 from hcat_pipeline.core.metrics.registry import MetricUnavailable
+from hcat_pipeline.core.metrics.safety import bias_report as bias_report_table
 from hcat_pipeline.core.metrics.scoring import score_frame
 from hcat_pipeline.core.retrieval import without_planted
 from hcat_pipeline.partitions import campaign_run
@@ -138,13 +139,7 @@ def _metric_tables(
 def _bias_report(context: dg.AssetExecutionContext, embedding_model: EmbeddingModel, metric_tables: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
     pairs = golden_set.filter(pl.col("pair_id").is_not_null()).select("case_id", "pair_id", "attribute", "variant_kind", "base_case_id")
     frame = metric_tables.join(pairs, on="case_id", how="inner")
-    try:
-        from hcat_pipeline.core.metrics.safety import bias_report as compute
-    except ImportError as e:
-        context.log.warning(f"bias_report: safety metrics unavailable ({e})")
-        context.add_output_metadata({"dagster/row_count": 0, "unavailable": str(e), "pair_rows": frame.height})
-        return pl.DataFrame(schema={"attribute": pl.String})
-    report = compute(frame, embedding_model.embed)
+    report = bias_report_table(frame, embedding_model.embed)
     context.add_output_metadata({"dagster/row_count": report.height, "pair_rows": frame.height, "preview": preview(report, 30)})
     return report
 
