@@ -165,7 +165,7 @@ def resolve_created_at(created_at: str | None = None) -> str:
         return dt.date.fromisoformat(created_at[:10]).isoformat()
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch:
-        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).date().isoformat()
+        return dt.datetime.fromtimestamp(int(epoch), dt.UTC).date().isoformat()
     return "1970-01-01"
 
 
@@ -200,7 +200,7 @@ def latest_version(golden_dir: str | Path) -> str | None:
         except (OSError, ValueError):
             continue
         if not when:
-            when = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+            when = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat(timespec="seconds")
         if best is None or (when, v) > best:
             best = (when, v)
     return best[1] if best else None
@@ -272,7 +272,7 @@ def freeze_version(
             "inputs_sha256": inputs_sha256 or table_sha256(candidates.sort("case_id")),
             "n_cases": frame.height,
             "created_at": frame["created_at"].min(),
-            "frozen_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "frozen_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "source": source,
             "columns": {c: str(t) for c, t in frame.schema.items()},
             "counts": {c: _counts(frame, c) for c in ("category", "query_type", "variant_kind", "expected_behavior")},
