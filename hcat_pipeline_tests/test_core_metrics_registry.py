@@ -153,6 +153,13 @@ def test_resource_loading_errors_unavailable_other_errors_propagate():
         def decision(self, premises, hypotheses):
             raise TypeError("bug in the scorer")
 
+    class OtherVersion:
+        def decision(self, premises, hypotheses):
+            raise MetricUnavailable("groundedness_nli", "the head was trained on other features", "retrain: hcat train-nli")
+
+    with pytest.raises(MetricUnavailable, match="'hallucination'.*other features. Fix: retrain") as e:
+        Resources(nli=OtherVersion()).acquire("nli", "hallucination")
+    assert e.value.metric == "hallucination"  # reported for the metric that asked
     res = Resources(nli=MissingWeights)  # a factory (class) is built when first needed
     with pytest.raises(MetricUnavailable, match="could not be loaded.*FileNotFoundError.*Fix: pass nli"):
         res.acquire("nli", "groundedness_nli")

@@ -7,9 +7,9 @@
   matrix).
 * ``Resources`` — the models a metric needs (``registry.NEEDS``), acquired before any metric runs.
   A resource that is absent, or whose loading fails with an environment error (``ImportError``,
-  ``OSError``: package or weights missing), makes the metrics needing it *unavailable*
-  (``MetricUnavailable`` with cause and fix). Any other exception while loading is a bug and
-  propagates.
+  ``OSError``: package or weights missing; or a ``MetricUnavailable`` raised by the resource itself),
+  makes the metrics needing it *unavailable* (``MetricUnavailable`` with cause and fix). Any other
+  exception while loading is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class Resources:
         self.has_reference = has_reference
         self._given = {k: v for k, v in given.items() if v is not None}
         self._ready: dict[str, Any] = {}
-        self._failed: dict[str, str] = {}
+        self._failed: dict[str, tuple[str, str]] = {}  # need -> (cause, fix)
 
     def acquire(self, need: str, metric: str) -> None:
         """Make ``need`` ready for ``metric`` or raise ``MetricUnavailable`` (cause + fix)."""
@@ -153,7 +153,7 @@ class Resources:
             return
         if need not in self._failed:
             if need not in self._given:
-                self._failed[need] = f"no {need} resource was given"
+                self._failed[need] = (f"no {need} resource was given", FIXES[need])
             else:
                 try:
                     obj = self._given[need] if need == "embed" else _resolve(self._given[need])  # embed is the callable itself
@@ -162,16 +162,13 @@ class Resources:
                     self._ready[need] = obj
                     return
                 except LOAD_ERRORS as e:
-                    self._failed[need] = f"the {need} resource could not be loaded ({type(e).__name__}: {e})"
-        raise MetricUnavailable(metric, self._failed[need], FIXES[need])
+                    self._failed[need] = (f"the {need} resource could not be loaded ({type(e).__name__}: {e})", FIXES[need])
+                except MetricUnavailable as e:  # the resource itself says it cannot serve (e.g. a head of another version)
+                    self._failed[need] = (f"the {need} resource is not usable: {e.cause}", e.fix)
+        raise MetricUnavailable(metric, *self._failed[need])
 
     def get(self, need: str) -> Any:
         """The ready resource (``acquire`` first; the registry does that for every declared need)."""
         if need not in self._ready:
             raise RuntimeError(f"resource {need!r} used without being declared in the metric's needs")
         return self._ready[need]
-
-    def fail(self, need: str, cause: str) -> None:
-        """Mark a resource unusable after it failed to load on first real use (e.g. the embedding model)."""
-        self._ready.pop(need, None)
-        self._failed[need] = cause
