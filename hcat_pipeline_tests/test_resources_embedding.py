@@ -5,7 +5,9 @@ from hcat_pipeline.resources.embedding import EmbeddingModel
 
 
 def test_real_model_vectors_are_normalised_and_semantic(embedding_model):
-    v = embedding_model.embed(["The bank raised its interest rate.", "Interest rates went up at the bank.", "A cat sleeps on the sofa."])
+    v = embedding_model.embed(
+        ["The bank raised its interest rate.", "Interest rates went up at the bank.", "A cat sleeps on the sofa."]
+    )
     assert v.shape == (3, 384) and v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert v[0] @ v[1] > v[0] @ v[2] + 0.3
@@ -46,3 +48,19 @@ def test_foreign_or_truncated_shard_is_ignored_not_fatal(tmp_path):
     fresh = EmbeddingCache(tmp_path, "m", 2)
     got, missing = fresh.get_many([text_key("x")])
     assert missing == [] and np.allclose(got, 1.0)
+
+
+def test_shard_of_another_model_id_in_the_same_directory_is_skipped_and_kept(tmp_path):
+    a = EmbeddingCache(tmp_path, "org/model@x", 2)  # both ids sanitise to the directory org__model__x
+    b = EmbeddingCache(tmp_path, "org/model:x", 2)
+    assert a.dir == b.dir
+    a.put([text_key("t")], np.ones((1, 2), np.float32))
+    b.put([text_key("u")], np.full((1, 2), 2.0, np.float32))
+    b.put([text_key("v")], np.full((1, 2), 3.0, np.float32))
+    fresh_b = EmbeddingCache(tmp_path, "org/model:x", 2)
+    got, missing = fresh_b.get_many([text_key("t"), text_key("u")])
+    assert missing == [0] and np.allclose(got[1], 2.0)  # a's vector is not b's
+    assert fresh_b.compact() == 2  # merges b's two shards, leaves a's alone
+    fresh_a = EmbeddingCache(tmp_path, "org/model@x", 2)
+    got, missing = fresh_a.get_many([text_key("t"), text_key("u")])
+    assert missing == [1] and np.allclose(got[0], 1.0)

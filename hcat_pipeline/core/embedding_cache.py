@@ -1,5 +1,9 @@
 """Content-addressed embedding cache: key = model id + SHA-256 of the text, stored as Parquet shards.
 
+The model id names the cache directory and is written into every shard's metadata; a shard whose
+recorded model id is another one (two ids that sanitise to the same directory name) is skipped and
+never touched, so vectors of two models (or two backends of one model) never mix.
+
 Each ``put`` writes one new immutable shard (temp file + rename), so concurrent writers never
 damage each other and a crash never leaves a half-written file; ``compact`` merges shards.
 """
@@ -13,7 +17,6 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -30,13 +33,14 @@ class EmbeddingCache:
         self._index: dict[str, int] = {}
         self._vectors = np.zeros((0, dim), dtype=np.float32)
         self._shards_seen: set[str] = set()
+        self._shards_foreign: set[str] = set()  # written for another model id: skipped, never compacted
 
     def _shards(self) -> list[Path]:
         return sorted(self.dir.glob("shard-*.parquet")) if self.dir.is_dir() else []
 
     def refresh(self) -> None:
         """Load shards written since the last look (by this or another process)."""
-        new = [p for p in self._shards() if p.name not in self._shards_seen]
+        new = [p for p in self._shards() if p.name not in self._shards_seen and p.name not in self._shards_foreign]
         if not new:
             return
         keys, mats = [], []
@@ -44,6 +48,10 @@ class EmbeddingCache:
             try:
                 t = pq.read_table(p)
             except Exception:  # unreadable shard (foreign file): ignore, it will be recomputed
+                continue
+            written_by = (t.schema.metadata or {}).get(b"model_id")
+            if written_by is not None and written_by.decode("utf-8") != self.model_id:
+                self._shards_foreign.add(p.name)  # another model's vectors in a directory of the same name
                 continue
             ks = t.column("key").to_pylist()
             vec = t.column("vector").combine_chunks()
@@ -86,7 +94,8 @@ class EmbeddingCache:
             {
                 "key": pa.array(keys, pa.string()),
                 "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), self.dim),
-            }
+            },
+            metadata={"model_id": self.model_id},
         )
         tmp = self.dir / f".{name}.tmp"
         pq.write_table(table, tmp)
@@ -100,7 +109,7 @@ class EmbeddingCache:
     def compact(self) -> int:
         """Merge all shards into one; returns the number of shards merged."""
         self.refresh()
-        shards = self._shards()
+        shards = [p for p in self._shards() if p.name in self._shards_seen]
         if len(shards) <= 1:
             return 0
         keys = list(self._index)
@@ -114,4 +123,3 @@ class EmbeddingCache:
             if p.name in old:
                 p.unlink(missing_ok=True)
         return len(shards)
-
