@@ -1,0 +1,272 @@
+"""Training of the toxicity head (``toxicity_head.npz``) from the public labelled sets in
+``../shared/validation`` (split protocol in ``toxicity_data``). Pure: sentence embeddings come in
+through ``embed``; scikit-learn fits, numpy arrays come out (no pickle).
+
+* train split (60 %) + augmentation derived from its own sentences (below): every choice of
+  hyperparameters is made by stratified group 5-fold cross-validation on it (AUROC). Per embedding
+  variant (``full`` = MiniLM ⊕ USE, ``minilm``) two embedding signals are fitted: a content MLP
+  (hate vs not, trained without the counter-speech frames) and a frame LR (counter-speech frame vs
+  anything else); the logistic stack over them, the profanity probability and the rule features is
+  fitted on their out-of-fold values. The ``lexical`` variant stacks profanity and rules only;
+* val split (15 %, original sentences only): Platt calibration of each stack, nothing else;
+* test split (25 %): never seen here (``benchmarks/safety_toxicity.py`` reports on it).
+
+Augmentation (documented; it teaches what the sets lack — they hold almost no counter-speech and
+no harmless swearing): a train-split hate sentence wrapped in a counter-speech frame that quotes or
+denounces it → label 0; a sentence with swearing added keeps its label (hate stays 1, non-hate
+stays 0). Held-out frames (``*_HELDOUT``) are used only to build the synthetic pairs the benchmark
+reports on the test split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Sequence
+from datetime import date
+
+import numpy as np
+
+from hcat_pipeline.core.metrics.toxicity import (
+    HEAD_FORMAT,
+    embedding_matrix,
+    embedding_signals,
+    featurise,
+    mlp_logit,
+    stack_inputs,
+)
+from hcat_pipeline.core.metrics.toxicity_data import Example, text_key
+from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES
+
+COUNTER_FRAMES = (
+    'Saying "{q}" is hateful, and it has no place here.',
+    'Someone wrote "{q}" on the forum, which is plain bigotry.',
+    "It is a prejudiced lie that {c}.",
+    "I am so tired of people claiming that {c}.",
+    'Statements like "{q}" hurt real people and should be called out.',
+    '"{q}" is exactly the kind of stereotype we need to challenge.',
+    "My uncle said {c}, and I told him that was racist.",
+    "No one should have to hear that {c}.",
+    'We condemn the post that said "{q}".',
+    "Please stop repeating the lie that {c}.",
+    'The comment "{q}" was removed because it breaks the rules on hate speech.',
+    "I can't believe anyone still thinks {c}.",
+)
+COUNTER_FRAMES_HELDOUT = (
+    "It's sad that some people really believe {c}.",
+    'A stranger told my friend "{q}" and everyone on the bus stood up for her.',
+    "Anyone who says {c} is spreading prejudice.",
+)
+SWEAR_PREFIXES = ("Fuck, ", "Holy shit, ", "Damn, ", "What the hell, ", "Oh crap, ", "Bloody hell, ", "Fucking hell, ")
+SWEAR_SUFFIXES = (" Fuck this.", " What a load of crap.", " Damn it.", " Shit.", " For fuck's sake.")
+SWEAR_HELDOUT = ("Goddamn, ", "Shit, ", "Jesus fucking christ, ")
+MLP_GRID = ({"hidden": 128, "alpha": 0.1}, {"hidden": 256, "alpha": 0.01}, {"hidden": 256, "alpha": 0.1}, {"hidden": 512, "alpha": 0.1})
+FRAME_C_GRID = (0.1, 1.0, 10.0)
+C_GRID = (0.01, 0.1, 1.0, 10.0)
+_RULES = tuple(f for f in RULE_FEATURES if f != "slur_reclaimed")  # no training evidence for it
+STACK_SETS = {
+    "embedding": {
+        "plain": ("emb_logit", "frame", "profanity", *_RULES),
+        "interactions": ("emb_logit", "frame", "profanity", *_RULES, "frame*emb_logit", "denounce*emb_logit", "reported*emb_logit", "negation*emb_logit"),
+    },
+    "lexical": {"plain": ("profanity", *_RULES)},
+}
+MAX_WORDS = 30
+
+
+def _clause(text: str) -> str:
+    t = text.strip().rstrip(".!?;: ").strip()
+    return t[:1].lower() + t[1:] if len(t) > 1 and not t[1].isupper() and not t.startswith("I ") else t
+
+
+def augment(examples: Sequence[Example], idx: Sequence[int], seed: int, counter_frames=COUNTER_FRAMES, prefixes=SWEAR_PREFIXES, suffixes=SWEAR_SUFFIXES) -> list[tuple[str, int, int, str]]:
+    """(text, label, index of the source example, kind) for: each short hate sentence once in a
+    counter-speech frame (label 0); a seeded third of all short sentences with swearing added
+    (label unchanged)."""
+    rng = random.Random(seed)
+    out = []
+    for i in idx:
+        e = examples[i]
+        if len(e.text.split()) > MAX_WORDS:
+            continue
+        q = e.text.strip().replace('"', "'")
+        if e.label == 1:
+            frame = rng.choice(counter_frames)
+            out.append((frame.format(q=q, c=_clause(q)), 0, i, "aug_counter"))
+        if (prefixes or suffixes) and rng.random() < 1 / 3:
+            if prefixes and (rng.random() < 0.5 or not suffixes):
+                t = rng.choice(prefixes) + _clause(q)
+            else:
+                t = q.rstrip() + ("" if q.rstrip()[-1:] in ".!?" else ".") + rng.choice(suffixes)
+            out.append((t, e.label, i, "aug_swear_hate" if e.label else "aug_swear_clean"))
+    return out
+
+
+def _auroc(y: np.ndarray, s: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, s)) if len(set(y.tolist())) == 2 else float("nan")
+
+
+def _folds(y: np.ndarray, groups: np.ndarray, seed: int, k: int = 5) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    return list(StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(len(y)), y, groups))
+
+
+def _fit_mlp(x: np.ndarray, y: np.ndarray, hidden: int, alpha: float, seed: int):
+    from sklearn.neural_network import MLPClassifier
+
+    return MLPClassifier(hidden_layer_sizes=(hidden,), alpha=alpha, early_stopping=True, random_state=seed, max_iter=300).fit(x, y)
+
+
+def _mlp_arrays(m) -> dict:
+    return {
+        "mlp_w1": m.coefs_[0].astype(np.float16),
+        "mlp_b1": m.intercepts_[0].astype(np.float32),
+        "mlp_w2": m.coefs_[1].reshape(-1).astype(np.float16),
+        "mlp_b2": np.asarray(m.intercepts_[1], dtype=np.float32).reshape(1),
+    }
+
+
+def _fit_lr(x: np.ndarray, y: np.ndarray, c: float):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, max_iter=5000).fit(x, y)
+
+
+def _fit_stack(x: np.ndarray, y: np.ndarray, c: float):
+    from sklearn.preprocessing import StandardScaler
+
+    sc = StandardScaler().fit(x)
+    scale = np.where(sc.scale_ > 0, sc.scale_, 1.0)
+    lr = _fit_lr((x - sc.mean_) / scale, y, c)
+    return sc.mean_, scale, lr.coef_[0], float(lr.intercept_[0])
+
+
+def _stack_logit(x, mean, scale, coef, intercept) -> np.ndarray:
+    return ((x - mean) / scale) @ coef + intercept
+
+
+def _platt(logit: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    lr = _fit_lr(logit.reshape(-1, 1), y, 1e6)
+    return float(lr.coef_[0, 0]), float(lr.intercept_[0])
+
+
+def _embedding_signals(x, y, content, is_counter, folds, seed, log) -> tuple[dict, dict, dict]:
+    """Content MLP (hate vs not, trained without the counter-speech frames) and frame LR (counter-
+    speech frame vs anything else): configurations by grouped CV AUROC; out-of-fold signals for the
+    stack; final models refitted on the whole train split."""
+    report, oof_by = {"mlp_cv_auroc": {}, "frame_cv_auroc": {}}, {}
+    for cfg in MLP_GRID:
+        oof = np.zeros(len(y))
+        for a, b in folds:
+            a = a[content[a]]
+            oof[b] = mlp_logit(x[b], *_mlp_arrays(_fit_mlp(x[a], y[a], cfg["hidden"], cfg["alpha"], seed)).values())
+        key = f"h{cfg['hidden']}_a{cfg['alpha']}"
+        report["mlp_cv_auroc"][key], oof_by[key] = _auroc(y[content], oof[content]), (cfg, oof)
+        log(f"    content mlp {key}: CV AUROC {report['mlp_cv_auroc'][key]:.4f}")
+    best = max(report["mlp_cv_auroc"], key=report["mlp_cv_auroc"].get)
+    cfg, oof_emb = oof_by[best]
+    frames = {}
+    for c in FRAME_C_GRID:
+        oof = np.zeros(len(y))
+        for a, b in folds:
+            oof[b] = _fit_lr(x[a], is_counter[a], c).predict_proba(x[b])[:, 1]
+        frames[c] = (_auroc(is_counter, oof), oof)
+        report["frame_cv_auroc"][str(c)] = frames[c][0]
+        log(f"    frame lr C={c}: CV AUROC {frames[c][0]:.4f}")
+    fc = max(frames, key=lambda c: frames[c][0])
+    fr = _fit_lr(x, is_counter, fc)
+    arrays = _mlp_arrays(_fit_mlp(x[content], y[content], cfg["hidden"], cfg["alpha"], seed))
+    arrays |= {"frame_coef": fr.coef_[0].astype(np.float32), "frame_intercept": np.array(float(fr.intercept_[0]))}
+    report |= {"mlp": cfg, "frame_C": fc}
+    return arrays, {"emb_logit": oof_emb, "frame": frames[fc][1]}, report
+
+
+def train_toxicity_head(
+    examples: Sequence[Example],
+    splits: Sequence[str],
+    groups: np.ndarray,
+    embed: Callable[[list[str]], np.ndarray],
+    embed_aux: Callable[[list[str]], np.ndarray] | None = None,
+    predict_prob: Callable[[list[str]], np.ndarray] | None = None,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> tuple[dict, dict]:
+    """(head arrays for ``np.savez``, report). ``splits`` from ``toxicity_data.assign_splits``.
+    Variants: ``minilm`` (``embed``), ``full`` (``embed`` + ``embed_aux``, when given), ``lexical``."""
+    splits = np.asarray(splits)
+    tr_idx = np.flatnonzero(splits == "train")
+    va_idx = np.flatnonzero(splits == "val")
+    aug = augment(examples, tr_idx, seed)
+    texts = [examples[i].text for i in tr_idx] + [a[0] for a in aug]
+    y = np.array([examples[i].label for i in tr_idx] + [a[1] for a in aug])
+    grp = np.concatenate([np.asarray(groups)[tr_idx], np.asarray(groups)[[a[2] for a in aug]]])
+    kinds = np.array([examples[i].kind for i in tr_idx] + [a[3] for a in aug])
+    content, is_counter = kinds != "aug_counter", (kinds == "aug_counter").astype(int)
+    log(f"train: {len(tr_idx)} sentences + {len(aug)} augmented; val: {len(va_idx)}")
+    f = featurise(texts, embed, predict_prob, embed_aux)
+    fv = featurise([examples[i].text for i in va_idx], embed, predict_prob, embed_aux)
+    yv = np.array([examples[i].label for i in va_idx])
+    folds = _folds(y, grp, seed)
+    head: dict = {}
+    report: dict = {"variants": {}}
+    for v in ("full", "minilm", "lexical") if embed_aux is not None else ("minilm", "lexical"):
+        log(f"  variant {v}")
+        x = embedding_matrix(f, v)
+        cols, rep = {"profanity": f["profanity"]}, {}
+        if x is not None:
+            arrays, oof_cols, rep = _embedding_signals(x, y, content, is_counter, folds, seed, log)
+            head |= {f"{v}_{k}": a for k, a in arrays.items()}
+            cols |= oof_cols
+        results = {}
+        for vname, names in STACK_SETS["lexical" if x is None else "embedding"].items():
+            xs = stack_inputs(cols, f["rules"], names)
+            for c in C_GRID:
+                oof = np.zeros(len(y))
+                for a, b in folds:
+                    oof[b] = _stack_logit(xs[b], *_fit_stack(xs[a], y[a], c))
+                results[(vname, c)] = _auroc(y, oof)
+        (vname, c) = max(results, key=results.get)
+        names = STACK_SETS["lexical" if x is None else "embedding"][vname]
+        mean, scale, coef, intercept = _fit_stack(stack_inputs(cols, f["rules"], names), y, c)
+        head |= {f"{v}_names": np.array(names), f"{v}_mean": mean, f"{v}_scale": scale, f"{v}_coef": coef, f"{v}_intercept": np.array(intercept)}
+        # Platt calibration on the val split (original sentences only)
+        cols_v = {"profanity": fv["profanity"]} | ({} if x is None else embedding_signals(embedding_matrix(fv, v), head, v))
+        zv = _stack_logit(stack_inputs(cols_v, fv["rules"], names), mean, scale, coef, intercept)
+        head[f"{v}_platt"] = np.array(_platt(zv, yv))
+        rep |= {"stack": vname, "stack_C": c, "stack_cv_auroc": results[(vname, c)], "val_auroc": _auroc(yv, zv), "coef": dict(zip(names, np.round(coef, 4).tolist()))}
+        log(f"    stack {vname} C={c}: CV AUROC {results[(vname, c)]:.4f}; val AUROC {rep['val_auroc']:.4f}")
+        report["variants"][v] = rep
+
+    # category head: implicit-hate stage-2 class from the MiniLM embedding (train split, "other" left out)
+    ci = [k for k, i in enumerate(tr_idx) if examples[i].implicit_class and examples[i].implicit_class != "other"]
+    classes: list[str] = []
+    head |= {"cat_coef": np.zeros((0, f["vecs"].shape[1]), np.float16), "cat_intercept": np.zeros(0, np.float32), "cat_names": np.array([], dtype=str)}
+    if len({examples[tr_idx[k]].implicit_class for k in ci}) >= 2:
+        cat = _fit_lr(f["vecs"][ci], [examples[tr_idx[k]].implicit_class for k in ci], 1.0)
+        classes = [str(c) for c in cat.classes_]
+        head |= {"cat_coef": cat.coef_.astype(np.float16), "cat_intercept": cat.intercept_.astype(np.float32), "cat_names": np.array(classes)}
+
+    counts: dict = {s: {} for s in ("train", "val", "test")}
+    for e, s in zip(examples, splits):
+        counts[s][f"{e.source}:{e.kind}"] = counts[s].get(f"{e.source}:{e.kind}", 0) + 1
+    digests = {s: split_digest([e for e, x in zip(examples, splits) if x == s]) for s in counts}
+    report |= {
+        "format": HEAD_FORMAT,
+        "trained_on": str(date.today()),
+        "seed": seed,
+        "counts": counts,
+        "augmented": {k: int((kinds == k).sum()) for k in ("aug_counter", "aug_swear_hate", "aug_swear_clean")},
+        "split_digest": digests,
+        "category_classes": classes,
+    }
+    head["meta_json"] = np.array(json.dumps(report))
+    return head, report
+
+
+def split_digest(examples: Sequence[Example]) -> str:
+    """sha256[:16] of the sorted text keys: shows whether a split was reproduced exactly."""
+    return hashlib.sha256("\n".join(sorted(text_key(e.text) for e in examples)).encode()).hexdigest()[:16]

@@ -1,0 +1,57 @@
+"""Train the toxicity head (hcat_pipeline/core/metrics/toxicity_head.npz) from ../shared/validation.
+
+    nice -n 19 python scripts/train_toxicity_head.py [--data ../shared/validation] [--out PATH] [--seed 0]
+
+Loads and splits the data (hcat_pipeline.core.metrics.toxicity_data: de-duplicated, near-duplicate
+groups kept in one split, seeded), embeds with the packaged MiniLM (EmbeddingModel, cached), fits and
+calibrates (hcat_pipeline.core.metrics.toxicity_train; with the packaged USE-M3 encoder as the
+second embedding of the ``full`` variant) and writes the head with its report as
+metadata. The test split is not touched: benchmarks/safety_toxicity.py reports on it.
+Measured here (2 shared cores, warm embedding cache): ~4 min.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "validation")
+    ap.add_argument("--out", type=Path, default=ROOT / "hcat_pipeline" / "core" / "metrics" / "toxicity_head.npz")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cache-dir", default=None, help="embedding cache (default: the project's)")
+    args = ap.parse_args()
+
+    from hcat_pipeline.core.metrics.toxicity_data import assign_splits, load_all, near_duplicate_groups
+    from hcat_pipeline.core.metrics.toxicity_train import train_toxicity_head
+    from hcat_pipeline.resources.embedding import EmbeddingModel
+    from hcat_pipeline.resources.multilingual import MultilingualEncoder
+
+    t0 = time.perf_counter()
+    emb = EmbeddingModel(**({"cache_dir": args.cache_dir} if args.cache_dir else {}))
+    examples, stats = load_all(args.data)
+    print("data:", json.dumps(stats))
+    vecs = emb.embed([e.text for e in examples])
+    groups = near_duplicate_groups(vecs)
+    splits = assign_splits(examples, groups)
+    print(f"near-duplicate groups: {len(set(groups.tolist()))} for {len(examples)} sentences")
+    use = MultilingualEncoder()
+    head, report = train_toxicity_head(examples, splits, groups, emb.embed, embed_aux=use.encode, seed=args.seed)
+    report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id
+    head["meta_json"] = np.array(json.dumps(report))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(args.out, **head)
+    print(json.dumps({k: report[k] for k in ("counts", "augmented", "variants")}, indent=1))
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB) in {time.perf_counter() - t0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
