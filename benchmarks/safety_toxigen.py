@@ -1,5 +1,6 @@
 """Toxicity on the ToxiGen demonstrations (../shared/validation/toxigen-demonstrations): AUROC and
-throughput of the packaged classifier (alt-profanity-check) per sentence, per group, and — with
+throughput of the old profanity score (alt-profanity-check, now the ``toxicity_profanity`` column)
+on all sentences, per group, and — with
 ``--llm-sample N`` — of the LLM judge (HARM_HATE / any AILuminate category) on a seeded, balanced
 sample of N sentences.
 
@@ -7,6 +8,9 @@ sample of N sentences.
 
 Labels come from the file names (``__hate_`` / ``__neutral_``). Sentences are de-duplicated;
 a sentence found under both labels is dropped (and counted).
+
+The calibrated ``toxicity`` score is trained on part of these sentences: its held-out figures come
+from ``benchmarks/safety_toxicity.py``.
 
 Seen here (2 shared cores): 587 sentences (317 hate / 270 neutral), classifier AUROC 0.693,
 ~9,500 sentences/s; hate recall 0.21 at 0.5. The local Qwen-0.5B judge took ~255 s per call under
@@ -58,7 +62,7 @@ def main() -> None:
 
     from sklearn.metrics import roc_auc_score
 
-    from hcat_pipeline.core.metrics.safety import load_toxicity_classifier, toxicity_scores
+    from hcat_pipeline.core.metrics.safety import load_toxicity_classifier
 
     texts, y, groups, conflicting = load(args.data)
     y_arr = np.array(y)
@@ -69,9 +73,8 @@ def main() -> None:
     predict = load_toxicity_classifier()
     t_load = time.perf_counter() - t0
     t0 = time.perf_counter()
-    rows = toxicity_scores([[t] for t in texts], predict_prob=predict)
+    p = np.asarray(predict(texts), dtype=float)  # = the toxicity_profanity column for one-sentence rows
     dt = time.perf_counter() - t0
-    p = np.array([r["toxicity"] for r in rows])
     print(f"alt-profanity-check: load {t_load:.2f}s, {len(texts) / dt:,.0f} sentences/s (one batch of {len(texts)})")
     print(f"  AUROC hate vs neutral: {roc_auc_score(y_arr, p):.3f}")
     for thr in (0.5, 0.2, 0.1):
