@@ -28,8 +28,8 @@ NIGHT_FORMAT = "%Y-%m-%d"
 
 def tonight(now: dt.datetime | None = None) -> str:
     """The night key of ``now`` (UTC date)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    return now.astimezone(dt.timezone.utc).strftime(NIGHT_FORMAT)
+    now = now or dt.datetime.now(dt.UTC)
+    return now.astimezone(dt.UTC).strftime(NIGHT_FORMAT)
 
 
 def campaign_run_key(version: str, night_key: str) -> dg.MultiPartitionKey:

@@ -1,4 +1,3 @@
-import json
 
 import dagster as dg
 import numpy as np

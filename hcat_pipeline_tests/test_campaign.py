@@ -6,9 +6,10 @@ import sys
 
 import dagster as dg
 import polars as pl
-DagsterRunStatus = dg.DagsterRunStatus
 
 from hcat_pipeline.campaign import recover_stale_runs, version_for_candidates
+
+DagsterRunStatus = dg.DagsterRunStatus
 
 
 def test_version_is_a_content_hash():

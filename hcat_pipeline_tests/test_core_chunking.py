@@ -1,5 +1,6 @@
-import pytest
 from pydoc_data.topics import topics
+
+import pytest
 
 from hcat_pipeline.core.chunking import approx_token_count, chunk_corpus, chunk_document, sentence_spans
 

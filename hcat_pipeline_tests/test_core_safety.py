@@ -10,10 +10,10 @@ from hcat_pipeline.core.metrics.safety import (
     bias_report,
     harm_judge,
     harm_judge_summary,
+    load_harm_prompt,
     load_toxicity_classifier,
     refusal_scores,
     render_harm_prompt,
-    load_harm_prompt,
     sentiment_scores,
     toxicity_scores,
 )

@@ -12,8 +12,12 @@ import hashlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import polars as pl
 
 DISTRACTOR_PREFIX = "distractor:"
 RETRIEVERS = ("closed_book", "oracle", "bm25", "dense", "hybrid")
@@ -181,7 +185,7 @@ def inject_distractor(passages: list[Passage], distractor: str | None, seed: int
     return [Passage(c, t, i + 1, s) for i, (c, t, s) in enumerate(items)]
 
 
-def without_planted(frame: "pl.DataFrame") -> "pl.DataFrame":
+def without_planted(frame: pl.DataFrame) -> pl.DataFrame:
     """Move planted distractor passages (chunk id ``distractor:…``) out of ``contexts`` into
     ``planted_passages``: groundedness and every context metric are measured against the true
     context only (the behaviour checks judge the planted passage separately)."""

@@ -16,8 +16,8 @@ honour them (``Allocation.grown_by`` says by how much). No dagster here.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 import polars as pl

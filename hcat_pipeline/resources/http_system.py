@@ -22,7 +22,6 @@ import httpx
 from pydantic import PrivateAttr, create_model
 
 from hcat_pipeline.campaign_spec import HttpSystemSpec
-
 from hcat_pipeline.core.jsonpath import get_path
 from hcat_pipeline.core.rag import config_hash
 
