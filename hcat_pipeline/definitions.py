@@ -9,7 +9,7 @@ import dagster as dg
 import hcat_pipeline  # noqa: F401  (pins the model stack offline)
 from hcat_pipeline import assets as asset_package
 from hcat_pipeline.jobs import JOBS
-from hcat_pipeline.resources.sets import resources_for
+from hcat_pipeline.resources.sets import executor_for, resources_for
 from hcat_pipeline.schedules import SCHEDULES
 from hcat_pipeline.sensors import SENSORS
 
@@ -17,6 +17,7 @@ defs = dg.Definitions(
     assets=dg.load_assets_from_package_module(asset_package),
     asset_checks=dg.load_asset_checks_from_package_module(asset_package),
     resources=resources_for(),
+    executor=executor_for(),  # HCAT_DEPLOYMENT=distributed: dagster-celery; else Dagster's default
     jobs=JOBS,
     schedules=SCHEDULES,
     sensors=SENSORS,

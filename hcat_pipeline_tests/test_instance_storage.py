@@ -36,7 +36,8 @@ def test_postgres_storage_selected_by_one_env_var(tmp_path):
     start = subprocess.run(["bash", str(ROOT / "scripts/postgres.sh"), "start"], env=env, capture_output=True, text=True)
     assert start.returncode == 0, start.stderr
     try:
-        url = f"postgresql+psycopg2://postgres@127.0.0.1:{port}/dagster"
+        url = start.stdout.split("HCAT_POSTGRES_URL=")[1].split()[0]  # password auth (scram), never trust
+        assert url.startswith("postgresql+psycopg2://postgres:") and url.endswith(f"@127.0.0.1:{port}/dagster")
         env2, yaml_text = _env_home(tmp_path, "postgres", {"HCAT_POSTGRES_URL": url})
         assert "postgres_url" in yaml_text
         script = (

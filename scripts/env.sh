@@ -5,7 +5,9 @@ export PATH="$HCAT_ROOT/${HCAT_VENV:-.venv}/bin:$PATH"
 export DAGSTER_HOME="${DAGSTER_HOME:-$HCAT_ROOT/.dagster_home}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS=""
 mkdir -p "$DAGSTER_HOME"
-if [ "${HCAT_DAGSTER_STORAGE:-sqlite}" = postgres ]; then
+if [ "${HCAT_DEPLOYMENT:-local}" = distributed ]; then  # Postgres + Celery workers (resources/sets.py)
+  cp "$HCAT_ROOT/deploy/dagster.distributed.yaml" "$DAGSTER_HOME/dagster.yaml"
+elif [ "${HCAT_DAGSTER_STORAGE:-sqlite}" = postgres ]; then
   cp "$HCAT_ROOT/deploy/dagster.postgres.yaml" "$DAGSTER_HOME/dagster.yaml"
 else
   cp "$HCAT_ROOT/dagster.yaml" "$DAGSTER_HOME/dagster.yaml"

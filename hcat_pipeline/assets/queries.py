@@ -36,6 +36,7 @@ from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
+from hcat_pipeline.resources.sets import llm_pool
 
 GENERATED_QUERIES = {
     "query_id": pl.String, "query_type": pl.String, "chunk_id": pl.String, "source_chunk_ids": pl.List(pl.String),
@@ -144,7 +145,7 @@ def _keep_fn(chunks: pl.DataFrame, embed):
 
 @dg.asset(
     group_name="queries",
-    pool="llm",
+    pool=llm_pool(),
     description="HCAT §2 step 5: LLM-generated queries with reference answers and source chunk ids, one per sampled chunk "
     "with the query type rotated (every stratum and type asked for) plus bounded repair rounds for strata / types left "
     "uncovered after selection; structured JSON, schema-validated; failed calls are rows with `error`.",
@@ -256,7 +257,7 @@ def selected_queries(
 
 @dg.asset(
     group_name="queries",
-    pool="llm",
+    pool=llm_pool(),
     description="Robustness and risk cases (HCAT §6.1, §4; golden-eval §2.2, §11.2): typos, colloquial rewrites, misleading "
     "premise, contradicting distractor, prompt injection, counterfactual demographic pairs (each linked to its base case) "
     "and out-of-scope questions (expected: abstain).",

@@ -38,6 +38,7 @@ from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.http_system import HttpRagSystem
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.sets import llm_pool
 
 CHECKPOINT_DIR = WAREHOUSE_DIR / "_checkpoints" / "rag_responses"
 IMPORT_DIR = DATA_DIR / "imports" / "rag_responses"
@@ -64,7 +65,7 @@ class CampaignRunConfig(dg.Config):
 @dg.asset(
     partitions_def=campaign_run,
     group_name="responses",
-    pool="llm",
+    pool=llm_pool(),
     description="One response per golden-set case × system of the campaign, on one night: contexts (chunk ids, ranks), "
     "answer, latency, tokens, cost, error, config hash, reused_from. Checkpointed per response; a re-run of the "
     "night resumes; http / API systems are asked every night.",
