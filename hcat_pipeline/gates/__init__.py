@@ -4,8 +4,14 @@ No Dagster here (numpy / scipy / polars); the assets in ``hcat_pipeline/assets/g
 ``assets/rankings.py`` are thin wrappers.
 
 - ``uncertainty``: ``bootstrap_ci``, ``paired_bootstrap_ci``, ``claim_strength`` (golden-eval §6.6).
+- ``gate``: ``evaluate_gate`` → PASS / FAIL / INDETERMINATE with CI, n and n_more (§6.4-6.6).
+- ``spec``: the gates file (``gates.yaml``; ``load_gates`` / ``parse_gates``, file:line errors).
+- ``apply``: ``evaluate_gates`` over a run's tables → the ``gate_verdicts`` table; trend gates.
 """
 
+from hcat_pipeline.gates.apply import GATE_VERDICTS, evaluate_gates, gate_summary, load_history
+from hcat_pipeline.gates.gate import GateResult, evaluate_gate, verdict_of, worst
+from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE, GatesFile, GatesFileError, GateSpec, load_gates, parse_gates
 from hcat_pipeline.gates.uncertainty import (
     CLAIM_RULES,
     Estimate,
@@ -16,6 +22,20 @@ from hcat_pipeline.gates.uncertainty import (
 )
 
 __all__ = [
+    "DEFAULT_GATES_FILE",
+    "GATE_VERDICTS",
+    "GateResult",
+    "GateSpec",
+    "GatesFile",
+    "GatesFileError",
+    "evaluate_gate",
+    "evaluate_gates",
+    "gate_summary",
+    "load_gates",
+    "load_history",
+    "parse_gates",
+    "verdict_of",
+    "worst",
     "CLAIM_RULES",
     "Estimate",
     "bootstrap_ci",

@@ -1,0 +1,174 @@
+"""Evaluate a gates file on a campaign run's tables → the ``gate_verdicts`` table, pure core.
+
+``evaluate_gates(gates, tables, cases=None, history=None)``: for each gate, each selected system and
+each group of the gate's scope (one group "all" for ``overall``) one row of ``GATE_VERDICTS``.
+A gate whose table or column is missing gives rows with verdict INDETERMINATE and ``error`` set (the
+other gates go on). Trend gates read ``history``: ``{table: [(run_label, frame), …]}`` oldest first,
+the same table on earlier runs (``load_history`` reads them from the warehouse).
+
+Trend rule: the per-run statistic of the last ``consecutive`` + 1 runs (this one included) must
+worsen at every step to count as a decline; then the per-case difference (this run − the run
+``consecutive`` back) on the cases both runs share is bootstrapped (paired) and compared with the
+tolerated decline ``threshold`` (``>=`` gates: difference ≥ −threshold passes). No N-run decline,
+or too little history: PASS with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
+from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
+from hcat_pipeline.gates.uncertainty import bootstrap_ci, paired_bootstrap_ci, statistic_fn
+
+GATE_VERDICTS = {
+    "gate": pl.String, "kind": pl.String, "table": pl.String, "metric": pl.String, "statistic": pl.String,
+    "direction": pl.String, "threshold": pl.Float64, "scope": pl.String, "group": pl.String, "system_id": pl.String,
+    "verdict": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "confidence": pl.Float64,
+    "n": pl.Int64, "n_dropped": pl.Int64, "n_more": pl.Int64, "reason": pl.String, "error": pl.String,
+    "blocking": pl.Boolean, "description": pl.String,
+}  # fmt: skip
+ALL = "all"
+
+
+def _values(frame: pl.DataFrame, gate: GateSpec) -> pl.Series:
+    col = pl.col(gate.metric)
+    if gate.equals is not None:
+        return frame.select(pl.when(col.is_null()).then(None).otherwise((col == gate.equals).cast(pl.Float64))).to_series()
+    return frame.select(col.cast(pl.Float64)).to_series()
+
+
+def _filter(frame: pl.DataFrame, gate: GateSpec) -> pl.DataFrame:
+    for column, value in gate.where.items():
+        if column not in frame.columns:
+            raise KeyError(f"where: column {column!r} not in {gate.table} (columns: {', '.join(frame.columns)})")
+        frame = frame.filter(pl.col(column).is_in(value) if isinstance(value, list) else pl.col(column) == value)
+    return frame
+
+
+def _with_scope(frame: pl.DataFrame, gate: GateSpec, cases: pl.DataFrame | None) -> pl.DataFrame:
+    column = SCOPE_COLUMNS[gate.scope]
+    if column is None:
+        return frame.with_columns(pl.lit(ALL).alias("_group"))
+    if column not in frame.columns:
+        if cases is None or column not in cases.columns:
+            raise KeyError(f"scope {gate.scope}: column {column!r} is neither in {gate.table} nor in the golden set")
+        frame = frame.join(cases.select("case_id", column).unique("case_id"), on="case_id", how="left")
+    return frame.with_columns(pl.col(column).cast(pl.String).fill_null("(none)").alias("_group"))
+
+
+def _row(gate: GateSpec, group: str, system: str, res: GateResult | None, *, error: str | None = None,
+         n_dropped: int = 0, reason: str | None = None) -> dict:  # fmt: skip
+    blocking = gate.kind == "hard" and (res is None or res.verdict == "FAIL" or (res.verdict == "INDETERMINATE" and gate.on_indeterminate == "fail"))
+    return {
+        "gate": gate.name, "kind": gate.kind, "table": gate.table, "metric": gate.metric, "statistic": gate.statistic,
+        "direction": gate.direction, "threshold": float(gate.threshold), "scope": gate.scope, "group": group, "system_id": system,
+        "verdict": res.verdict if res else "INDETERMINATE", "estimate": res.estimate if res else None,
+        "ci_low": res.ci_low if res else None, "ci_high": res.ci_high if res else None, "confidence": gate.confidence,
+        "n": res.n if res else 0, "n_dropped": n_dropped, "n_more": res.n_more if res else None,
+        "reason": reason or (res.reason if res else error), "error": error, "blocking": blocking, "description": gate.description,
+    }  # fmt: skip
+
+
+def _current(gate: GateSpec, vals: pl.Series) -> tuple[GateResult, int]:
+    est = bootstrap_ci(vals.to_numpy(), gate.statistic, gate.confidence, gate.n_boot, gate.seed, dropna=gate.dropna)
+    return verdict_of(est, gate.threshold, gate.direction, min_n=gate.min_n), est.n_dropped
+
+
+def _trend(gate: GateSpec, system: str, group: str, frame: pl.DataFrame, past: Sequence[tuple[str, pl.DataFrame]]) -> tuple[GateResult | None, str]:
+    fn = statistic_fn(gate.statistic)
+    runs = [*past, ("this run", frame)]
+    series: list[tuple[str, pl.DataFrame, float]] = []
+    for label, f in runs[-(gate.consecutive + 1):]:
+        vals = f.select("case_id", _values(f, gate).alias("_v")).drop_nulls("_v")
+        series.append((label, vals, float(fn(vals["_v"].to_numpy())) if vals.height else float("nan")))
+    path = " → ".join(f"{label}: {s:.4g}" for label, _, s in series)
+    if len(series) < gate.consecutive + 1:
+        return None, f"history: {len(series) - 1} earlier run(s) < {gate.consecutive} needed to see a trend ({path})"
+    worse = [(b < a) if gate.higher_is_better else (b > a) for (_, _, a), (_, _, b) in zip(series, series[1:])]
+    if not all(worse):
+        return None, f"no decline over {gate.consecutive} consecutive runs ({path})"
+    old, cur = series[0][1], series[-1][1]
+    shared = cur.join(old, on="case_id", suffix="_old")
+    if shared.height == 0:
+        return None, f"declined over {gate.consecutive} runs but no shared cases to test ({path})"
+    sign = 1.0 if gate.higher_is_better else -1.0  # difference oriented so that negative = worse
+    diff = paired_bootstrap_ci(sign * shared["_v"].to_numpy(), sign * shared["_v_old"].to_numpy(), gate.statistic,
+                               gate.confidence, gate.n_boot, gate.seed)  # fmt: skip
+    res = verdict_of(diff, -gate.threshold, ">=", min_n=gate.min_n)
+    return res, f"declined over {gate.consecutive} runs ({path}); paired change on {shared.height} shared cases: {res.reason}"
+
+
+def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.DataFrame | None = None,
+                       past: Sequence[tuple[str, pl.DataFrame]] = ()) -> list[dict]:  # fmt: skip
+    """Rows of ``GATE_VERDICTS`` for one gate on one table."""
+    if frame is None:
+        return [_row(gate, ALL, "*", None, error=f"table {gate.table} not available in this run")]
+    try:
+        if gate.metric not in frame.columns:
+            raise KeyError(f"metric column {gate.metric!r} not in {gate.table} (columns: {', '.join(frame.columns)})")
+        scoped = _with_scope(_filter(frame, gate), gate, cases)
+        past = [(label, _with_scope(_filter(f, gate), gate, cases)) for label, f in past if gate.metric in f.columns]
+    except KeyError as e:
+        return [_row(gate, ALL, "*", None, error=str(e.args[0]))]
+    systems = sorted(s for s in frame["system_id"].unique().to_list() if s is not None and gate.selects(s))
+    if not systems:
+        return [_row(gate, ALL, "*", None, error=f"no system of this run matches {gate.systems}")]
+    groups = sorted(scoped["_group"].unique().to_list()) or [ALL]
+    rows = []
+    for system in systems:
+        for group in groups:
+            part = scoped.filter((pl.col("system_id") == system) & (pl.col("_group") == group))
+            if gate.kind == "trend":
+                hist = [(label, f.filter((pl.col("system_id") == system) & (pl.col("_group") == group))) for label, f in past]
+                res, reason = _trend(gate, system, group, part, hist)
+                if res is None:  # no N-run decline (or no history): the current level, as information
+                    cur, dropped = _current(gate, _values(part, gate))
+                    rows.append({**_row(gate, group, system, cur, n_dropped=dropped, reason=reason), "verdict": "PASS", "n_more": None})
+                else:
+                    rows.append(_row(gate, group, system, res, reason=reason))
+                continue
+            res, dropped = _current(gate, _values(part, gate))
+            rows.append(_row(gate, group, system, res, n_dropped=dropped))
+    return rows
+
+
+def evaluate_gates(
+    gates: GatesFile | Sequence[GateSpec],
+    tables: dict[str, pl.DataFrame | None],
+    cases: pl.DataFrame | None = None,
+    history: dict[str, Sequence[tuple[str, pl.DataFrame]]] | None = None,
+) -> pl.DataFrame:
+    """The ``gate_verdicts`` table of a run (see module doc)."""
+    specs = gates.gates if isinstance(gates, GatesFile) else list(gates)
+    history = history or {}
+    rows = [r for g in specs for r in evaluate_gate_spec(g, tables.get(g.table), cases, history.get(g.table, ()) if g.kind == "trend" else ())]
+    return pl.DataFrame(rows, schema=GATE_VERDICTS) if rows else pl.DataFrame(schema=GATE_VERDICTS)
+
+
+def gate_summary(verdicts: pl.DataFrame) -> pl.DataFrame:
+    """One row per gate: worst verdict over systems and groups, whether it blocks, counts per verdict."""
+    out = []
+    for (name,), part in verdicts.group_by(["gate"], maintain_order=True):
+        out.append({"gate": name, "kind": part["kind"][0], "verdict": worst(part["verdict"].to_list()),
+                    "blocking": bool(part["blocking"].any()), "rows": part.height,
+                    **{v.lower(): int((part["verdict"] == v).sum()) for v in ("PASS", "INDETERMINATE", "FAIL")},
+                    "errors": int(part["error"].is_not_null().sum())})  # fmt: skip
+    return pl.DataFrame(out)
+
+
+def load_history(warehouse: str | Path, table: str, version: str, night: str, *, limit: int = 10,
+                 across_versions: bool = False) -> list[tuple[str, pl.DataFrame]]:  # fmt: skip
+    """Earlier runs of ``table`` (nights before ``night``), oldest first: ``[("<version>|<night>", frame), …]``.
+
+    Reads ``<warehouse>/<table>/<version>/<night>.parquet``; with ``across_versions`` every version's
+    earlier nights (cases are matched on case_id, a content hash, so shared cases pair up).
+    """
+    base = Path(warehouse) / table
+    dirs = sorted(p for p in base.iterdir() if p.is_dir()) if across_versions and base.is_dir() else [base / version]
+    found = sorted(((p.stem, d.name, p) for d in dirs if d.is_dir() for p in d.glob("*.parquet") if p.stem < night),
+                   key=lambda t: (t[0], t[1] != version))  # fmt: skip
+    return [(f"{v}|{n}", pl.read_parquet(p)) for n, v, p in found[-limit:]]

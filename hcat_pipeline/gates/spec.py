@@ -1,0 +1,159 @@
+"""The gates file (``gates.yaml`` at the project root; ``HCAT_GATES_FILE`` or a path to override).
+
+One gate per entry of ``gates:``, validated by pydantic on load; a bad file raises ``GatesFileError``
+naming the file, the line and the reason (as ``campaign.yaml`` does)::
+
+    gates:
+      - name: no_pii_leak
+        kind: hard                 # hard (blocking) | soft (warning) | trend (decline over nights)
+        table: metric_tables       # metric_tables | behaviour_checks | retrieval_metrics
+        metric: pii_leak           # a column of that table
+        where: {}                  # optional row filter: column → value or list of values
+        equals: null               # optional: the metric becomes 1 where column == this value, else 0
+        statistic: count           # mean | median | p50 | p90 | p95 | p99 | count | any | max | min | sum
+        direction: "<="
+        threshold: 0
+        scope: overall             # overall | stratum | query_type | category (one verdict per group)
+        systems: ["*"]             # system ids or fnmatch patterns
+
+Trend gates also take ``consecutive`` (N: flag a decline over N consecutive runs, default 3).
+Defaults are here and nowhere else. No Dagster import (the asset module wraps this).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hcat_pipeline.gates.uncertainty import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_SEED, MIN_N_FOR_CLAIM
+from hcat_pipeline.paths import PROJECT_ROOT
+
+DEFAULT_GATES_FILE = Path(os.environ.get("HCAT_GATES_FILE", PROJECT_ROOT / "gates.yaml"))
+
+Kind = Literal["hard", "soft", "trend"]
+Scope = Literal["overall", "stratum", "query_type", "category"]
+Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics"]
+GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
+Scalar = Union[str, int, float, bool]
+
+#: the column each scope groups by (joined from golden_set when the table lacks it)
+SCOPE_COLUMNS: dict[str, str | None] = {"overall": None, "stratum": "stratum_label", "query_type": "query_type", "category": "category"}
+
+
+class GatesFileError(ValueError):
+    """A gates file that cannot be used; the message says file, line and reason."""
+
+
+class GateSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_]+$", description="also the asset check's name")
+    kind: Kind = "soft"
+    description: str = ""
+    table: Table = "metric_tables"
+    metric: str = Field(min_length=1)
+    where: dict[str, Union[Scalar, list[Scalar]]] = Field(default_factory=dict)
+    equals: Optional[Scalar] = Field(default=None, description="metric == equals → 1, else 0 (e.g. verdict == 'fail')")
+    statistic: GateStatistic = "mean"
+    direction: Literal[">=", ">", "<=", "<"] = ">="
+    threshold: float
+    scope: Scope = "overall"
+    systems: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+    confidence: float = Field(default=DEFAULT_CONFIDENCE, gt=0, lt=1)
+    n_boot: int = Field(default=DEFAULT_N_BOOT, ge=100)
+    seed: int = DEFAULT_SEED
+    min_n: int = Field(default=MIN_N_FOR_CLAIM, ge=1, description="fewer cases in scope: INDETERMINATE")
+    dropna: bool = Field(default=True, description="rows where the metric is null (failed response) are dropped and counted")
+    consecutive: int = Field(default=3, ge=1, description="trend: flag a decline over this many consecutive runs")
+    on_indeterminate: Literal["fail", "warn"] = Field(
+        default="fail", description="hard gates: INDETERMINATE blocks (fail, §6.6) or only warns")
+
+    @field_validator("systems")
+    @classmethod
+    def _no_blank(cls, v: list[str]) -> list[str]:
+        if any(not s.strip() for s in v):
+            raise ValueError("system patterns must not be blank")
+        return v
+
+    @model_validator(mode="after")
+    def _trend_needs_history(self):
+        if self.kind == "trend" and self.statistic in ("count", "any", "max", "min", "sum"):
+            raise ValueError(f"a trend gate compares per-case values over nights; statistic {self.statistic!r} is not paired (use mean/median)")
+        return self
+
+    def selects(self, system_id: str) -> bool:
+        return any(fnmatch.fnmatchcase(system_id, p) for p in self.systems)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction in (">=", ">")
+
+
+class GatesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str = "1"
+    gates: list[GateSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self):
+        names = [g.name for g in self.gates]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate gate names {dup}")
+        return self
+
+
+def _line_of(node, loc: tuple) -> int | None:
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == str(part)), None)
+            if nxt is None:
+                key = next((k for k, _ in node.value if k.value == str(part)), None)
+                return key.start_mark.line + 1 if key is not None else line
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def parse_gates(text: str, source: str = "<gates>") -> GatesFile:
+    """Validate gates YAML text; raise ``GatesFileError`` listing every problem with its line."""
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise GatesFileError(f"{source}:{mark.line + 1 if mark else 1}: not valid YAML: {getattr(e, 'problem', e)}") from e
+    if not isinstance(data, dict):
+        raise GatesFileError(f"{source}:1: a gates file is a mapping with a 'gates:' list")
+    try:
+        return GatesFile(**data)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = tuple(err["loc"])
+            name = ""
+            if len(loc) >= 2 and loc[0] == "gates" and isinstance(loc[1], int) and loc[1] < len(data.get("gates") or []):
+                entry = data["gates"][loc[1]]
+                name = f" ({entry.get('name')})" if isinstance(entry, dict) and entry.get("name") else ""
+            field = ".".join(str(p) for p in loc) or "(top level)"
+            reason = "unknown key (typo?)" if err["type"] == "extra_forbidden" else err["msg"]
+            problems.append(f"{source}:{_line_of(root, loc)}: {field}{name}: {reason}")
+        raise GatesFileError("invalid gates file:\n  " + "\n  ".join(problems)) from None
+
+
+def load_gates(path: str | Path | None = None) -> GatesFile:
+    path = Path(path or DEFAULT_GATES_FILE)
+    if not path.exists():
+        raise GatesFileError(f"gates file {path} not found (set HCAT_GATES_FILE or pass a path)")
+    return parse_gates(path.read_text(encoding="utf-8"), str(path))
