@@ -1,0 +1,165 @@
+"""Lineage stage: gate_verdicts (+ its asset checks) and release_decision — release gates per campaign run
+(golden-eval §6).
+
+``gate_verdicts`` evaluates the gates file (``gates.yaml``; core: ``hcat_pipeline.gates``) on the run's
+metric_tables, behaviour_checks and retrieval_metrics: one row per gate × system × scope group
+(``GATE_VERDICTS`` in schemas.py) with verdict PASS / FAIL / INDETERMINATE, the CI, n and n_more. The
+asset carries one check per gate of the default gates file (declared at import):
+
+* hard gates: ``blocking=True``, severity ERROR — a failing (or, unless ``on_indeterminate: warn``,
+  INDETERMINATE) hard gate stops every asset downstream of gate_verdicts in the run (release_decision);
+* soft and trend gates: severity WARN;
+* ``hard_gates``: blocking aggregate of every hard gate of the gates file actually used (so a file
+  passed by config with other gate names is still enforced).
+
+The table itself is always stored (the report shows the verdicts of a blocked run too). Trend gates
+read earlier nights of the same version from the warehouse (``data/warehouse/<table>/<version>/<night>.parquet``).
+
+(No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
+"""
+
+import dagster as dg
+import polars as pl
+from pydantic import Field
+
+from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.gates import (
+    DEFAULT_GATES_FILE,
+    GatesFileError,
+    evaluate_gates,
+    gate_summary,
+    load_gates,
+    load_history,
+)
+from hcat_pipeline.partitions import campaign_run, split_run_key
+from hcat_pipeline.paths import WAREHOUSE_DIR
+
+HARD_GATES_CHECK = "hard_gates"
+
+
+def _declared_gates():
+    """The gates of the default file (the declared checks); an unreadable file declares none (the run then fails loudly)."""
+    try:
+        return load_gates(DEFAULT_GATES_FILE).gates
+    except GatesFileError:
+        return []
+
+
+_DECLARED = _declared_gates()
+_CHECK_SPECS = [
+    dg.AssetCheckSpec(HARD_GATES_CHECK, asset="gate_verdicts", blocking=True,
+                      description="every hard gate of the gates file used: FAIL (or INDETERMINATE) blocks downstream"),  # fmt: skip
+    *[
+        dg.AssetCheckSpec(f"gate_{g.name}", asset="gate_verdicts", blocking=g.kind == "hard",
+                          description=f"{g.kind} gate: {g.statistic}({g.table}.{g.metric}) {g.direction} {g.threshold:g}"
+                          + (f" — {g.description}" if g.description else ""))  # fmt: skip
+        for g in _DECLARED
+    ],
+]
+
+
+class GateVerdictsConfig(dg.Config):
+    gates_file: str = Field(default="", description="empty: HCAT_GATES_FILE or gates.yaml at the project root")
+    warehouse_dir: str = Field(default="", description="where trend gates read earlier nights; empty: data/warehouse")
+    history_runs: int = Field(default=10, ge=1, description="earlier runs read by trend gates")
+    trend_across_versions: bool = Field(default=False, description="trend gates also read other versions' nights (shared cases pair up)")
+
+
+def _check_metadata(rows: pl.DataFrame) -> dict:
+    worst = rows.sort(pl.col("verdict").replace_strict({"FAIL": 0, "INDETERMINATE": 1, "PASS": 2}, return_dtype=pl.Int8)).row(0, named=True)
+    fmt = lambda v: None if v is None else float(v)  # noqa: E731
+    return {
+        "verdict": worst["verdict"],
+        "system_id": worst["system_id"],
+        "group": worst["group"],
+        "estimate": fmt(worst["estimate"]),
+        "ci_low": fmt(worst["ci_low"]),
+        "ci_high": fmt(worst["ci_high"]),
+        "n": int(worst["n"]),
+        "n_more": int(worst["n_more"]) if worst["n_more"] is not None else -1,
+        "reason": str(worst["reason"] or ""),
+        "rows": preview(rows.select("system_id", "group", "verdict", "estimate", "ci_low", "ci_high", "n", "n_more", "reason"), 50, 120),
+    }
+
+
+@dg.asset(
+    partitions_def=campaign_run,
+    group_name="gates",
+    check_specs=_CHECK_SPECS,
+    description="Per campaign run: every release gate of gates.yaml per system (and scope group) — verdict PASS / FAIL / "
+    "INDETERMINATE with the bootstrap CI, n and n_more (golden-eval §6). Hard gates are blocking checks.",
+)
+def gate_verdicts(
+    context: dg.AssetExecutionContext,
+    config: GateVerdictsConfig,
+    metric_tables: pl.DataFrame,
+    behaviour_checks: pl.DataFrame,
+    retrieval_metrics: pl.DataFrame,
+    golden_set: pl.DataFrame,
+):
+    version, night = split_run_key(context)
+    try:
+        gates = load_gates(config.gates_file or DEFAULT_GATES_FILE)
+    except GatesFileError as e:
+        raise dg.Failure(str(e)) from e
+    tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics}
+    wanted = {g.table for g in gates.gates if g.kind == "trend"}
+    warehouse = config.warehouse_dir or WAREHOUSE_DIR
+    history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
+               for t in wanted}  # fmt: skip
+    table = evaluate_gates(gates, tables, cases=golden_set, history=history).with_columns(
+        pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
+        pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
+               dtype=pl.String).alias("campaign_sha256"),
+    )  # fmt: skip
+    summary = gate_summary(table)
+    yield dg.Output(table, metadata={
+        "dagster/row_count": table.height,
+        "campaign_run": str(context.partition_key),
+        "gates_file": str(config.gates_file or DEFAULT_GATES_FILE),
+        "summary": preview(summary, 100),
+        "blocking": dg.MetadataValue.json(sorted(table.filter(pl.col("blocking"))["gate"].unique().to_list())),
+        "history_runs": dg.MetadataValue.json({t: [label for label, _ in h] for t, h in history.items()}),
+    })  # fmt: skip
+    hard = table.filter(pl.col("kind") == "hard")
+    blocking = hard.filter(pl.col("blocking"))
+    yield dg.AssetCheckResult(
+        check_name=HARD_GATES_CHECK, passed=blocking.height == 0, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"hard_gates": hard["gate"].n_unique(), "blocking_rows": blocking.height,
+                  "blocking": preview(blocking.select("gate", "system_id", "group", "verdict", "estimate", "ci_low", "ci_high", "n",
+                                                      "n_more", "reason"), 50, 120)},
+    )  # fmt: skip
+    used = {g.name: g for g in gates.gates}
+    for spec in _DECLARED:
+        name = f"gate_{spec.name}"
+        gate = used.get(spec.name)
+        rows = table.filter(pl.col("gate") == spec.name)
+        if gate is None or rows.height == 0:
+            yield dg.AssetCheckResult(check_name=name, passed=True, metadata={"note": "gate not in the gates file used by this run"})
+            continue
+        severity = dg.AssetCheckSeverity.ERROR if gate.kind == "hard" else dg.AssetCheckSeverity.WARN
+        passed = not rows["blocking"].any() if gate.kind == "hard" else bool((rows["verdict"] == "PASS").all())
+        yield dg.AssetCheckResult(check_name=name, passed=passed, severity=severity, metadata=_check_metadata(rows))
+
+
+@dg.asset(
+    partitions_def=campaign_run,
+    group_name="gates",
+    description="Per campaign run: the systems cleared for release (every hard gate PASS). Downstream of the blocking "
+    "hard-gate checks: it does not materialize when a hard gate fails.",
+)
+def release_decision(context: dg.AssetExecutionContext, gate_verdicts: pl.DataFrame) -> pl.DataFrame:
+    per_system = (
+        gate_verdicts.filter(pl.col("system_id") != "*")
+        .group_by("system_id")
+        .agg((~pl.col("blocking")).all().alias("cleared"),
+             (pl.col("verdict") == "PASS").sum().alias("gates_pass"),
+             (pl.col("verdict") == "INDETERMINATE").sum().alias("gates_indeterminate"),
+             (pl.col("verdict") == "FAIL").sum().alias("gates_fail"))
+        .sort("system_id")
+    )  # fmt: skip
+    run = gate_verdicts.select("golden_set_version", "night", "campaign_sha256").head(1)
+    if run.height:
+        per_system = per_system.with_columns(*[pl.lit(run[c][0]).alias(c) for c in run.columns])
+    context.add_output_metadata({"dagster/row_count": per_system.height, "decision": preview(per_system, 50)})
+    return per_system

@@ -1,0 +1,79 @@
+"""gate_verdicts asset + checks: a failing hard gate stops release_decision; passing gates let it through."""
+
+import dagster as dg
+import numpy as np
+import polars as pl
+
+from hcat_pipeline.assets.gates import HARD_GATES_CHECK, gate_verdicts, release_decision
+from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
+
+N = 40
+
+
+class _TablesIO(dg.IOManager):
+    """Serves synthetic upstream tables and keeps what the assets write."""
+
+    def __init__(self, tables):
+        self.tables, self.written = tables, {}
+
+    def handle_output(self, context, obj):
+        self.written[context.asset_key.to_user_string()] = obj
+
+    def load_input(self, context):
+        key = context.asset_key.to_user_string()
+        return self.written.get(key, self.tables.get(key))
+
+
+def _tables(pii_leaks: int):
+    rng = np.random.default_rng(0)
+    cases = [f"c{i}" for i in range(N)]
+    rows = [{"case_id": c, "system_id": s, "category": "happy_path", "query_type": "simple",
+             "groundedness_similarity": float(rng.uniform(0.7, 0.9)), "answer_relevancy": 0.8, "toxicity": 0.01,
+             "pii_leak": 1 if (s == "b" and i < pii_leaks) else 0, "campaign_sha256": "x"}
+            for s in ("a", "b") for i, c in enumerate(cases)]  # fmt: skip
+    metric_tables = pl.DataFrame(rows)
+    rules = ["injection_resisted"] * 10 + ["abstained_out_of_scope"] * 10 + ["distractor_not_believed"] * 10 + ["answer_correct"] * 10
+    behaviour = pl.DataFrame([{"case_id": c, "system_id": s, "category": "x", "query_type": "simple", "rule": rules[i],
+                               "verdict": "pass", "score": 1.0} for s in ("a", "b") for i, c in enumerate(cases)])  # fmt: skip
+    golden = pl.DataFrame({"case_id": cases, "stratum_label": ["t"] * N, "category": ["x"] * N, "query_type": ["simple"] * N})
+    retrieval = pl.DataFrame({"case_id": cases, "system_id": ["a"] * N, "recall_at_k": [1.0] * N})
+    return {"metric_tables": metric_tables, "behaviour_checks": behaviour, "golden_set": golden, "retrieval_metrics": retrieval}
+
+
+def _run(pii_leaks: int):
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("golden_set_version", ["v1"])
+    io = _TablesIO(_tables(pii_leaks))
+    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("metric_tables", "behaviour_checks", "retrieval_metrics")]
+    result = dg.materialize(
+        [*upstream, dg.AssetSpec("golden_set", partitions_def=golden_set_version), gate_verdicts, release_decision],
+        partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance, resources={"io_manager": io},
+        run_config={"ops": {"gate_verdicts": {"config": {"warehouse_dir": "/nonexistent"}}}}, raise_on_error=False,
+    )  # fmt: skip
+    return result, io
+
+
+def test_failing_hard_gate_blocks_downstream():
+    result, io = _run(pii_leaks=1)
+    table = io.written["gate_verdicts"]  # the verdicts are stored even when a gate blocks
+    pii = table.filter(pl.col("gate") == "no_pii_leak").sort("system_id")
+    assert pii["verdict"].to_list() == ["PASS", "FAIL"] and pii["estimate"].to_list() == [0.0, 1.0]
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not checks[HARD_GATES_CHECK].passed and checks[HARD_GATES_CHECK].severity == dg.AssetCheckSeverity.ERROR
+    assert not checks["gate_no_pii_leak"].passed
+    assert checks["gate_no_pii_leak"].metadata["verdict"].value == "FAIL"
+    assert checks["gate_no_pii_leak"].metadata["n"].value == N
+    assert "release_decision" not in io.written
+    materialized = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events() and
+                    [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]}  # fmt: skip
+    assert "gate_verdicts" in materialized and "release_decision" not in materialized
+
+
+def test_passing_hard_gates_let_downstream_through():
+    result, io = _run(pii_leaks=0)
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks[HARD_GATES_CHECK].passed, checks[HARD_GATES_CHECK].metadata
+    assert checks["gate_no_pii_leak"].passed and checks["gate_no_prompt_injection"].passed
+    decision = io.written["release_decision"]
+    assert decision.sort("system_id")["cleared"].to_list() == [True, True]
+    assert result.success
