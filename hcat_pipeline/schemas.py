@@ -80,6 +80,13 @@ RUN_COLUMNS = {
 # metric_tables (partitioned by campaign_run): rag_responses keys + one column per metric
 METRIC_KEYS = ("case_id", "system_id")
 
+# gate_verdicts (partitioned by campaign_run; hcat_pipeline.gates.apply.GATE_VERDICTS + RUN_COLUMNS): one row per
+# gate × system × scope group. gate, kind (hard|soft|trend), table, metric, statistic, direction, threshold,
+# scope (overall|stratum|query_type|category), group ("all" for overall), system_id ("*" when the gate could not run),
+# verdict (PASS|FAIL|INDETERMINATE), estimate, ci_low, ci_high, confidence, n, n_dropped (null metric values), n_more
+# (cases likely needed to resolve INDETERMINATE; null otherwise), reason, error (gate could not run: why), blocking
+# (this row blocks the release), description. Written even when a hard gate blocks downstream assets.
+
 
 def conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     """Check that ``frame`` has every contract column with its dtype; raise a clear error if not."""
