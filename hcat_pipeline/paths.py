@@ -10,6 +10,7 @@ DATA_DIR = Path(os.environ.get("HCAT_DATA_DIR", PROJECT_ROOT / "data"))
 WAREHOUSE_DIR = Path(os.environ.get("HCAT_WAREHOUSE_DIR", DATA_DIR / "warehouse"))
 CORPUS_DIR = DATA_DIR / "corpus"
 GOLDEN_SETS_DIR = Path(os.environ.get("HCAT_GOLDEN_SETS_DIR", DATA_DIR / "golden_sets"))
+REPORTS_DIR = Path(os.environ.get("HCAT_REPORTS_DIR", DATA_DIR / "reports"))  # campaign reports: <version>/<night>/report.html
 # caches outside the repo survive fresh clones on the same machine and are rebuilt when missing
 CACHE_DIR = Path(os.environ.get("HCAT_CACHE_DIR", Path.home() / ".cache" / "hcat_pipeline"))
 EMBEDDING_CACHE_DIR = Path(os.environ.get("HCAT_EMBEDDING_CACHE_DIR", CACHE_DIR / "embeddings"))

@@ -266,6 +266,25 @@ def weakest_cells(cells: pl.DataFrame, cfg: WeaknessConfig | None = None) -> pl.
     return pl.concat(out).select(list(schema)).cast({"rank": pl.Int64}).sort("metric", "ranking", "rank")
 
 
+CELL_KEY = ["analysis", "dims", "row", "col", "metric", "source"]
+
+
+def with_weak_ranks(cells: pl.DataFrame, weakest: pl.DataFrame) -> pl.DataFrame:
+    """``cells`` + ``weak_rank_mean`` / ``weak_rank_ci_bound``: the cell's rank among its metric's weakest (null if not ranked)."""
+    out = cells
+    for ranking in ("mean", "ci_bound"):
+        r = weakest.filter(pl.col("ranking") == ranking).select(*CELL_KEY, pl.col("rank").alias(f"weak_rank_{ranking}"))
+        out = out.join(r, on=CELL_KEY, how="left", nulls_equal=True)
+    return out
+
+
+def ranked_weakest(cells: pl.DataFrame) -> pl.DataFrame:
+    """The weakest cells back from a ``with_weak_ranks`` table (as ``weakest_cells`` returns them)."""
+    parts = [cells.filter(pl.col(f"weak_rank_{k}").is_not_null()).with_columns(pl.lit(k).alias("ranking"), pl.col(f"weak_rank_{k}").alias("rank"))
+             for k in ("mean", "ci_bound")]  # fmt: skip
+    return pl.concat(parts).select(*CELLS, "ranking", pl.col("rank").cast(pl.Int64)).sort("metric", "ranking", "rank")
+
+
 def _cell_filter(cell: dict) -> pl.Expr:
     dims = cell["dims"].split(" × ")
     expr = (pl.col("metric") == cell["metric"]) & (pl.col("source") == cell["source"]) & (pl.col(DIMENSIONS[dims[0]]) == cell["row"])

@@ -1,0 +1,222 @@
+"""Lineage stage: weakness reports and the campaign report (HCAT §6.2; golden-eval §3.4, §9.3), per campaign run.
+
+* ``weakness_report`` (+ ``weakest_cases``, ``robustness_deltas``, ``failure_cases``): every metric —
+  raw (metric_tables), behaviour score / pass (behaviour_checks), per-case retrieval (rag_responses vs
+  the cases' source chunks) and calibrated (``calibrated_scores`` of this run, when stored) — broken
+  down by topic, query type, category, variant kind, behaviour rule (risk category) and system, and
+  by the bivariate pairs; each cell with n, mean, bootstrap CI and claim strength, small cells marked.
+  Core: ``core.weakness``, ``core.weakness_robustness``, ``core.failures``, ``core.weakness_plots``.
+* ``campaign_report``: one self-contained HTML page, ``data/reports/<version>/<night>/report.html``
+  (Jinja2 template ``hcat_pipeline/templates/campaign_report.html.j2``): gate verdicts first, headline
+  metrics with CIs, rankings, Pareto table, weaknesses with heatmaps and violins, robustness deltas,
+  failure cases, metric validity, provenance. Core: ``core.report_sections``, ``core.campaign_report``.
+
+Optional inputs are read from the warehouse when this run has stored them (they are not Dagster
+inputs, so a missing one never stops the report): ``gate_verdicts`` is deliberately *not* upstream —
+its blocking hard-gate checks would otherwise suppress the report of exactly the runs a reviewer must
+read. When the stored verdicts are missing or older than this run's metric_tables, the report
+evaluates the same gates file with the same core (``hcat_pipeline.gates.evaluate_gates``) and says so.
+
+(No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
+"""
+
+import dataclasses
+import json
+import typing
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+from pydantic import Field, create_model
+
+from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.core.campaign_report import png_data_uri, render_report
+from hcat_pipeline.core.failures import failure_cases as failure_table
+from hcat_pipeline.core.golden import MANIFEST_NAME, table_sha256
+from hcat_pipeline.core.report_sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
+from hcat_pipeline.core.weakness import (
+    DEFAULT_PAIRS,
+    WeaknessConfig,
+    case_scores,
+    ranked_weakest,
+    weakest_cells,
+    weakness_cells,
+    with_weak_ranks,
+    worst_cases,
+)
+from hcat_pipeline.core.weakness_robustness import robustness_deltas as deltas_table
+from hcat_pipeline.gates import DEFAULT_GATES_FILE, GatesFileError, evaluate_gates, load_gates, load_history
+from hcat_pipeline.partitions import campaign_run, split_run_key
+from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, WAREHOUSE_DIR
+
+# The Dagster config *is* the core's WeaknessConfig (one field list, one set of defaults) + where optional tables live.
+WeaknessReportConfig = create_model(
+    "WeaknessReportConfig",
+    __base__=dg.Config,
+    warehouse_dir=(str, Field(default="", description="where optional tables of this run are read (calibrated_scores …); empty: data/warehouse")),
+    plot_metrics=(list[str], Field(default_factory=lambda: list(DEFAULT_PLOT_METRICS), description="metrics plotted (those with values)")),
+    **{f.name: (typing.get_type_hints(WeaknessConfig)[f.name], f.default) for f in dataclasses.fields(WeaknessConfig)},
+)
+
+
+class CampaignReportConfig(dg.Config):
+    warehouse_dir: str = Field(default="", description="where optional tables of this run are read; empty: data/warehouse")
+    reports_dir: str = Field(default="", description="where report.html is written (<dir>/<version>/<night>/); empty: data/reports")
+    golden_sets_dir: str = Field(default="", description="where the frozen version's manifest is read; empty: data/golden_sets")
+    gates_file: str = Field(default="", description="gates file evaluated when gate_verdicts of this run is not stored; empty: the default")
+    plot_metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_PLOT_METRICS))
+    seed: int = Field(default=WeaknessConfig.seed, description="jitter of the violin points")
+
+
+def _weakness_cfg(config) -> WeaknessConfig:
+    return WeaknessConfig(**config.model_dump(exclude={"warehouse_dir", "plot_metrics"}))
+
+
+def _run_table(warehouse: str, asset: str, version: str, night: str, newer_than: Path | None = None) -> OptionalTable:
+    """This run's stored table of ``asset`` (IO-manager layout), or why there is none."""
+    path = Path(warehouse or WAREHOUSE_DIR) / asset / version / f"{night}.parquet"
+    flat = Path(warehouse or WAREHOUSE_DIR) / f"{asset}.parquet"
+    if not path.exists() and flat.exists() and asset == "metric_validity":  # not partitioned by run
+        path = flat
+    if not path.exists():
+        return OptionalTable(None, f"{asset} is not materialized for this run ({path} does not exist)")
+    if newer_than is not None and newer_than.exists() and path.stat().st_mtime < newer_than.stat().st_mtime:
+        return OptionalTable(None, f"the stored {asset} ({path}) is older than this run's metric_tables")
+    return OptionalTable(pl.read_parquet(path))
+
+
+@dg.multi_asset(
+    partitions_def=campaign_run,
+    group_name="reports",
+    outs={
+        "weakness_report": dg.AssetOut(description="Per campaign run: every metric's marginal and bivariate cells (n, mean, 95% bootstrap CI, "
+                                       "claim strength, small-cell flag) — HCAT §6.2."),
+        "weakest_cases": dg.AssetOut(description="The weakest cells per metric (by mean and by optimistic CI bound) and their worst cases "
+                                     "with the explanation columns."),
+        "robustness_deltas": dg.AssetOut(description="Each variant kind vs its base cases, paired per system: delta, CI, statement."),
+        "failure_cases": dg.AssetOut(description="Every failing case × system: failure category, evidence, severity (golden-eval §3.4)."),
+    },  # fmt: skip
+)
+def weakness_report(
+    context: dg.AssetExecutionContext,
+    config: WeaknessReportConfig,
+    rag_responses: pl.DataFrame,
+    golden_set: pl.DataFrame,
+    metric_tables: pl.DataFrame,
+    behaviour_checks: pl.DataFrame,
+):
+    version, night = split_run_key(context)
+    cfg = _weakness_cfg(config)
+    calibrated = _run_table(config.warehouse_dir, "calibrated_scores", version, night)
+    try:
+        scores = case_scores(golden_set, metric_tables, behaviour_checks, rag_responses, calibrated.frame)
+    except ValueError as e:
+        raise dg.Failure(f"weakness_report[{version}|{night}]: {e}") from e
+    cells = weakness_cells(scores, cfg, pairs=DEFAULT_PAIRS)
+    weakest = weakest_cells(cells, cfg)
+    cells = with_weak_ranks(cells, weakest)
+    worst = worst_cases(weakest, scores, metric_tables, behaviour_checks, rag_responses, cfg)
+    deltas = deltas_table(scores, cfg)
+    failures = failure_table(golden_set, metric_tables, behaviour_checks)
+    run_cols = [pl.lit(v).alias(k) for k, v in (("golden_set_version", version), ("night", night))]
+    sha = metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None
+    run_cols.append(pl.lit(sha, dtype=pl.String).alias("campaign_sha256"))
+    plots = plots_for(cells, scores, [m for m in config.plot_metrics if m in set(cells["metric"])][:2], DEFAULT_PAIRS, cfg.seed)
+    images = {f"plot_{k}_{i}": dg.MetadataValue.md(f"![{p.title}]({png_data_uri(p.png)})") for k, ps in plots.items() for i, p in enumerate(ps)}
+    yield dg.Output(cells.with_columns(run_cols), output_name="weakness_report", metadata={
+        "dagster/row_count": cells.height,
+        "campaign_run": str(context.partition_key),
+        "metrics": dg.MetadataValue.json(sorted(cells["metric"].unique().to_list())),
+        "calibrated_scores": "used" if calibrated.frame is not None else f"not available: {calibrated.why}",
+        "small_cells": int(cells["small"].sum()),
+        "cells_without_ci": int(cells["ci_low"].is_null().sum()),
+        "weakest_by_bound": preview(weakest.filter((pl.col("ranking") == "ci_bound") & (pl.col("rank") == 1))
+                                    .select("metric", "dims", "row", "col", "n", "mean", "ci_low", "ci_high", "claim_strength"), 40, 50),
+        **images,
+    })  # fmt: skip
+    yield dg.Output(worst.with_columns(run_cols), output_name="weakest_cases", metadata={
+        "dagster/row_count": worst.height, "preview": preview(worst.select("metric", "row", "col", "system_id", "case_id", "value", "explanation"), 20, 160)})  # fmt: skip
+    yield dg.Output(deltas.with_columns(run_cols), output_name="robustness_deltas", metadata={
+        "dagster/row_count": deltas.height, "statements": preview(deltas.filter(pl.col("ci_low").is_not_null()).sort("cost", descending=True)
+                                                                  .select("statement", "claim_strength"), 30, 160)})  # fmt: skip
+    yield dg.Output(failures.with_columns(run_cols), output_name="failure_cases", metadata={
+        "dagster/row_count": failures.height,
+        "by_severity": dg.MetadataValue.json({r["severity"]: r["len"] for r in failures.group_by("severity").len().iter_rows(named=True)}),
+        "preview": preview(failures.select("severity", "failure_category", "system_id", "case_id", "evidence"), 30, 160)})  # fmt: skip
+
+
+def _gates(config: CampaignReportConfig, version: str, night: str, newer_than: Path, tables: dict, golden_set: pl.DataFrame) -> OptionalTable:
+    stored = _run_table(config.warehouse_dir, "gate_verdicts", version, night, newer_than)
+    if stored.frame is not None:
+        return stored
+    try:
+        gates = load_gates(config.gates_file or DEFAULT_GATES_FILE)
+    except GatesFileError as e:
+        return OptionalTable(None, f"{stored.why}; the gates file could not be read: {e}")
+    history = {t: load_history(config.warehouse_dir or WAREHOUSE_DIR, t, version, night) for t in {g.table for g in gates.gates if g.kind == "trend"}}
+    frame = evaluate_gates(gates, tables, cases=golden_set, history=history)
+    return OptionalTable(frame.with_columns(pl.lit(f"evaluated by the report ({stored.why})").alias("source")))
+
+
+@dg.asset(
+    partitions_def=campaign_run,
+    group_name="reports",
+    description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
+    "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
+)
+def campaign_report(
+    context: dg.AssetExecutionContext,
+    config: CampaignReportConfig,
+    rag_responses: pl.DataFrame,
+    golden_set: pl.DataFrame,
+    metric_tables: pl.DataFrame,
+    behaviour_checks: pl.DataFrame,
+    retrieval_metrics: pl.DataFrame,
+    weakness_report: pl.DataFrame,
+    weakest_cases: pl.DataFrame,
+    robustness_deltas: pl.DataFrame,
+    failure_cases: pl.DataFrame,
+) -> pl.DataFrame:
+    version, night = split_run_key(context)
+    wh = config.warehouse_dir
+    mt_path = Path(wh or WAREHOUSE_DIR) / "metric_tables" / version / f"{night}.parquet"
+    tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics}
+    optional = {
+        "gate_verdicts": _gates(config, version, night, mt_path, tables, golden_set),
+        "rankings": _run_table(wh, "system_rankings", version, night, mt_path),
+        "pareto": _run_table(wh, "pareto_frontier", version, night, mt_path),
+        "calibrated_scores": _run_table(wh, "calibrated_scores", version, night, mt_path),
+        "metric_validity": _run_table(wh, "metric_validity", version, night),
+    }
+    manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+    scores = case_scores(golden_set, metric_tables, behaviour_checks, rag_responses, optional["calibrated_scores"].frame)
+    settings = {"weakness_report": "see its materialization", "plot_seed": config.seed}
+    prov = provenance(golden_set, table_sha256(golden_set), manifest, rag_responses, metric_tables, settings)
+    drop = ["golden_set_version", "night", "campaign_sha256"]
+    kwargs = build_report(
+        run={"version": version, "night": night, "n_rows": rag_responses.height},
+        cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
+        worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,
+        plot_metrics=config.plot_metrics, pairs=DEFAULT_PAIRS, seed=config.seed, prov=prov,
+    )  # fmt: skip
+    html = render_report(**kwargs)
+    path = Path(config.reports_dir or REPORTS_DIR) / version / night / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    available = {k: o.frame is not None for k, o in optional.items()}
+    n_plots = sum(len(v) for v in kwargs["plots"].values())
+    summary_md = "\n".join(f"- {line}" for line in kwargs["summary"])
+    context.add_output_metadata({
+        "report_path": dg.MetadataValue.path(str(path)),
+        "report_url": dg.MetadataValue.url(path.resolve().as_uri()),
+        "summary": dg.MetadataValue.md(f"**Campaign report** `{path}`\n\n{summary_md}"),
+        "sections_available": dg.MetadataValue.json(available),
+        "missing": dg.MetadataValue.json({k: o.why for k, o in optional.items() if o.frame is None}),
+        "plots": n_plots,
+        "size_bytes": len(html.encode("utf-8")),
+    })  # fmt: skip
+    return pl.DataFrame({"golden_set_version": [version], "night": [night], "path": [str(path)], "plots": [n_plots],
+                         "size_bytes": [len(html.encode("utf-8"))], **{f"has_{k}": [v] for k, v in available.items()}})  # fmt: skip
