@@ -28,7 +28,8 @@ campaign_run_job = dg.define_asset_job(
     partitions_def=campaign_run,
     description="One campaign run (golden-set version × night): the campaign's systems answer the version's cases "
     "(resuming this night's checkpoint; http / API systems asked again), then everything downstream — retrieval "
-    "metrics, behaviour checks, metric tables, bias report. The systems come from the campaign file.",
+    "metrics, behaviour checks, metric tables, bias report, gates, weakness report and the HTML campaign report "
+    "(data/reports/<version>/<night>/report.html). The systems come from the campaign file.",
 )
 
 responses_job = dg.define_asset_job(

@@ -49,8 +49,7 @@ def heatmap_png(cells: pl.DataFrame, metric: str, dims: str, source: str | None 
         i, j = rows.index(r["row"]), cols.index(r["col"])
         grid[i, j] = np.nan if r["mean"] is None else r["mean"]
         info[i, j] = r
-    cmap = plt.get_cmap("RdYlGn_r" if direction(metric) == "lower" else "RdYlGn").copy()
-    cmap.set_bad("#eeeeee")
+    cmap = plt.get_cmap("RdYlGn_r" if direction(metric) == "lower" else "RdYlGn").with_extremes(bad="#eeeeee")
     finite = grid[np.isfinite(grid)]
     vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     if 0.0 <= vmin and vmax <= 1.0:
