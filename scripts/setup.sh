@@ -15,6 +15,12 @@ if ! command -v initdb >/dev/null && [ ! -x /usr/lib/postgresql/15/bin/initdb ];
   fi
 fi
 
+# apt: Debian chromium for the campaign-report browser test (Python playwright drives it; never `playwright install`)
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "setup: apt install chromium failed (the report browser test will be skipped)" >&2
+fi
+
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
 $PIP install -q --upgrade pip wheel setuptools

@@ -115,7 +115,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     for r in by_bound.filter(pl.col("metric").is_in(list(plot_metrics))).iter_rows(named=True):
         where = r["row"] if r["col"] is None else f"{r['row']} × {r['col']}"
         summary.append(f"Weakest {r['metric']} cell ({r['dims']}): {where} — {fmt_ci(r['mean'], r['ci_low'], r['ci_high'], r['n'])}.")
-    worst_costs = deltas.filter((pl.col("system_id") != "all") & pl.col("ci_low").is_not_null()).sort("cost", descending=True).head(3)
+    worst_costs = deltas.filter((pl.col("system_id") != "all") & pl.col("ci_low").is_not_null() & (pl.col("direction") != "none")).sort("cost", descending=True).head(3)
     summary += [f"Robustness: {s}." for s in worst_costs["statement"].to_list()]
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]

@@ -1,0 +1,109 @@
+"""weakness_report + campaign_report materialized on a small hand-built run, and the HTML report opened in
+real headless Chromium (Debian ``chromium`` + Python ``playwright``; never ``playwright install``)."""
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+from dagster import DagsterInstance
+
+from hcat_pipeline.assets.reports import campaign_report, weakness_report
+from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
+from hcat_pipeline.io import PolarsParquetIOManager
+from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
+from hcat_pipeline_tests.weakness_data import NIGHT, VERSION, run_tables
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+def _store(wh: Path, name: str, frame: pl.DataFrame, version: str = VERSION, night: str | None = NIGHT) -> None:
+    path = wh / name / version / f"{night}.parquet" if night else wh / name / f"{version}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(path)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    wh = tmp_path_factory.mktemp("wh")
+    t = run_tables()
+    for name in ("rag_responses", "metric_tables", "behaviour_checks"):
+        _store(wh, name, t[name])
+    _store(wh, "golden_set", t["golden_set"], night=None)
+    _store(wh, "retrieval_metrics", retrieval_metrics_table(per_case_retrieval(t["rag_responses"], t["golden_set"], refusal_mode="rules")))
+    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("rag_responses", "metric_tables", "behaviour_checks", "retrieval_metrics")]
+    upstream.append(dg.AssetSpec("golden_set", partitions_def=golden_set_version))
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("golden_set_version", [VERSION])
+    cfg = {"warehouse_dir": str(wh), "reports_dir": str(wh / "reports"), "golden_sets_dir": str(wh / "gs")}
+    result = dg.materialize(
+        [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],
+        partition_key=campaign_run_key(VERSION, NIGHT), instance=instance, resources={"io_manager": PolarsParquetIOManager(base_dir=str(wh))},
+        run_config={"ops": {"weakness_report": {"config": {"warehouse_dir": str(wh), "n_boot": 300}}, "campaign_report": {"config": cfg}}},
+    )  # fmt: skip
+    assert result.success
+    meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
+    return {"wh": wh, "meta": meta, "path": wh / "reports" / VERSION / NIGHT / "report.html"}
+
+
+def test_weakness_report_tables_and_plots_in_metadata(report):
+    wh, meta = report["wh"], report["meta"]
+    cells = pl.read_parquet(wh / "weakness_report" / VERSION / f"{NIGHT}.parquet")
+    assert {"golden_set_version", "night", "campaign_sha256", "n", "mean", "ci_low", "ci_high", "claim_strength", "small",
+            "weak_rank_mean", "weak_rank_ci_bound"} <= set(cells.columns)  # fmt: skip
+    assert cells.filter(pl.col("n") >= 2)["ci_low"].null_count() == 0
+    plots = [k for k in meta["weakness_report"] if k.startswith("plot_")]
+    assert plots and all(meta["weakness_report"][k].value.startswith("![") and "data:image/png;base64," in meta["weakness_report"][k].value for k in plots)
+    assert "not available" in meta["weakness_report"]["calibrated_scores"].value  # no calibrated_scores stored: said, not a crash
+    for name in ("weakest_cases", "robustness_deltas", "failure_cases"):
+        assert (wh / name / VERSION / f"{NIGHT}.parquet").exists()
+
+
+def test_report_is_written_with_sections_and_missing_inputs_explained(report):
+    html = report["path"].read_text(encoding="utf-8")
+    meta = report["meta"]["campaign_report"]
+    assert meta["report_path"].value == str(report["path"])
+    assert "Release gates:" in meta["summary"].value and "Failures" in meta["summary"].value
+    # gates first: the gate table precedes every other table
+    assert html.index('id="table-gates"') < html.index('id="table-headline"') < html.index('id="table-weakest"')
+    for key in ("rankings", "pareto", "validity", "calibrated"):
+        assert f'id="missing-{key}"' in html and "not available: " in html
+    assert "typo costs dense" in html and "PERSON: John" in html and "gs-test" in html
+    assert "http://" not in html and "https://" not in html  # nothing to fetch
+
+
+def test_report_renders_in_headless_chromium_without_network(report, tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium not installed (scripts/setup.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    outside: list[str] = []
+
+    def block(route):
+        outside.append(route.request.url)
+        route.abort()
+
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.route(lambda url: not url.startswith(("file:", "data:")), block)
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(report["path"].as_uri(), wait_until="load")
+            assert page.title().startswith("Campaign report")
+            assert page.locator("h2#gates").is_visible() and page.locator("#table-gates tbody tr").count() > 0
+            widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
+            assert len(widths) == report["meta"]["campaign_report"]["plots"].value > 0
+            assert all(w > 0 for w in widths), widths
+            first = page.locator("figure img").first
+            first.scroll_into_view_if_needed()
+            assert first.is_visible() and first.bounding_box()["width"] > 100
+            shot = tmp_path / "campaign_report.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert outside == []
+    assert all(u.startswith(("file:", "data:")) for u in requests), requests
+    assert shot.stat().st_size > 10_000  # the artifact: <pytest tmp dir>/campaign_report.png
