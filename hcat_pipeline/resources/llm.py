@@ -145,6 +145,28 @@ class LLM(dg.ConfigurableResource):
             self._limiter = threading.Semaphore(max(1, self.max_concurrency))
         return self._backend
 
+    @property
+    def supports_logprobs(self) -> bool:
+        """Whether ``option_logprobs`` works: the local llama.cpp model (API chat endpoints do not score given text)."""
+        return self.provider == "local"
+
+    def option_logprobs(self, prompt: str | list[dict], options: list[str], system: str | None = None) -> list[dict]:
+        """Log-likelihood of each option as the reply to ``prompt`` (local only): dicts with logprob, n_tokens, n_chars.
+
+        Deterministic (every prompt evaluated from scratch). Raises ``LLMCallFailed`` (kind ``unsupported`` for an
+        API provider, ``provider`` when llama.cpp rejects the prompt)."""
+        if not self.supports_logprobs:
+            raise LLMCallFailed("unsupported", f"provider {self.provider!r} gives no option log-likelihoods; ask for a letter", 0)
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        try:
+            backend = self._get_backend()
+            with self._limiter:
+                return backend.option_logprobs(messages, options)
+        except ProviderError as e:
+            raise LLMCallFailed("provider", str(e), 1) from e
+
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         key = "local" if self.provider == "local" else self.model_name
         price = self.prices.get(key) or self.prices.get(self.model_name) or [0.0, 0.0]

@@ -88,6 +88,55 @@ class LocalLlamaBackend:
         )
 
 
+    def option_logprobs(self, messages, options) -> list[dict]:
+        """Log-likelihood of each option as the assistant's reply to ``messages`` (chat template of the GGUF).
+
+        Per option: ``logprob`` (sum over its tokens), ``n_tokens``, ``n_chars``. The prompt is evaluated
+        once from scratch (reset, as ``complete``); each option is scored token by token from the prompt's
+        KV state, reading the last-token logits through the public ``llama_get_logits`` binding."""
+        import llama_cpp
+        import numpy as np
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        llm = self._llama()
+        if getattr(self, "_formatter", None) is None:
+            template = llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ProviderError(f"{self.model_path}: the GGUF has no chat template", retryable=False)
+            eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
+            bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace") if llm.token_bos() >= 0 else ""
+            self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        prompt = self._formatter(messages=messages).prompt
+        n_vocab = llm.n_vocab()
+
+        def last_logprobs() -> np.ndarray:
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(n_vocab,)).astype(np.float64)
+            m = logits.max()
+            return logits - (m + np.log(np.exp(logits - m).sum()))
+
+        with self.lock:
+            llm.reset()
+            tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) + 64 > self.n_ctx:
+                raise ProviderError(f"prompt of {len(tokens)} tokens does not fit n_ctx={self.n_ctx}", retryable=False)
+            llm.eval(tokens)
+            base, first = llm.n_tokens, last_logprobs()
+            out = []
+            for option in options:
+                toks = llm.tokenize(str(option).encode("utf-8"), add_bos=False, special=False)
+                if not toks:
+                    out.append({"logprob": float("-inf"), "n_tokens": 0, "n_chars": 0})
+                    continue
+                llm.n_tokens = base  # the next eval drops the KV cache after the prompt
+                total = float(first[toks[0]])
+                for prev, tok in zip(toks, toks[1:]):
+                    llm.eval([prev])
+                    total += float(last_logprobs()[tok])
+                out.append({"logprob": total, "n_tokens": len(toks), "n_chars": len(str(option))})
+            llm.reset()
+        return out
+
+
 class OpenAIBackend:
     """Official OpenAI SDK; any OpenAI-compatible server via ``base_url`` (llama.cpp's server included)."""
 

@@ -1,0 +1,170 @@
+"""Exam versions: frozen, content-addressed and immutable, like golden-set versions (``core.golden``).
+
+The exam table (``EXAM_COLUMNS``: one row per question) is frozen under ``<exam_dir>/<version>/``
+as ``exam.parquet`` (rows sorted by question_id) + ``manifest.json`` with the SHA-256 of the file
+(``content_sha256``), of the canonical rows (``table_sha256``, independent of the Parquet writer), the
+exam's statistics (App. A.3 table: candidates, rejections by reason, survivors, baselines, mean
+question length) and the provenance (prompt hashes, model, seed, corpus hash). The default version
+name is ``ex-<table_sha256[:12]>``: the same candidates and seed give the same version. The directory
+is written aside and renamed into place, manifest last; a frozen version is never rewritten
+(identical content returns the stored manifest, different content raises ``ExamVersionConflict``).
+Every downstream row (exam responses, IRT tables, report) carries ``exam_version``.
+
+No dagster import.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import polars as pl
+
+from hcat_pipeline.core.golden import check_version_name, file_sha256, table_sha256
+
+MANIFEST_NAME = "manifest.json"
+TABLE_NAME = "exam.parquet"
+MANIFEST_FORMAT = "hcat-exam/1"
+
+EXAM_COLUMNS = {
+    "question_id": pl.String,
+    "exam_version": pl.String,
+    "question": pl.String,
+    "options": pl.List(pl.String),
+    "correct_index": pl.Int32,
+    "answer": pl.String,
+    "evidence": pl.String,
+    "chunk_id": pl.String,
+    "stratum": pl.Int32,
+    "stratum_label": pl.String,
+    "model": pl.String,
+    "question_prompt_hash": pl.String,
+    "distractor_prompt_hash": pl.String,
+    "seed": pl.Int64,
+    "corpus_hash": pl.String,
+}
+
+
+class ExamError(RuntimeError):
+    """Base class of exam-version errors."""
+
+
+class ExamVersionConflict(ExamError):
+    """Different content offered under an already frozen exam version."""
+
+
+class ExamIntegrityError(ExamError):
+    """A frozen exam's files do not match its manifest."""
+
+
+def exam_table(selected: list[dict], corpus_hash: str | None = None) -> pl.DataFrame:
+    """The exam rows of the selected candidates (EXAM_COLUMNS, exam_version empty until frozen), sorted by question_id."""
+    rows = []
+    for r in selected:
+        rows.append({
+            "question_id": r["question_id"], "exam_version": None, "question": r["question"], "options": list(r["options"]),
+            "correct_index": int(r["correct_index"]), "answer": r["answer"], "evidence": r.get("evidence"),
+            "chunk_id": r["chunk_id"], "stratum": r.get("stratum"), "stratum_label": r.get("stratum_label"),
+            "model": r.get("model"), "question_prompt_hash": r.get("question_prompt_hash"),
+            "distractor_prompt_hash": r.get("distractor_prompt_hash"), "seed": r.get("seed"), "corpus_hash": corpus_hash,
+        })  # fmt: skip
+    frame = pl.DataFrame(rows, schema=EXAM_COLUMNS, orient="row") if rows else pl.DataFrame(schema=EXAM_COLUMNS)
+    dupes = frame.filter(pl.col("question_id").is_duplicated())["question_id"].unique().to_list()
+    if dupes:
+        raise ExamError(f"exam table: duplicate question ids {dupes[:5]}")
+    bad = frame.filter((pl.col("correct_index") < 0) | (pl.col("correct_index") >= pl.col("options").list.len()))
+    if bad.height:
+        raise ExamError(f"exam table: correct_index outside the options for {bad['question_id'].to_list()[:5]}")
+    return frame.sort("question_id")
+
+
+def default_version(frame: pl.DataFrame) -> str:
+    """``ex-`` + the first 12 hex digits of the table hash (exam_version column excluded)."""
+    return "ex-" + table_sha256(frame.drop("exam_version").sort("question_id"))[:12]
+
+
+def _dir(version: str, exam_dir: str | Path) -> Path:
+    return Path(exam_dir) / check_version_name(version)
+
+
+def freeze_exam(frame: pl.DataFrame, exam_dir: str | Path, version: str | None = None, stats: dict | None = None,
+                provenance: dict | None = None) -> dict:  # fmt: skip
+    """Freeze ``frame`` (EXAM_COLUMNS) under ``version`` (default: content hash); return the manifest."""
+    if frame.height == 0:
+        raise ExamError("refusing to freeze an exam with no questions")
+    version = version or default_version(frame)
+    frame = frame.select(list(EXAM_COLUMNS)).with_columns(pl.lit(version, pl.String).alias("exam_version")).sort("question_id")
+    t_hash = table_sha256(frame)
+    vdir = _dir(version, exam_dir)
+    if (vdir / MANIFEST_NAME).exists():
+        stored = verify_exam(version, exam_dir)
+        if stored["table_sha256"] != t_hash:
+            raise ExamVersionConflict(
+                f"exam version {version!r} is already frozen at {vdir} with different content (stored table_sha256 "
+                f"{stored['table_sha256'][:12]}…, offered {t_hash[:12]}…); a frozen exam is never rewritten"
+            )
+        return stored
+    if vdir.exists() and any(vdir.iterdir()):
+        raise ExamError(f"{vdir} exists without a {MANIFEST_NAME}: remove it or choose another version")
+    Path(exam_dir).mkdir(parents=True, exist_ok=True)
+    tmp = Path(exam_dir) / f".{version}.{uuid.uuid4().hex}.tmp"
+    tmp.mkdir()
+    try:
+        frame.write_parquet(tmp / TABLE_NAME, compression="zstd", statistics=True)
+        manifest = {
+            "format": MANIFEST_FORMAT, "version": version, "file": TABLE_NAME,
+            "content_sha256": file_sha256(tmp / TABLE_NAME), "table_sha256": t_hash, "n_questions": frame.height,
+            "frozen_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "statistics": stats or {}, "provenance": provenance or {},
+            "columns": {c: str(t) for c, t in frame.schema.items()},
+        }  # fmt: skip
+        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        if vdir.exists():
+            vdir.rmdir()
+        try:
+            os.rename(tmp, vdir)
+        except OSError:  # frozen concurrently by someone else
+            if (vdir / MANIFEST_NAME).exists():
+                return freeze_exam(frame, exam_dir, version, stats, provenance)
+            raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
+
+
+def verify_exam(version: str, exam_dir: str | Path) -> dict:
+    """Check a frozen exam's file against its manifest; return the manifest."""
+    path = _dir(version, exam_dir) / MANIFEST_NAME
+    if not path.exists():
+        raise ExamError(f"exam version {version!r} is not frozen: no {path}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ExamIntegrityError(f"{path}: not valid JSON ({e})") from e
+    table = path.parent / manifest.get("file", TABLE_NAME)
+    if not table.exists():
+        raise ExamIntegrityError(f"exam version {version!r}: {table} is missing")
+    got = file_sha256(table)
+    if got != manifest.get("content_sha256"):
+        raise ExamIntegrityError(
+            f"exam version {version!r}: {table} has SHA-256 {got[:12]}… but the manifest says "
+            f"{str(manifest.get('content_sha256'))[:12]}…; the frozen file was modified"
+        )
+    if manifest.get("version") != version:
+        raise ExamIntegrityError(f"{path}: manifest is for version {manifest.get('version')!r}, not {version!r}")
+    return manifest
+
+
+def load_exam(version: str, exam_dir: str | Path) -> tuple[pl.DataFrame, dict]:
+    manifest = verify_exam(version, exam_dir)
+    return pl.read_parquet(_dir(version, exam_dir) / manifest["file"]), manifest
+
+
+def list_exams(exam_dir: str | Path) -> list[str]:
+    d = Path(exam_dir)
+    return sorted(p.parent.name for p in d.glob(f"*/{MANIFEST_NAME}")) if d.is_dir() else []
