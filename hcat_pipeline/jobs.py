@@ -39,4 +39,11 @@ responses_job = dg.define_asset_job(
     description="Only the systems' answers and retrieval metrics of one campaign run.",
 )
 
-JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job]
+exam_job = dg.define_asset_job(
+    "exam_job",
+    selection=dg.AssetSelection.groups("exam"),
+    description="Exam paper, on demand: exam_candidates → exam (frozen under data/exams/<version>/) → exam_responses "
+    "(every campaign system × ICL 0/1/2, checkpointed) → irt_model → exam_report.",
+)
+
+JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job]
