@@ -8,7 +8,8 @@ from hcat_pipeline.jobs import JOBS
 from hcat_pipeline.schedules import SCHEDULES
 from hcat_pipeline.sensors import SENSORS
 
-PER_RUN = {"rag_responses", "retrieval_metrics", "behaviour_checks", "metric_tables", "bias_report"}
+PER_RUN = {"rag_responses", "retrieval_metrics", "behaviour_checks", "metric_tables", "bias_report",
+           "weakness_report", "weakest_cases", "robustness_deltas", "failure_cases", "campaign_report"}
 
 
 def test_every_job_schedule_and_sensor_resolves():
