@@ -48,6 +48,7 @@ from hcat_pipeline.core.ids import json_hash
 __all__ = [
     "REQUIRED_COLUMNS",
     "OPTIONAL_COLUMNS",
+    "REVIEW_COLUMNS",
     "DEFAULT_SCALES",
     "LABEL_SCHEMA",
     "ERROR_SCHEMA",
@@ -58,6 +59,14 @@ __all__ = [
 
 REQUIRED_COLUMNS = ("case_id", "system_id", "dimension", "label", "rater", "labelled_at")
 OPTIONAL_COLUMNS = ("scale", "comment")
+# Context columns of an exported review queue (``review_queue`` asset): accepted and ignored on import,
+# so a filled-in copy of the export is imported as it is. A row marked with ``review_queue`` whose
+# label, rater and labelled_at are all blank is "not labelled yet": skipped and counted, not an error.
+REVIEW_COLUMNS = (
+    "review_queue", "golden_set_version", "night", "stratum", "stratum_label", "query_type", "priority", "reason",
+    "metric", "raw_score", "calibrated_probability", "prediction_set", "machine_verdict", "label_source",
+    "query", "contexts", "answer", "explanation",
+)  # fmt: skip
 DEFAULT_SCALES = {
     "groundedness": "binary",
     "context_relevancy": "binary",
@@ -153,7 +162,9 @@ def _validate(raw: dict, scales_seen: dict[str, tuple[str, int]], line: int) -> 
         raise ValueError(f"dimension {raw['dimension']!r} is not a name like 'groundedness' or 'tone' ([a-z][a-z0-9_]*)")
     declared = _text(raw.get("scale"))
     if not declared:
-        if dim not in DEFAULT_SCALES:
+        if dim.startswith("behaviour_"):  # a behaviour check verdict (did the system really resist / correct / decline?)
+            declared = "binary"
+        elif dim not in DEFAULT_SCALES:
             raise ValueError(
                 f"rubric dimension {dim!r} has no default scale: declare one in the scale column ('binary' or 'ordinal:LO-HI')"
             )
@@ -190,7 +201,7 @@ def _validate(raw: dict, scales_seen: dict[str, tuple[str, int]], line: int) -> 
 
 def _records(path: Path, kind: str):
     """Yield ``(line, record | None, problem | None)``; a header problem is ``(line, None, reason)``."""
-    known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS)
+    known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS) | set(REVIEW_COLUMNS)
 
     def header_problem(columns) -> str | None:
         cols = [_text(c).lower() for c in columns]
@@ -253,9 +264,15 @@ def _records(path: Path, kind: str):
             yield line, obj, None
 
 
-def read_label_file(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _pending(raw: dict) -> bool:
+    """An exported review-queue row nobody has labelled yet."""
+    return bool(_text(raw.get("review_queue"))) and not any(_text(raw.get(c)) for c in ("label", "rater", "labelled_at"))
+
+
+def read_label_file(path: str | Path, return_pending: bool = False):
     """Parse and validate one label file → ``(good_rows, errors)`` (frames with ``LABEL_SCHEMA`` /
-    ``ERROR_SCHEMA``). When ``errors`` is not empty the caller must import nothing from the file."""
+    ``ERROR_SCHEMA``), plus the number of unlabelled review-queue rows skipped when
+    ``return_pending``. When ``errors`` is not empty the caller must import nothing from the file."""
     path = Path(path)
     name = path.name
     rows: list[dict] = []
@@ -263,6 +280,7 @@ def read_label_file(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     kind = SUFFIXES.get(path.suffix.lower())
     scales_seen: dict[str, tuple[str, int]] = {}
     seen_keys: dict[tuple, tuple[int, int]] = {}
+    pending = 0
     if kind is None:
         errors.append(
             {"file": name, "line": 0, "reason": f"unsupported file type {path.suffix!r} (use .csv, .jsonl or .parquet)"}
@@ -270,6 +288,9 @@ def read_label_file(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     else:
         try:
             for line, raw, problem in _records(path, kind):
+                if problem is None and _pending(raw):
+                    pending += 1
+                    continue
                 if problem is None:
                     try:
                         row = _validate(raw, scales_seen, line)
@@ -286,7 +307,9 @@ def read_label_file(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
                     rows.append({**row, "source_file": name, "source_line": line})
         except (OSError, UnicodeDecodeError, pl.exceptions.PolarsError, csv.Error) as e:
             errors.append({"file": name, "line": 0, "reason": f"cannot read the file: {type(e).__name__}: {e}"})
-        if not rows and not errors:
+        if not rows and not errors and not pending:
             errors.append({"file": name, "line": 0, "reason": "no label rows"})
     good = pl.DataFrame(rows, schema=LABEL_SCHEMA) if rows else pl.DataFrame(schema=LABEL_SCHEMA)
+    if return_pending:
+        return good, pl.DataFrame(errors, schema=ERROR_SCHEMA), pending
     return good, pl.DataFrame(errors, schema=ERROR_SCHEMA)

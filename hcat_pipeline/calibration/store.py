@@ -42,18 +42,21 @@ STORE_SCHEMA = {
 
 @dataclass
 class ImportResult:
-    status: str  # "imported" | "unchanged" | "rejected"
+    status: str  # "imported" | "unchanged" | "rejected" | "pending" (an exported review queue nobody has filled in yet)
     file: str
     sha256: str
     version: str | None = None
     rows_added: int = 0
     rows_skipped: int = 0
+    rows_pending: int = 0  # review-queue rows not labelled yet (skipped)
     errors: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=ERROR_SCHEMA))
 
     @property
     def message(self) -> str:
         if self.status == "rejected":
             return f"{self.file}: {self.errors.height} bad row(s), nothing imported"
+        if self.status == "pending":
+            return f"{self.file}: review queue with {self.rows_pending} row(s) not labelled yet, nothing to import"
         if self.status == "unchanged":
             return f"{self.file}: already in the store, nothing added"
         return f"{self.file}: {self.rows_added} row(s) added as {self.version} ({self.rows_skipped} already stored)"
@@ -118,9 +121,12 @@ class LabelStore:
     def import_file(self, path: str | Path) -> ImportResult:
         path = Path(path)
         sha = _sha256_file(path) if path.is_file() else ""
-        good, errors = read_label_file(path)
-        result = ImportResult(status="rejected", file=path.name, sha256=sha, errors=errors)
+        good, errors, pending = read_label_file(path, return_pending=True)
+        result = ImportResult(status="rejected", file=path.name, sha256=sha, errors=errors, rows_pending=pending)
         if errors.height:
+            return result
+        if good.height == 0:  # only unlabelled review-queue rows
+            result.status = "pending"
             return result
         with self._locked():
             stored = self.labels()

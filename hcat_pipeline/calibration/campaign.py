@@ -1,0 +1,176 @@
+"""Calibration of a campaign's tables (pure polars; the assets call these).
+
+* ``DIMENSION_METRICS``: which metric column scores each label dimension (one source of truth; the
+  asset configs default to it). Behaviour checks are dimensions ``behaviour_<rule>`` scored by the
+  check's ``score``.
+* ``campaign_label_scores``: one consensus human label per labelled (case, system, dimension) joined
+  with that item's machine score from the latest stored campaign run that has it.
+* ``long_scores``: a run's metric table and behaviour checks → one row per case × system × dimension.
+* ``calibrate_long``: apply the active calibration of each dimension (campaign labels once they
+  suffice, else the shipped reference set, else none — said per row in ``calibration_note``).
+* ``select_review_items``: what humans should label next (stratified, unsure sets first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import polars as pl
+
+from hcat_pipeline.calibration.agreement import consensus_labels
+from hcat_pipeline.calibration.conformal import set_labels
+from hcat_pipeline.calibration.fitting import CalibrationResult
+
+__all__ = [
+    "CALIBRATED_SCHEMA",
+    "DIMENSION_METRICS",
+    "EXPLANATION_COLUMNS",
+    "calibrate_long",
+    "campaign_label_scores",
+    "long_scores",
+    "select_review_items",
+]
+
+DIMENSION_METRICS: dict[str, str] = {
+    "groundedness": "groundedness_nli",
+    "context_relevancy": "context_relevancy",
+    "completeness": "completeness_similarity",
+    "answer_relevancy": "answer_relevancy",
+    "toxicity": "toxicity",
+}
+BEHAVIOUR_PREFIX = "behaviour_"
+# the explanation a labeller sees next to each metric (columns of metric_tables)
+EXPLANATION_COLUMNS: dict[str, tuple[str, ...]] = {
+    "groundedness_nli": ("least_grounded_sentence_nli",),
+    "groundedness_similarity": ("least_grounded_sentence", "least_grounded_smax"),
+    "completeness_similarity": ("uncovered_context_sentences",),
+    "context_relevancy": ("context_relevancy_smax",),
+    "answer_relevancy": ("answer_relevancy_smax",),
+    "toxicity": ("toxicity_per_sentence",),
+}
+CALIBRATED_SCHEMA = {
+    "case_id": pl.String,
+    "system_id": pl.String,
+    "dimension": pl.String,
+    "metric": pl.String,
+    "raw_score": pl.Float64,
+    "calibrated_probability": pl.Float64,  # binary: P(human label = 1); ordinal: P(label in the passing half)
+    "class_probabilities": pl.List(pl.Float64),
+    "prediction_set": pl.String,  # "{0}" | "{1}" | "{0,1}" | "∅" (null when not calibrated)
+    "machine_verdict": pl.String,  # pass | fail | unsure (null when not calibrated or not scored)
+    "label_source": pl.String,  # campaign | reference:<set> | none
+    "calibration_note": pl.String,
+}
+ITEM = ["case_id", "system_id"]
+
+
+def campaign_label_scores(labels: pl.DataFrame, runs: pl.DataFrame, dimension_metrics: Mapping[str, str]) -> pl.DataFrame:
+    """Consensus labels (``agreement.consensus_labels``) with the machine score of each item.
+
+    ``runs``: stacked ``long_scores`` of the stored campaign runs (``night`` column); an item's score
+    is taken from the latest night that scored it. Labels of items no stored run has are kept with a
+    null score (counted as unscored by ``fit_calibration``)."""
+    if labels.height == 0:
+        return pl.DataFrame(schema={**{c: pl.String for c in (*ITEM, "dimension", "scale")}, "n_levels": pl.Int64,
+                                    "label_index": pl.Int64, "tie": pl.Boolean, "score": pl.Float64, "night": pl.String})  # fmt: skip
+    cons = consensus_labels(labels).filter(~pl.col("tie"))
+    latest = (
+        runs.filter(pl.col("raw_score").is_not_null())
+        .sort("night")
+        .unique([*ITEM, "dimension"], keep="last")
+        .select(*ITEM, "dimension", pl.col("raw_score").alias("score"), "night")
+    )
+    return cons.join(latest, on=[*ITEM, "dimension"], how="left").select(
+        *ITEM, "dimension", "scale", "n_levels", "label_index", "tie", "score", "night"
+    )
+
+
+def long_scores(metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame | None, dimension_metrics: Mapping[str, str]) -> pl.DataFrame:
+    """One row per case × system × dimension: ``case_id, system_id, dimension, metric, raw_score``
+    (+ ``night`` when the input has it)."""
+    keep = [c for c in ("night",) if c in metric_tables.columns]
+    parts = [
+        metric_tables.select(*ITEM, *keep, pl.lit(dim).alias("dimension"), pl.lit(m).alias("metric"),
+                             pl.col(m).cast(pl.Float64).alias("raw_score"))  # fmt: skip
+        for dim, m in dimension_metrics.items()
+        if m in metric_tables.columns
+    ]
+    if behaviour_checks is not None and behaviour_checks.height:
+        b = behaviour_checks.select(
+            *ITEM,
+            *[c for c in keep if c in behaviour_checks.columns],
+            (pl.lit(BEHAVIOUR_PREFIX) + pl.col("rule")).alias("dimension"),
+            pl.lit("behaviour_score").alias("metric"),
+            pl.col("score").cast(pl.Float64).alias("raw_score"),
+        )
+        parts.append(b)
+    if not parts:
+        return pl.DataFrame(schema={**{c: pl.String for c in (*ITEM, *keep, "dimension", "metric")}, "raw_score": pl.Float64})
+    return pl.concat(parts, how="diagonal_relaxed")
+
+
+def calibrate_long(long: pl.DataFrame, active: Mapping[str, CalibrationResult], notes: Mapping[str, str]) -> pl.DataFrame:
+    """Apply ``active[dimension]`` to every row of that dimension (``CALIBRATED_SCHEMA``).
+
+    ``notes[dimension]``: why a dimension without an active calibration has none (label counts
+    needed); rows of it keep their raw score with null calibrated columns and ``label_source = none``."""
+    out = []
+    for (dim,), g in long.group_by("dimension", maintain_order=True):
+        res = active.get(dim)
+        n = g.height
+        prob, classes, sets, verdict = [None] * n, [None] * n, [None] * n, [None] * n
+        if res is not None and res.status == "fitted":
+            src = res.label_source
+            note = f"{res.method} + split conformal α={res.alpha}, q̂={res.conformal.summary()['qhat']}, labels: {src}"
+            raw = g["raw_score"].to_numpy()
+            ok = np.flatnonzero(np.isfinite(raw.astype(float)))
+            if len(ok):
+                p, s, v = res.predict(raw[ok].astype(float))
+                names = set_labels(s)
+                passing = sorted(res.passing)
+                for j, i in enumerate(ok):
+                    prob[i] = float(p[j, 1]) if res.n_levels == 2 else float(p[j, passing].sum())
+                    classes[i] = [float(x) for x in p[j]]
+                    sets[i], verdict[i] = names[j], v[j]
+        else:
+            src, note = "none", notes.get(dim) or f"no labels for {dim!r} (neither campaign nor a shipped reference set)"
+        out.append(pl.DataFrame({
+            "case_id": g["case_id"], "system_id": g["system_id"], "dimension": g["dimension"], "metric": g["metric"],
+            "raw_score": g["raw_score"], "calibrated_probability": pl.Series(prob, dtype=pl.Float64),
+            "class_probabilities": pl.Series(classes, dtype=pl.List(pl.Float64)), "prediction_set": pl.Series(sets, dtype=pl.String),
+            "machine_verdict": pl.Series(verdict, dtype=pl.String), "label_source": pl.Series([src] * n, dtype=pl.String),
+            "calibration_note": pl.Series([note] * n, dtype=pl.String),
+        }))  # fmt: skip
+    if not out:
+        return pl.DataFrame(schema=CALIBRATED_SCHEMA)
+    return pl.concat(out).select(list(CALIBRATED_SCHEMA))
+
+
+def select_review_items(candidates: pl.DataFrame, n: int, seed: int = 0) -> pl.DataFrame:
+    """Pick ``n`` rows of ``candidates`` (calibrated rows joined with ``stratum``, ``query_type``).
+
+    Priority within each (stratum, query_type, system) cell: an unsure set (``∅`` / ``{0,1}``) or an
+    uncalibrated dimension first, then the calibrated probability closest to 0.5, then a seeded hash.
+    Cells are visited round-robin (each round takes every cell's next best item, best first), so the
+    queue spreads over strata, query types and systems before it goes deep into any one of them."""
+    if candidates.height == 0 or n <= 0:
+        return candidates.head(0).with_columns(pl.lit(None, pl.Int64).alias("priority"), pl.lit(None, pl.String).alias("reason"))
+    c = candidates.with_columns(
+        pl.when(pl.col("prediction_set").is_in(["∅", "{0,1}"])).then(0)
+        .when(pl.col("prediction_set").is_null()).then(1).otherwise(2).alias("_tier"),
+        (pl.col("calibrated_probability") - 0.5).abs().fill_null(0.0).alias("_margin"),
+        pl.concat_str([pl.lit(str(seed)), *[pl.col(x).cast(pl.String).fill_null("") for x in (*ITEM, "dimension")]], separator="|")
+        .hash(seed=0).alias("_h"),
+        pl.concat_str([pl.col(x).cast(pl.String).fill_null("-") for x in ("stratum", "query_type", "system_id")], separator="|").alias("_cell"),
+    ).sort("_tier", "_margin", "_h")  # fmt: skip
+    c = c.with_columns(pl.int_range(pl.len()).over("_cell").alias("_round"), pl.int_range(pl.len()).alias("_rank"))
+    picked = c.sort("_round", "_rank").head(n)
+    reason = (
+        pl.when(pl.col("_tier") == 0).then(pl.lit("conformal set ") + pl.col("prediction_set") + pl.lit(": the machine is unsure"))
+        .when(pl.col("_tier") == 1).then(pl.lit("dimension not calibrated yet: labels needed"))
+        .otherwise(pl.lit("coverage of stratum / query type / system"))
+    )  # fmt: skip
+    return picked.with_columns((pl.int_range(pl.len()) + 1).alias("priority"), reason.alias("reason")).drop(
+        "_tier", "_margin", "_h", "_cell", "_round", "_rank"
+    )
