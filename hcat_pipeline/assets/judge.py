@@ -1,0 +1,243 @@
+"""Lineage stage: LLM-as-judge — ``llm_judge_scores`` per campaign run, ``judge_validation`` on demand
+(golden-eval §5.4-5.6; concept-level chapter §14.4). Core: ``core/judge.py`` (scoring),
+``core/judge_validation.py`` + ``core/judge_audit.py`` (κ vs humans, bias audits), ``core/judge_plots.py``.
+
+* ``judge_validation`` (unpartitioned, on demand): the judge on held-out human-labelled items
+  (FaithDial audit → groundedness, ToxiGen demonstrations → safety; ``core/judge_data.py``), Cohen's κ
+  with its CI per dimension, ``validated`` (κ ≥ floor), and the position / length / self-preference
+  audits with their figures. Keyed by ``judge_config_hash``.
+* ``llm_judge_scores`` (per campaign run): one row per case × system × rubric dimension with the
+  judge config hash and ``validated`` looked up from ``judge_validation`` for the same hash (False
+  when that judge was never validated). Rows with ``validated=False`` must never decide a gate.
+  ``enabled: auto`` (default) runs only when estimated calls × seconds per call fit ``time_budget_s``
+  (the local 0.5B model on 2 cores does not for a whole campaign; an API model does), and says why
+  in metadata when it skips.
+
+(No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
+"""
+
+import dataclasses
+import time
+import typing
+from pathlib import Path
+from typing import Literal
+
+import dagster as dg
+import polars as pl
+from pydantic import Field, create_model
+
+from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.core.judge import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
+from hcat_pipeline.core.judge_audit import wilson
+from hcat_pipeline.core.judge_data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
+from hcat_pipeline.core.judge_plots import png_markdown, validation_figures
+from hcat_pipeline.core.judge_validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
+from hcat_pipeline.core.retrieval import without_planted
+from hcat_pipeline.partitions import campaign_run
+from hcat_pipeline.paths import WAREHOUSE_DIR
+from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.sets import llm_pool
+from hcat_pipeline.schemas import RUN_COLUMNS
+
+
+def _judge_fields() -> dict:
+    """The core's JudgeConfig as Dagster config fields (one field list, one set of defaults); tuples → lists."""
+    out = {}
+    hints = typing.get_type_hints(JudgeConfig)
+    for f in dataclasses.fields(JudgeConfig):
+        default = f.default
+        if isinstance(default, tuple):
+            out[f.name] = (list[str], Field(default_factory=lambda d=default: list(d)))
+        else:
+            out[f.name] = (hints[f.name], default)
+    return out
+
+
+def _core_config(config) -> JudgeConfig:
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(JudgeConfig)}
+    values["dimensions"] = tuple(values["dimensions"])
+    try:
+        return JudgeConfig(**values)
+    except ValueError as e:
+        raise dg.Failure(str(e)) from e
+
+
+JudgeScoresConfig = create_model(
+    "JudgeScoresConfig",
+    __base__=dg.Config,
+    enabled=(Literal["auto", "on", "off"], Field(default="auto", description="auto: run when the estimated time fits time_budget_s")),
+    time_budget_s=(float, Field(default=900.0, gt=0, description="auto: skip when estimated calls × seconds per call exceed this")),
+    local_seconds_per_call=(float, Field(default=6.0, gt=0, description="estimate for the local llama.cpp model on 2 cores")),
+    api_seconds_per_call=(float, Field(default=2.0, gt=0, description="estimate per call for an API model (divided by its concurrency)")),
+    validation_table=(str, Field(default=str(WAREHOUSE_DIR / "judge_validation.parquet"), description="judge_validation's table")),
+    **_judge_fields(),
+)
+
+JudgeValidationConfig = create_model(
+    "JudgeValidationConfig",
+    __base__=dg.Config,
+    validation_dir=(str, Field(default=str(DEFAULT_VALIDATION_DIR), description="../shared/validation (FaithDial audit, ToxiGen)")),
+    n_per_label=(int, Field(default=10, ge=1, description="held-out test items per human label and dimension")),
+    n_pairs=(int, Field(default=5, ge=0, description="position-bias pairs, each asked in both orders")),
+    sample_seed=(int, 0),
+    kappa_floor=(float, AuditThresholds.kappa_floor),
+    min_items=(int, AuditThresholds.min_items),
+    rule=(Literal["point", "ci_low"], AuditThresholds.rule),
+    max_flip_rate=(float, AuditThresholds.max_flip_rate),
+    max_abs_length_rho=(float, AuditThresholds.max_abs_length_rho),
+    max_self_preference_gap=(float, AuditThresholds.max_self_preference_gap),
+    **_judge_fields(),
+)
+
+SCORE_COLUMNS = {
+    **RUN_COLUMNS,
+    "case_id": pl.String, "system_id": pl.String, "system_family": pl.String, "judge_family": pl.String,
+    "same_family": pl.Boolean, "dimension": pl.String, "score": pl.Int64, "passed": pl.Boolean, "confidence": pl.String,
+    "justification": pl.String, "skipped_reason": pl.String, "error_kind": pl.String, "error": pl.String,
+    "judge_config_hash": pl.String, "judge_model": pl.String, "prompt_name": pl.String, "prompt_hash": pl.String,
+    "latency_s": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
+    "validated": pl.Boolean, "validation_kappa": pl.Float64, "validation_reason": pl.String,
+}  # fmt: skip
+
+
+def estimate_seconds(llm: LLM, calls: int, config) -> tuple[float, float]:
+    """(seconds per call, total) for ``calls`` judge calls on this LLM resource."""
+    per = config.local_seconds_per_call if llm.provider == "local" else config.api_seconds_per_call / max(1, llm.max_concurrency)
+    return per, per * calls
+
+
+def _validation_lookup(path: str, cfg_hash: str) -> dict[str, dict]:
+    p = Path(path)
+    if not p.is_file():
+        return {}
+    v = pl.read_parquet(p).filter(pl.col("judge_config_hash") == cfg_hash)
+    return {r["dimension"]: r for r in v.iter_rows(named=True)}
+
+
+@dg.asset(
+    partitions_def=campaign_run,
+    group_name="judge",
+    pool=llm_pool(),
+    deps=["judge_validation"],
+    description="Per campaign run: LLM-judge score (1-5) per case × system × rubric dimension (groundedness, answer relevancy, "
+    "completeness, correctness, safety), judge config hash, error rows, and `validated` from judge_validation. "
+    "enabled=auto skips (saying why) when the estimated time exceeds the budget.",
+)
+def llm_judge_scores(
+    context: dg.AssetExecutionContext,
+    config: JudgeScoresConfig,
+    llm: LLM,
+    rag_responses: pl.DataFrame,
+    golden_set: pl.DataFrame,
+) -> pl.DataFrame:
+    cfg = _core_config(config)
+    fingerprint = llm.fingerprint()
+    cfg_hash = judge_config_hash(cfg, fingerprint)
+    answered = rag_responses.filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars() != ""))
+    calls = answered.height * len(cfg.dimensions)
+    per_call, estimate = estimate_seconds(llm, calls, config)
+    meta = {"judge_config_hash": cfg_hash, "judge_model": fingerprint, "dimensions": dg.MetadataValue.json(list(cfg.dimensions)),
+            "estimated_calls": calls, "estimated_seconds": round(estimate, 1), "seconds_per_call_estimate": per_call,
+            "time_budget_s": config.time_budget_s, "enabled": config.enabled}  # fmt: skip
+    skip = None
+    if config.enabled == "off":
+        skip = "enabled=off"
+    elif config.enabled == "auto" and estimate > config.time_budget_s:
+        skip = (f"enabled=auto: {calls} calls × {per_call:.1f} s ({llm.provider}) ≈ {estimate / 60:.0f} min > budget "
+                f"{config.time_budget_s / 60:.0f} min; set enabled=on, raise time_budget_s, or use an API model")  # fmt: skip
+    if skip:
+        context.log.info(f"llm_judge_scores skipped: {skip}")
+        context.add_output_metadata({**meta, "skipped": skip, "dagster/row_count": 0})
+        return pl.DataFrame(schema=SCORE_COLUMNS)
+
+    refs = golden_set.select("case_id", "reference_answer").unique("case_id", keep="first")
+    frame = without_planted(rag_responses).join(refs, on="case_id", how="left")
+    items = [JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", list(r["contexts"] or []), r["reference_answer"])
+             for r in frame.iter_rows(named=True)]  # fmt: skip
+    t0 = time.perf_counter()
+    rows = llm_judge(items, llm, cfg, model_fingerprint=fingerprint,
+                     progress=lambda d, t: context.log.info(f"judge {d}/{t}") if d % 25 == 0 else None)  # fmt: skip
+    wall = time.perf_counter() - t0
+    validation = _validation_lookup(config.validation_table, cfg_hash)
+    judge_fam = model_family(fingerprint)
+    sys_llm = dict(zip(frame["system_id"].to_list(), frame["llm"].to_list(), strict=True)) if "llm" in frame.columns else {}
+    run = {c: (frame[c][0] if c in frame.columns and frame.height else None) for c in RUN_COLUMNS}
+    for r in rows:
+        case_id, system_id = r.pop("item_id").split("|", 1)
+        v = validation.get(r["dimension"])
+        fam = model_family(sys_llm.get(system_id))
+        r.update(run, case_id=case_id, system_id=system_id, system_family=fam, judge_family=judge_fam,
+                 same_family=None if fam is None or judge_fam is None else fam == judge_fam,
+                 validated=bool(v and v["validated"]), validation_kappa=v["kappa"] if v else None,
+                 validation_reason=(v["reason"] if v else f"no judge_validation for judge config {cfg_hash}"))  # fmt: skip
+    out = pl.DataFrame(rows, schema=SCORE_COLUMNS) if rows else pl.DataFrame(schema=SCORE_COLUMNS)
+    scored = out.filter(pl.col("score").is_not_null())
+    summary = []
+    for (sid, dim), g in sorted(out.group_by("system_id", "dimension"), key=lambda kv: kv[0]):
+        s = g.filter(pl.col("score").is_not_null())
+        k = int(s["passed"].sum())
+        lo, hi = wilson(k, s.height)
+        summary.append({"system_id": sid, "dimension": dim, "n": s.height, "errors": int(g["error"].is_not_null().sum()),
+                        "skipped": int(g["skipped_reason"].is_not_null().sum()),
+                        "mean_score": round(float(s["score"].mean()), 3) if s.height else None,
+                        "pass_rate": round(k / s.height, 3) if s.height else None, "pass_ci_low": lo, "pass_ci_high": hi,
+                        "validated": bool(g["validated"].all())})  # fmt: skip
+    errors = out.filter(pl.col("error").is_not_null())
+    context.add_output_metadata({
+        **meta, "dagster/row_count": out.height, "calls_made": int(out["attempts"].is_not_null().sum()), "wall_seconds": round(wall, 1),
+        "seconds_per_call_measured": round(wall / max(1, calls), 2), "scored": scored.height, "errors": errors.height,
+        "skipped_rows": int(out["skipped_reason"].is_not_null().sum()),
+        "error_kinds": dg.MetadataValue.json(dict(errors.group_by("error_kind").len().iter_rows()) if errors.height else {}),
+        "validated_dimensions": dg.MetadataValue.json({d: bool(v["validated"]) for d, v in validation.items()}),
+        "not_validated_warning": "" if all(v["validated"] for v in validation.values()) and validation else
+        "some dimensions of this judge are not validated against human labels: never use them for gates",
+        "by_system_and_dimension": preview(pl.DataFrame(summary), 100, 40) if summary else "",
+        "errors_preview": preview(errors.select("case_id", "system_id", "dimension", "error_kind", "error"), 20, 120),
+        "cost_usd": round(float(out["cost_usd"].sum() or 0.0), 6),
+    })  # fmt: skip
+    return out
+
+
+@dg.asset(
+    group_name="judge",
+    pool=llm_pool(),
+    description="LLM judge vs held-out human labels (FaithDial → groundedness, ToxiGen → safety): Cohen's κ with its 95 % CI "
+    "per dimension, validated flag (κ ≥ floor; never used for gates otherwise), position / length / self-preference audits "
+    "with figures. Keyed by judge_config_hash.",
+)
+def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationConfig, llm: LLM) -> pl.DataFrame:
+    cfg = _core_config(config)
+    try:
+        items = sample_items(faithdial_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)
+        items += sample_items(toxigen_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)
+        pairs = [p for p in faithdial_pairs(config.validation_dir) if p["split"] == "test"][: config.n_pairs]
+    except FileNotFoundError as e:
+        raise dg.Failure(f"judge_validation: {e}") from e
+    items = [i for i in items if i.dimension in cfg.dimensions]
+    t0 = time.perf_counter()
+    res = validate_judge(
+        llm, items, pairs if "groundedness" in cfg.dimensions else [], cfg, kappa_floor=config.kappa_floor,
+        min_items=config.min_items, rule=config.rule, max_flip_rate=config.max_flip_rate,
+        max_abs_length_rho=config.max_abs_length_rho, max_self_preference_gap=config.max_self_preference_gap,
+        progress=lambda d, t: context.log.info(f"judge validation {d}/{t}") if d % 10 == 0 else None,
+    )  # fmt: skip
+    wall = time.perf_counter() - t0
+    table = res["validation"]
+    figures = validation_figures(res)
+    scores = res["scores"]
+    cols = ["dimension", "validated", "kappa", "kappa_ci_low", "kappa_ci_high", "n", "accuracy", "n_errors", "reason"]
+    bias_cols = ["dimension", "length_rho", "length_rho_ci_low", "length_rho_ci_high", "length_bias_flagged", "self_preference_gap",
+                 "self_preference_ci_low", "self_preference_ci_high", "self_preference_note", "position_flip_rate",
+                 "position_flip_ci_low", "position_flip_ci_high", "position_n_pairs", "position_bias_flagged"]  # fmt: skip
+    calls = len(items) + 2 * len(pairs)
+    context.add_output_metadata({
+        "dagster/row_count": table.height, "judge_config_hash": table["judge_config_hash"][0], "judge_model": table["judge_model"][0],
+        "validated": dg.MetadataValue.json(dict(zip(table["dimension"].to_list(), table["validated"].to_list(), strict=True))),
+        "kappa": preview(table.select(cols), 20, 60), "bias_audits": preview(table.select(bias_cols), 20, 60),
+        "position_bias": dg.MetadataValue.json(res["position_bias"]), "label_split": "test (held out; dev is 1 in 5 items by hash)",
+        "items": len(items), "pairs": len(pairs), "calls": calls, "wall_seconds": round(wall, 1),
+        "judged_items": preview(scores.select("dimension", "system", "human_label", "score", "error", "justification")
+                                if scores.height else scores, 20, 80),
+        **{name: dg.MetadataValue.md(png_markdown(png, name)) for name, png in figures.items()},
+    })  # fmt: skip
+    return table.select(list(VALIDATION_SCHEMA))
