@@ -1,4 +1,4 @@
-"""Pure NLI groundedness core (HCAT §3.2.2): z, D = z/‖w‖, σ(D), the head, perturbation pairs."""
+"""Pure NLI groundedness core (HCAT §3.2.2): z, D = z/‖w‖, σ(D), the head, features, pairs, the recipe."""
 
 import math
 
@@ -47,6 +47,11 @@ def test_distance_is_logit_over_weight_norm_and_sigma_is_monotone():
     assert np.all(np.diff(out["sigma"][order]) >= 0)
     assert np.all((out["D"] > 0) == (out["z"] > 0))  # D > 0 exactly on the entailment side
     assert nli.sigmoid(np.array([-800.0, 0.0, 800.0])).tolist() == [0.0, 0.5, 1.0]
+    # explain: contributions w_i x_i / ‖w‖ sum to D - b/‖w‖, most negative first
+    ex = head.explain(x[:1], top=2)[0]
+    contrib = x[0] * head.w / 5.0
+    assert [v for _, v in ex] == sorted(v for v in contrib if v < 0)
+    assert sum(contrib) == pytest.approx(out["D"][0] - head.b / 5.0)
 
 
 def test_standardisation_is_part_of_x_and_width_is_checked():
@@ -55,27 +60,6 @@ def test_standardisation_is_part_of_x_and_width_is_checked():
     assert out["z"][0] == pytest.approx(1.0 * 1.0 + 2.0 * 1.0)
     with pytest.raises(ValueError):
         head.decision(np.zeros((1, 3)))
-
-
-def test_fit_head_learns_direction_respects_monotone_signs_and_roundtrips(tmp_path):
-    rng = np.random.default_rng(1)
-    y = rng.integers(0, 2, 400)
-    sim = y * 0.5 + rng.normal(0, 0.3, 400)
-    nov = (1 - y) * 0.5 + rng.normal(0, 0.3, 400)
-    noise = rng.normal(size=400)
-    raw = np.column_stack([sim, nov, noise])
-    names = ["max_sim", "content_novelty", "premise_coverage"]
-    head = nli.fit_head(raw, y, names, C=1.0)
-    assert head.w[0] > 0 and head.w[1] < 0 and head.w[2] >= 0
-    assert head.info["train_auroc"] > 0.8
-    # a sign the data contradicts is clamped at 0 by the monotone bound
-    flipped = nli.fit_head(np.column_stack([-sim, nov]), y, ["max_sim", "content_novelty"])
-    assert flipped.w[0] == 0.0
-    path = head.save(tmp_path / "h.json")
-    again = nli.NLIHead.load(path)
-    np.testing.assert_array_equal(again.decision(raw)["D"], head.decision(raw)["D"])
-    with pytest.raises(ValueError):
-        nli.fit_head(raw, np.ones(400), names)
 
 
 def test_perturbations_are_labelled_and_deterministic():
@@ -99,25 +83,6 @@ def test_perturbations_are_labelled_and_deterministic():
             assert p.hypothesis in p.premise
     with pytest.raises(ValueError):
         nli.perturbation_pairs(DOCS[:1], n_pairs=10)
-
-
-def test_pair_features_are_length_free_fractions():
-    prem = ["The Eiffel Tower was completed in 1889 in Paris."]
-    hyps = ["The Eiffel Tower was completed in 1889.", "The Eiffel Tower was completed in 1899 in Rome."]
-    rng = np.random.default_rng(0)
-    u = rng.normal(size=(1, 8))
-    u /= np.linalg.norm(u)
-    f = nli.pair_features([u, u], np.vstack([u, u]), [prem, prem], hyps)
-    names = nli.feature_names()
-    assert f.shape == (2, len(names))
-    col = dict(zip(names, f.T))
-    assert col["content_novelty"][0] == 0.0 and col["content_novelty"][1] > 0
-    assert col["number_novelty"][0] == 0.0 and col["has_unsupported_number"][1] == 1.0
-    assert col["name_novelty"][1] > 0
-    assert np.all((f[:, 3:] >= 0) & (f[:, 3:] <= 1))
-    # repeating the hypothesis (twice as long) leaves the novelty fractions unchanged
-    long = nli.lexical_features(prem, hyps[1] + " " + hyps[1], prem[0])
-    assert long[0] == pytest.approx(col["content_novelty"][1])
 
 
 def test_length_matched_auroc_ignores_length_only_scores():
@@ -177,26 +142,6 @@ def test_derivational_neighbours_enable_synonym_swaps():
     assert not [p for p in nli.perturbation_pairs(docs, n_pairs=200, seed=0) if p.kind == "synonym_swap"]
 
 
-def test_token_alignment_is_length_free_and_feature_is_optional():
-    rng = np.random.default_rng(0)
-    P = rng.normal(size=(6, 8))
-    H = P[[1, 3]] * 2.0  # the hypothesis tokens occur in the premise (scale does not matter)
-    assert nli.token_alignment([P[:3], P[3:]], H) == pytest.approx(1.0)
-    assert nli.token_alignment([P], np.vstack([H, H, H])) == pytest.approx(nli.token_alignment([P], H))
-    far = -P[[0]]
-    assert nli.token_alignment([P[[0]]], far) == pytest.approx(-1.0)
-    assert nli.token_alignment([], H) == 0.0 and nli.token_alignment([P], np.zeros((0, 8))) == 0.0
-    prem = ["The Eiffel Tower was completed in 1889 in Paris."]
-    u = rng.normal(size=(1, 8))
-    u /= np.linalg.norm(u)
-    without = nli.pair_features([u], u, [prem], ["Paris."])
-    with_ta = nli.pair_features([u], u, [prem], ["Paris."], token_align=np.array([0.7]))
-    assert nli.feature_names(token_align=True) == nli.feature_names() + [nli.TOKEN_ALIGN_FEATURE]
-    assert with_ta.shape[1] == without.shape[1] + 1 and with_ta[0, -1] == 0.7
-    np.testing.assert_array_equal(with_ta[:, :-1], without)
-    assert nli.MONOTONE[nli.TOKEN_ALIGN_FEATURE] == 1
-
-
 def test_qa_pairs_are_length_matched_twins_and_deterministic():
     a = nli.qa_pairs(DOCS, n_pairs=200, seed=0)
     assert [p.as_dict() for p in a] == [p.as_dict() for p in nli.qa_pairs(DOCS, n_pairs=200, seed=0)]
@@ -222,3 +167,159 @@ def test_qa_pairs_paraphrase_positives_use_neighbours():
     para = [p for p in pairs if p.kind == "qa_paraphrase"]
     assert para and all(p.label == 1 and "nserting" in p.hypothesis for p in para)
     assert not [p for p in nli.qa_pairs(docs, n_pairs=400, seed=0) if p.kind == "qa_paraphrase"]
+
+
+def test_fit_head_learns_direction_respects_monotone_signs_and_roundtrips(tmp_path):
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 400)
+    sim = y * 0.5 + rng.normal(0, 0.3, 400)
+    nov = (1 - y) * 0.5 + rng.normal(0, 0.3, 400)
+    noise = rng.normal(size=400)
+    raw = np.column_stack([sim, nov, noise])
+    names = ["max_sim", "content_novelty", "premise_coverage"]
+    head = nli.fit_head(raw, y, names, C=1.0)
+    assert head.w[0] > 0 and head.w[1] < 0 and head.w[2] >= 0
+    assert head.info["train_auroc"] > 0.8
+    # a sign the data contradicts is fixed at 0 by the active set; the rest is refitted
+    flipped = nli.fit_head(np.column_stack([-sim, nov]), y, ["max_sim", "content_novelty"])
+    assert flipped.w[0] == 0.0 and flipped.w[1] < 0
+    unconstrained = nli.fit_head(np.column_stack([-sim, nov]), y, ["max_sim", "content_novelty"], monotone=False)
+    assert unconstrained.w[0] < 0
+    path = head.save(tmp_path / "h.json")
+    again = nli.NLIHead.load(path)
+    np.testing.assert_array_equal(again.decision(raw)["D"], head.decision(raw)["D"])
+    assert again.to_json() == path.read_text()  # rounding is idempotent: save → load → save is byte-stable
+    with pytest.raises(ValueError):
+        nli.fit_head(raw, np.ones(400), names)
+
+
+def _fake_embed(texts):
+    """Deterministic bag-of-stems vectors (normalised), standing in for MiniLM."""
+    import hashlib
+
+    out = np.zeros((len(texts), 64))
+    for i, t in enumerate(texts):
+        for w in nli.content_tokens(t) or ["empty"]:
+            out[i, int(hashlib.md5(nli.stem(w).encode()).hexdigest(), 16) % 64] += 1.0
+        out[i] += 0.01
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+CONTEXT = [
+    "The Eiffel Tower was completed in 1889 in Paris.",
+    "It is 330 metres tall and was designed by Gustave Eiffel.",
+    "Ticket prices rose in 2019, and the tower may be repainted in 2030.",
+    "Lyon is a city in France.",
+    "The Louvre is a museum.",
+]
+
+
+def test_featurize_aligns_sentences_and_catches_words_reused_from_elsewhere():
+    hyps = [
+        "The Eiffel Tower was completed in 1889.",  # faithful
+        "The Eiffel Tower was completed in 2019.",  # number from another sentence of the context
+        "The Eiffel Tower was completed in 1889 in Lyon.",  # name from another sentence
+        "Ticket prices fell in 2019.",  # antonym
+        "The tower will be repainted in 2030.",  # hedge dropped
+        "I loved my visit to the tower!",  # a claim about the speaker
+        "The tower is 330 metres tall because ticket prices rose in 2019.",  # unsupported causal link
+        "Is the Eiffel Tower tall?",
+    ]
+    raw, names, aligned = nli.featurize([CONTEXT] * len(hyps), hyps, _fake_embed, k_candidates=3)
+    assert names == nli.feature_names(use_parse=False, use_contradiction=False) and raw.shape == (len(hyps), len(names))
+    f = {n: raw[:, j] for j, n in enumerate(names)}
+    assert aligned[0][0] == 0 and aligned[3][0] == 2 and all(len(a) == 2 for a in aligned)
+    assert f["aligned_content_novelty"][0] == 0 and f["number_novelty"][0] == 0 and f["aligned_number_novelty"][0] == 0
+    # the swapped number / name are not new to the context, only to the aligned sentences
+    assert aligned[1][0] == 0 and aligned[2][0] == 0
+    assert f["number_novelty"][1] == 0 and f["aligned_number_novelty"][1] > 0
+    assert f["name_novelty"][2] == 0 and f["aligned_name_novelty"][2] > 0
+    assert f["antonym_flip"][3] == 1 and f["antonym_flip"][0] == 0
+    assert f["hedge_mismatch"][4] == 1 and f["hedge_mismatch"][0] == 0
+    assert f["first_person"][5] == 1 and f["first_person"][0] == 0
+    assert f["connective_novelty"][6] == 1 and f["connective_novelty"][0] == 0
+    assert f["question"][7] == 1 and f["question"][0] == 0
+    assert np.all((raw >= -1) & (raw <= 1))
+    # length-free: repeating the sentence leaves the fractions unchanged
+    twice = nli.featurize([CONTEXT], [hyps[1][:-1] + ", " + hyps[1]], _fake_embed, k_candidates=3)[0]
+    for n in ("content_novelty", "number_novelty", "aligned_number_novelty", "name_novelty"):
+        assert twice[0, names.index(n)] == pytest.approx(f[n][1])
+
+
+def test_featurize_calls_each_model_once_per_batch_on_unique_texts():
+    calls = {"embed": [], "parse": [], "contra": []}
+
+    def embed(texts):
+        calls["embed"].append(list(texts))
+        return _fake_embed(texts)
+
+    def parse(texts):
+        calls["parse"].append(list(texts))
+        return [nli.Parse(frozenset(nli.content_tokens(t)), frozenset(), frozenset(), frozenset(), int("not" in t), frozenset())
+                for t in texts]
+
+    def contra(p, h):
+        calls["contra"].append(list(zip(p, h)))
+        return np.array([0.9 if "not" in x else 0.1 for x in h])
+
+    hyps = ["The Eiffel Tower was completed in 1889.", "The tower was not designed by Gustave Eiffel.",
+            "The Eiffel Tower was completed in 1889."]
+    raw, names, aligned = nli.featurize([CONTEXT] * 3, hyps, embed, parse=parse, contradiction=contra, k_candidates=2)
+    assert names[-1] == "contradiction" and names[-5:-1] == nli.PARSE_FEATURES
+    assert len(calls["embed"]) == len(calls["parse"]) == len(calls["contra"]) == 1
+    for c in ("embed", "parse"):
+        assert len(calls[c][0]) == len(set(calls[c][0]))
+    assert len(calls["contra"][0]) == 2  # the repeated (aligned premise, sentence) pair is scored once
+    assert raw[1, names.index("contradiction")] == 0.9 and raw[1, names.index("parse_negation_mismatch")] == 1.0
+    np.testing.assert_array_equal(raw[0], raw[2])
+
+
+def test_parse_summary_normalises_voice_and_finds_role_swaps():
+    from types import SimpleNamespace as T
+
+    def doc(spec):
+        toks = []
+        for text, lemma, pos, dep, head in spec:
+            toks.append(T(text=text, lemma_=lemma, pos_=pos, dep_=dep, head=None, _h=head))
+        for t in toks:
+            t.head = toks[t._h]
+        return toks
+
+    active = nli.summarise(doc([("Eiffel", "Eiffel", "PROPN", "nsubj", 1), ("designed", "design", "VERB", "ROOT", 1),
+                                ("tower", "tower", "NOUN", "dobj", 1)]))
+    passive = nli.summarise(doc([("tower", "tower", "NOUN", "nsubjpass", 2), ("was", "be", "AUX", "auxpass", 2),
+                                 ("designed", "design", "VERB", "ROOT", 2), ("by", "by", "ADP", "agent", 2),
+                                 ("Eiffel", "Eiffel", "PROPN", "pobj", 3)]))
+    swapped = nli.summarise(doc([("tower", "tower", "NOUN", "nsubj", 1), ("designed", "design", "VERB", "ROOT", 1),
+                                 ("Eiffel", "Eiffel", "PROPN", "dobj", 1), ("not", "not", "PART", "neg", 1)]))
+    assert active.subjects == passive.subjects == {"eiffel"} and active.objects == passive.objects == {"tower"}
+    from hcat_pipeline.core.metrics.nli_parse import parse_features
+
+    assert parse_features(passive, active, active) == [0.0, 0.0, 0.0, 0.0]
+    subj, role, rel, neg = parse_features(swapped, active, active)
+    assert role == 1.0 and neg == 1.0 and subj == 0.0 and rel == 0.0
+
+
+def test_new_perturbations_reuse_context_words():
+    from hcat_pipeline.core.metrics.nli_lexical import hedge_count
+
+    docs = [d + [f"Sales rose by {12 + i} percent in March, and analysts may raise their forecast for Paris."]
+            for i, d in enumerate(DOCS)]
+    pairs = nli.perturbation_pairs(docs, n_pairs=600, seed=0)
+    kinds = {p.kind for p in pairs}
+    assert {"context_number_swap", "context_entity_swap", "role_swap", "antonym_flip", "causal_link", "temporal_link",
+            "hedge_removal"} <= kinds
+    for p in pairs:
+        prem = " ".join(p.premise)
+        if p.kind == "antonym_flip":
+            assert any(w in nli.ANTONYMS for w in nli.tokens(p.hypothesis))
+        if p.kind == "hedge_removal":
+            assert hedge_count(p.hypothesis) < hedge_count(prem)
+        if p.kind in ("causal_link", "temporal_link"):
+            assert set(nli.tokens(p.hypothesis)) & {"because", "led", "so", "result", "after", "before", "then", "until"}
+        if p.kind in ("context_number_swap", "context_entity_swap"):  # the new value comes from the same document
+            doc = " ".join(next(d for d in docs if p.premise[0] in d))
+            if p.kind == "context_number_swap":
+                assert set(nli.numbers(p.hypothesis)) <= set(nli.numbers(doc))
+            else:
+                assert set(nli.capitalised(p.hypothesis)) <= set(nli.tokens(doc))

@@ -1,5 +1,6 @@
-"""NLIModel with the packaged head and the real packaged MiniLM / contradiction models; nli_head asset."""
+"""NLIModel with the packaged head and the real packaged MiniLM / spaCy / contradiction models; nli_head asset."""
 
+import dataclasses
 import json
 
 import dagster as dg
@@ -8,17 +9,22 @@ import polars as pl
 import pytest
 
 from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch
+from hcat_pipeline.core.metrics.nli_train import TrainConfig
 from hcat_pipeline.resources.nli import PACKAGED_HEAD, NLIModel
 
 CONTEXT = [
     "The Eiffel Tower was completed in 1889 in Paris.",
     "It is 330 metres tall and was designed by the company of Gustave Eiffel.",
+    "The Statue of Liberty was dedicated in 1886 in New York.",
 ]
 FAITHFUL_VS_SWAPPED = [
     ("The Eiffel Tower was completed in 1889.", "The Eiffel Tower was completed in 1925."),
     ("The tower is 330 metres tall.", "The tower is 410 metres tall."),
     ("The Eiffel Tower is in Paris.", "The Eiffel Tower is in Madrid."),
     ("It was designed by the company of Gustave Eiffel.", "It was not designed by the company of Gustave Eiffel."),
+    # hallucinations that re-use the context's own words
+    ("The Eiffel Tower was completed in 1889.", "The Eiffel Tower was completed in 1886."),
+    ("The Eiffel Tower was completed in Paris.", "The Eiffel Tower was completed in New York."),
 ]
 
 
@@ -27,11 +33,14 @@ def nli_model(tmp_path_factory):
     return NLIModel(embedding_cache_dir=str(tmp_path_factory.mktemp("nli_emb")))
 
 
-def test_packaged_head_is_shipped_and_loads():
+def test_packaged_head_is_shipped_and_matches_the_scorer(nli_model):
     d = json.loads(PACKAGED_HEAD.read_text())
     assert d["format"] == "hcat-nli-head/1" and len(d["w"]) == len(d["feature_names"])
-    head = NLIModel().head()
+    head = nli_model.head()
     assert head.w_norm > 0 and head.info["n_train"] >= 1000
+    assert head.info["config"] == dataclasses.asdict(TrainConfig())  # built with the recipe's defaults
+    _, names = nli_model.pair_features([CONTEXT], ["The tower is tall."])
+    assert names == head.feature_names
 
 
 def test_faithful_sentence_scores_above_swapped_one(nli_model):
@@ -43,9 +52,10 @@ def test_faithful_sentence_scores_above_swapped_one(nli_model):
     head = nli_model.head()
     np.testing.assert_allclose(out["D"], out["z"] / np.linalg.norm(head.w), rtol=0, atol=1e-12)
     np.testing.assert_allclose(out["sigma"], 1 / (1 + np.exp(-out["D"])), atol=1e-12)
+    assert all(a and a[0] in (0, 1, 2) for a in out["aligned"])
 
 
-def test_groundedness_nli_batch_with_real_model(nli_model):
+def test_groundedness_nli_batch_with_real_model_explains(nli_model):
     rows = [
         (["The Eiffel Tower was completed in 1889.", "It is 330 metres tall."], CONTEXT),
         (["The Eiffel Tower was completed in 1889.", "It was painted gold by Napoleon in 1925."], CONTEXT),
@@ -53,27 +63,66 @@ def test_groundedness_nli_batch_with_real_model(nli_model):
     ]
     res = groundedness_nli_batch(rows, nli_model)
     assert [len(r["nli_sigma"]) for r in res] == [2, 2, 0]
-    assert all(len(r["nli_distance"]) == len(r["nli_sigma"]) for r in res)
     assert res[0]["groundedness_nli"] > res[1]["groundedness_nli"]
     assert res[1]["nli_least_grounded"] == 1
+    assert res[0]["nli_support"] == [0, 1]  # which context sentence supports which answer sentence
+    assert res[1]["nli_reasons"][1]  # the invented sentence has features that pulled it down
     assert all(0.0 < s < 1.0 for r in res for s in r["nli_sigma"])
 
 
-def test_contradiction_flags_negation_and_number_swap(nli_model):
-    prem = " ".join(CONTEXT)
-    p = nli_model.contradiction(
-        [prem] * 3, ["The Eiffel Tower was completed in 1889.", "The Eiffel Tower was not completed in 1889.", "The Eiffel Tower was completed in 1955."]
-    )
+def test_contradiction_dynamic_length_matches_fixed_padding(nli_model):
+    from hcat_pipeline.resources.nli_backends import Contradiction
+
+    prem = " ".join(CONTEXT[:2])
+    hyps = ["The Eiffel Tower was completed in 1889.", "The Eiffel Tower was not completed in 1889.",
+            "The Eiffel Tower was completed in 1955."]
+    p = nli_model.contradiction([prem] * 3, hyps)
     assert p.shape == (3,) and p[1] > p[0] and p[2] > p[0]
+    model = Contradiction()
+    assert model.dynamic
+    enc = model.tokenizer.encode_batch([(prem, h) for h in hyps])
+    ids = np.zeros((3, 160), dtype=np.int64)
+    mask = np.zeros((3, 160), dtype=np.int64)
+    for i, e in enumerate(enc):
+        ids[i, : len(e.ids)], mask[i, : len(e.ids)] = e.ids, 1
+    logits = model.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    fixed = 1 / (1 + np.exp(-(logits[:, 1] - logits[:, 0])))
+    np.testing.assert_allclose(p, fixed, atol=0.02)
     with pytest.raises(ValueError):
         nli_model.contradiction([prem], [])
 
 
-def test_head_mismatch_and_missing_weights_are_clear(tmp_path):
+def test_spacy_parse_roles_and_negation(nli_model):
+    active, passive, neg = nli_model.parse(["Gustave Eiffel designed the tower.", "The tower was designed by Gustave Eiffel.",
+                                            "Gustave Eiffel did not design the tower."])
+    assert active.subjects == passive.subjects and "eiffel" in active.subjects
+    assert active.objects == passive.objects == {"tower"}
+    assert neg.negations == 1 and active.negations == 0
+
+
+def test_missing_weights_and_feature_mismatch_are_clear(tmp_path, nli_model):
     with pytest.raises(FileNotFoundError):
         NLIModel(weights_path=str(tmp_path / "none.json")).head()
-    with pytest.raises(ValueError, match="use_llm"):
-        NLIModel(use_llm=True).head()
+    bad = json.loads(PACKAGED_HEAD.read_text())
+    bad["feature_names"][0] = "centroid_sim"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="expects features"):
+        NLIModel(weights_path=str(tmp_path / "bad.json"), embedding_cache_dir=nli_model.embedding_cache_dir).decision(
+            [CONTEXT], ["The tower is tall."])
+
+
+def test_asset_and_cli_take_their_defaults_from_the_recipe():
+    import argparse
+
+    from hcat_pipeline.assets.nli import NLIHeadConfig
+    from hcat_pipeline.commands.nli import _args
+
+    assert NLIHeadConfig().model_dump(exclude={"out_path"}) == dataclasses.asdict(TrainConfig())
+    p = argparse.ArgumentParser()
+    _args(p)
+    ns = vars(p.parse_args([]))
+    assert {f.name: ns[f.name] for f in dataclasses.fields(TrainConfig)} == dataclasses.asdict(TrainConfig())
+    assert vars(p.parse_args(["--use-parse", "false", "--C", "0.5"]))["use_parse"] is False
 
 
 def test_nli_head_asset_retrains_on_chunks(tmp_path, nli_model):
@@ -94,28 +143,30 @@ def test_nli_head_asset_retrains_on_chunks(tmp_path, nli_model):
     def chunks_src() -> pl.DataFrame:
         return chunks
 
+    cfg = {"n_pairs": 200, "qa_pairs": 0, "public_sets": "", "C": 1.0, "use_contradiction": False, "out_path": str(out_path)}
     res = dg.materialize(
         [chunks_src, nli_head],
         resources={"nli_model": nli_model, "io_manager": dg.mem_io_manager},
-        run_config={"ops": {"nli_head": {"config": {"n_pairs": 200, "out_path": str(out_path)}}}},
+        run_config={"ops": {"nli_head": {"config": cfg}}},
     )
     assert res.success
     frame = res.output_for_node("nli_head")
     assert set(frame["label"].to_list()) == {0, 1} and frame["pairs"].sum() == 200
-    assert out_path.exists()
     retrained = NLIModel(weights_path=str(out_path), embedding_cache_dir=nli_model.embedding_cache_dir)
+    assert "contradiction" not in retrained.head().feature_names and retrained.head().info["C"] == 1.0
     d = retrained.decision([CONTEXT], ["The Eiffel Tower was completed in 1889."])
     assert d["z"].shape == (1,)
 
 
-def test_token_align_feature_with_real_minilm(nli_model):
-    hyps = ["Completed in 1889 in Paris.", "Painted gold by Napoleon.", "Designed by the company."]
-    ta = nli_model.token_align([CONTEXT] * 3, hyps)
-    assert ta.shape == (3,) and np.all((ta > 0) & (ta <= 1.0 + 1e-6))
-    assert ta[0] > ta[1] and ta[2] > ta[1]  # copied spans align token by token, the invented one does not
-    raw, names = nli_model.pair_features([CONTEXT] * 3, hyps, use_token_align=True)
-    assert names[-1] == "token_align" and np.allclose(raw[:, -1], ta)
-    # the packaged head uses it, so decision() builds it
-    assert "token_align" in nli_model.head().feature_names
-    d = nli_model.decision([CONTEXT] * 3, hyps)
-    assert d["sigma"][0] > d["sigma"][1]
+def test_llm_second_opinion_is_bounded_and_cached(nli_model):
+    m = NLIModel(embedding_cache_dir=nli_model.embedding_cache_dir, llm_second_opinion=True, llm_margin=100.0,
+                 llm_max_sentences=1)
+    hyps = ["The Eiffel Tower was completed in 1889.", "The Eiffel Tower is in Madrid."]
+    base = nli_model.decision([CONTEXT] * 2, hyps)
+    out = m.decision([CONTEXT] * 2, hyps)
+    assert out["llm_checked"].sum() == 1  # at most llm_max_sentences per call
+    i = int(np.argmax(out["llm_checked"]))
+    assert out["sigma"][i] != base["sigma"][i] and out["sigma"][1 - i] == base["sigma"][1 - i]
+    np.testing.assert_array_equal(out["D"], base["D"])  # D stays the head's distance
+    again = m.decision([CONTEXT] * 2, hyps)
+    np.testing.assert_array_equal(again["sigma"], out["sigma"])  # cached: same answer

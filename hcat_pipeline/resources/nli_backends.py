@@ -64,7 +64,7 @@ class Contradiction:
         self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         self.max_len = 160
         self.tokenizer = Tokenizer.from_file(str(root / "policy_nli_tokenizer" / "tokenizer.json"))
-        self.tokenizer.enable_truncation(self.max_len, strategy="only_first")
+        self.tokenizer.enable_truncation(self.max_len, strategy="longest_first")
         if not self.dynamic:
             self.tokenizer.enable_padding(length=self.max_len, pad_id=0)
 

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hcat_pipeline.core.metrics.nli import answer_aggregate
+from hcat_pipeline.core.metrics.nli_eval import answer_aggregate
 
 
 class NLIScorer(Protocol):
@@ -30,7 +30,10 @@ def groundedness_nli_batch(
 
     Returns one dict per row: ``groundedness_nli`` (mean σ(D) over the answer sentences, NaN for an
     empty answer), ``nli_sigma`` / ``nli_distance`` / ``nli_logit`` (per answer sentence, in order),
-    ``nli_min_sigma`` and ``nli_least_grounded`` (index i* of the least grounded sentence, -1 if none).
+    ``nli_min_sigma`` and ``nli_least_grounded`` (index i* of the least grounded sentence, -1 if none),
+    and the explanation when the scorer gives one: ``nli_support`` (per answer sentence, the index in
+    the row's non-empty context sentences of the sentence that supports it best, -1 if none) and
+    ``nli_reasons`` (per answer sentence, the features that lowered D most, e.g. "contradiction").
     All pairs of the batch go to the scorer in one call.
     """
     premises: list[list[str]] = []
@@ -43,9 +46,13 @@ def groundedness_nli_batch(
                 premises.append(ctx)
                 hypotheses.append(s)
                 owner.append(r)
+    aligned: list = [[] for _ in hypotheses]
+    reasons: list = [[] for _ in hypotheses]
     if hypotheses:
         out = scorer.decision(premises, hypotheses)
         z, D, sig = (np.asarray(out[k], dtype=np.float64) for k in ("z", "D", "sigma"))
+        aligned = list(out.get("aligned") or aligned)
+        reasons = list(out.get("reasons") or reasons)
     else:
         z = D = sig = np.zeros(0)
     own = np.asarray(owner, dtype=int)
@@ -61,6 +68,8 @@ def groundedness_nli_batch(
                 "nli_logit": [float(v) for v in z[idx]],
                 "nli_min_sigma": min(sigmas) if sigmas else math.nan,
                 "nli_least_grounded": int(np.argmin(sigmas)) if sigmas else -1,
+                "nli_support": [int(aligned[j][0]) if len(aligned[j]) else -1 for j in idx],
+                "nli_reasons": [[name for name, _ in reasons[j]] for j in idx],
             }
         )
     return results

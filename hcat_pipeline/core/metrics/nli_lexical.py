@@ -7,19 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from hcat_pipeline.core.text import STOPWORDS  # the project's one stop-word list (re-exported)
+
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'_\-]*|\d+(?:[.,:]\d+)*")
 _NUM_RE = re.compile(r"\d+(?:[.,:]\d+)*")
 _CAP_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z0-9'\-]+")
 _NEG_RE = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without|nobody|nowhere)\b|n't\b", re.I)
 
-STOPWORDS = frozenset(
-    """a an the and or but if then else of to in on at by for with from as into onto about over under
-    than that this these those there here it its it's is are was were be been being am do does did
-    doing have has had having can could will would shall should may might must i you he she we they
-    me him her us them my your his our their mine yours ours theirs what which who whom whose when
-    where why how all any both each few more most other some such only own same so too very just also
-    not no nor yes well oh ok okay really like know think yeah sure one s t""".split()
-)
 
 # words that turn an assertion into a possibility / report (and back): "may cause" vs "causes"
 HEDGES = frozenset(
