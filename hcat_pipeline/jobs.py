@@ -24,7 +24,8 @@ golden_set_job = dg.define_asset_job(
 
 campaign_run_job = dg.define_asset_job(
     "campaign_run_job",
-    selection=dg.AssetSelection.assets("rag_responses").downstream(),
+    # + the label store and the scored reference sets, so calibrated_scores has calibrators on a fresh machine
+    selection=dg.AssetSelection.assets("rag_responses").downstream() | dg.AssetSelection.assets("human_labels", "reference_label_scores"),
     partitions_def=campaign_run,
     description="One campaign run (golden-set version × night): the campaign's systems answer the version's cases "
     "(resuming this night's checkpoint; http / API systems asked again), then everything downstream — retrieval "
@@ -46,4 +47,11 @@ exam_job = dg.define_asset_job(
     "(every campaign system × ICL 0/1/2, checkpointed) → irt_model → exam_report.",
 )
 
-JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job]
+labels_job = dg.define_asset_job(
+    "labels_job",
+    selection=dg.AssetSelection.assets("human_labels", "calibrators", "metric_validity"),
+    description="New or changed label file in data/labels/ (label_file_sensor): import it into the label store and refit the "
+    "calibrators (campaign labels take over a dimension once sufficient); the next campaign run's calibrated_scores use them.",
+)
+
+JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job, labels_job]

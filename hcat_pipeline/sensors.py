@@ -88,4 +88,41 @@ def new_version_campaign_sensor(context: dg.SensorEvaluationContext, asset_event
                          run_config=campaign_run_config(load_campaign()), tags={"golden_set_version": version, "night": night})
 
 
-SENSORS = [golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor]
+def build_label_file_sensor(labels_dir: str | None = None, name: str = "label_file_sensor"):
+    """New or changed label file (CSV / JSONL / Parquet) in ``labels_dir`` (default ``HCAT_LABELS_DIR`` /
+    data/labels) → ``labels_job`` (import into the label store, refit the calibrators). The cursor holds
+    each file's SHA-256; an exported review queue nobody has filled in yet requests nothing."""
+
+    @dg.sensor(name=name, job_name="labels_job", minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
+               description="New or changed label file in data/labels/ → labels_job (import + recalibrate).")  # fmt: skip
+    def _sensor(context: dg.SensorEvaluationContext):
+        import hashlib
+        import json
+
+        from hcat_pipeline.assets.labels import LABELS_DIR, label_files
+        from hcat_pipeline.calibration.labels import read_label_file
+
+        root = Path(labels_dir or os.environ.get("HCAT_LABELS_DIR") or LABELS_DIR)
+        seen = json.loads(context.cursor) if context.cursor else {}
+        now, changed = {}, []
+        for path in label_files(root):
+            sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            now[path.name] = sha
+            if seen.get(path.name) == sha:
+                continue
+            good, errors, pending = read_label_file(path, return_pending=True)
+            if pending and not good.height and not errors.height:
+                continue  # a blank review queue: nothing to import yet
+            changed.append(f"{path.name}:{sha[:12]}")
+        context.update_cursor(json.dumps(now, sort_keys=True))
+        if not changed:
+            return dg.SkipReason(f"no new or changed label file in {root}")
+        key = hashlib.sha256("|".join(sorted(changed)).encode()).hexdigest()[:16]
+        return dg.RunRequest(run_key=f"labels:{key}", tags={"label_files": ",".join(sorted(changed))[:200]})
+
+    return _sensor
+
+
+label_file_sensor = build_label_file_sensor()
+
+SENSORS = [golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor, label_file_sensor]

@@ -1,0 +1,168 @@
+"""Lineage stage: human labels (HCAT §5; golden-eval §5.3) — the label store and the review queue.
+
+* ``human_labels``: imports every label file in ``data/labels/`` (CSV / JSONL / Parquet, format in
+  ``hcat_pipeline.calibration.labels``) into the append-only, versioned store
+  ``data/labels/_store/`` (``calibration.LabelStore``). A bad file is reported with file, line and
+  reason and imports nothing; the rest go on. The same file twice changes nothing. Metadata: each
+  file's outcome, the errors, label counts and inter-rater κ per dimension.
+* ``review_queue`` (per campaign run): which case × system × dimension humans should label next
+  (``calibration.campaign.select_review_items``), exported to ``data/labels/review_queue.csv`` with
+  the query, contexts, answer, the metric's explanation and blank ``label`` / ``rater`` /
+  ``labelled_at`` columns. A filled-in copy dropped into ``data/labels/`` is imported as it is;
+  the blank export itself imports nothing (status ``pending``).
+
+(No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
+"""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.calibration import LabelStore, agreement
+from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, select_review_items
+from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES
+from hcat_pipeline.partitions import campaign_run, split_run_key
+from hcat_pipeline.paths import DATA_DIR
+
+LABELS_DIR = Path(os.environ.get("HCAT_LABELS_DIR", DATA_DIR / "labels"))
+STORE_SUBDIR = "_store"
+QUEUE_FILE = "review_queue.csv"
+
+
+def label_files(labels_dir: Path) -> list[Path]:
+    """The label files of a folder (top level only; the store and hidden files are not label files)."""
+    if not labels_dir.is_dir():
+        return []
+    return sorted(p for p in labels_dir.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES and not p.name.startswith("."))
+
+
+class HumanLabelsConfig(dg.Config):
+    labels_dir: str = ""  # empty: HCAT_LABELS_DIR or data/labels
+    store_dir: str = ""  # empty: <labels_dir>/_store
+
+
+def _dirs(config) -> tuple[Path, Path]:
+    labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
+    return labels_dir, Path(config.store_dir) if getattr(config, "store_dir", "") else labels_dir / STORE_SUBDIR
+
+
+@dg.asset(
+    group_name="calibration",
+    description="Append-only, versioned store of human labels imported from data/labels/ (CSV / JSONL / Parquet): bad files "
+    "reported with file / line / reason and not imported, the same file twice changes nothing; κ per dimension.",
+)
+def human_labels(context: dg.AssetExecutionContext, config: HumanLabelsConfig) -> pl.DataFrame:
+    labels_dir, store_dir = _dirs(config)
+    store = LabelStore(store_dir)
+    results = [store.import_file(p) for p in label_files(labels_dir)]
+    outcomes = pl.DataFrame(
+        [{"file": r.file, "status": r.status, "version": r.version, "rows_added": r.rows_added, "rows_already_stored": r.rows_skipped,
+          "rows_not_labelled_yet": r.rows_pending, "bad_rows": r.errors.height, "message": r.message} for r in results],
+        schema={"file": pl.String, "status": pl.String, "version": pl.String, "rows_added": pl.Int64, "rows_already_stored": pl.Int64,
+                "rows_not_labelled_yet": pl.Int64, "bad_rows": pl.Int64, "message": pl.String},
+    )  # fmt: skip
+    errors = pl.concat([r.errors for r in results], how="vertical") if results else pl.DataFrame(schema=ERROR_SCHEMA)
+    for r in results:
+        if r.status == "rejected":
+            context.log.warning(r.message + ": " + "; ".join(f"line {e['line']}: {e['reason']}" for e in r.errors.head(5).iter_rows(named=True)))
+    labels = store.labels()
+    counts = (
+        labels.group_by("dimension", "label").agg(pl.len().alias("n"), pl.col("rater").n_unique().alias("raters")).sort("dimension", "label")
+        if labels.height else pl.DataFrame()
+    )  # fmt: skip
+    kappa = agreement(labels) if labels.height else pl.DataFrame()
+    context.add_output_metadata({
+        "dagster/row_count": labels.height,
+        "labels_dir": str(labels_dir),
+        "store_dir": str(store_dir),
+        "store_versions": store.versions().height,
+        "files": preview(outcomes, 100, 120),
+        "files_rejected": int((outcomes["status"] == "rejected").sum()) if outcomes.height else 0,
+        "rows_added": int(outcomes["rows_added"].sum()) if outcomes.height else 0,
+        "errors": preview(errors, 50, 160),
+        "label_counts": preview(counts, 100) if counts.height else dg.MetadataValue.md("no labels yet"),
+        "kappa_by_dimension": preview(kappa, 100, 120) if kappa.height else dg.MetadataValue.md("no labels yet"),
+        "label_source": "campaign (humans only: this store never holds machine or LLM verdicts)",
+    })  # fmt: skip
+    return labels
+
+
+class ReviewQueueConfig(dg.Config):
+    n_items: int = 40
+    seed: int = 0
+    labels_dir: str = ""  # empty: HCAT_LABELS_DIR or data/labels
+    export: bool = True  # write <labels_dir>/review_queue.csv
+
+
+def _explanation(row: dict) -> str:
+    parts = []
+    for col in EXPLANATION_COLUMNS.get(row.get("metric") or "", ()):
+        v = row.get(col)
+        if v is None or (isinstance(v, list) and not v):
+            continue
+        parts.append(f"{col}: {'; '.join(map(str, v)) if isinstance(v, list) else v}")
+    return " | ".join(parts)
+
+
+@dg.asset(
+    partitions_def=campaign_run,
+    group_name="calibration",
+    description="Per campaign run: the case × system × dimension items humans should label next (stratified over strata, "
+    "query types and systems; unsure conformal sets ∅ / {0,1} first), exported to data/labels/review_queue.csv.",
+)
+def review_queue(
+    context: dg.AssetExecutionContext,
+    config: ReviewQueueConfig,
+    calibrated_scores: pl.DataFrame,
+    metric_tables: pl.DataFrame,
+    rag_responses: pl.DataFrame,
+    golden_set: pl.DataFrame,
+    human_labels: pl.DataFrame,
+) -> pl.DataFrame:
+    version, night = split_run_key(context)
+    labelled = human_labels.select("case_id", "system_id", "dimension").unique() if human_labels.height else None
+    cases = golden_set.select("case_id", *[c for c in ("stratum", "stratum_label", "query_type") if c in golden_set.columns]).unique("case_id")
+    cand = calibrated_scores.filter(pl.col("raw_score").is_not_null())
+    if labelled is not None:
+        cand = cand.join(labelled, on=["case_id", "system_id", "dimension"], how="anti")
+    cand = cand.join(cases, on="case_id", how="left")
+    picked = select_review_items(cand, config.n_items, config.seed)
+    expl_cols = sorted({c for cols in EXPLANATION_COLUMNS.values() for c in cols} & set(metric_tables.columns))
+    picked = picked.join(metric_tables.select("case_id", "system_id", *expl_cols), on=["case_id", "system_id"], how="left")
+    picked = picked.join(rag_responses.select("case_id", "system_id", "query", "answer", "contexts"), on=["case_id", "system_id"], how="left")
+    queue = pl.DataFrame({
+        "case_id": picked["case_id"], "system_id": picked["system_id"], "dimension": picked["dimension"],
+        "scale": ["binary"] * picked.height, "label": [None] * picked.height, "rater": [None] * picked.height,
+        "labelled_at": [None] * picked.height, "comment": [None] * picked.height,
+        "review_queue": [f"{version}|{night}"] * picked.height, "priority": picked["priority"], "reason": picked["reason"],
+        "golden_set_version": [version] * picked.height, "night": [night] * picked.height,
+        "stratum": picked["stratum"].cast(pl.String) if "stratum" in picked.columns else [None] * picked.height,
+        "query_type": picked["query_type"] if "query_type" in picked.columns else [None] * picked.height,
+        "metric": picked["metric"], "raw_score": picked["raw_score"], "calibrated_probability": picked["calibrated_probability"],
+        "prediction_set": picked["prediction_set"], "machine_verdict": picked["machine_verdict"], "label_source": picked["label_source"],
+        "query": picked["query"], "contexts": [("\n---\n".join(c) if c else "") for c in picked["contexts"].to_list()],
+        "answer": picked["answer"], "explanation": [_explanation(r) for r in picked.iter_rows(named=True)],
+    }, schema_overrides={c: pl.String for c in ("label", "rater", "labelled_at", "comment", "stratum", "query_type")})  # fmt: skip
+    path = (Path(config.labels_dir) if config.labels_dir else LABELS_DIR) / QUEUE_FILE
+    if config.export:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        queue.write_csv(tmp)
+        os.replace(tmp, path)
+    context.add_output_metadata({
+        "dagster/row_count": queue.height,
+        "exported_to": str(path) if config.export else "not exported",
+        "candidates": cand.height,
+        "already_labelled_left_out": 0 if labelled is None else labelled.height,
+        "by_reason": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("reason").len().iter_rows()}),
+        "by_dimension": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("dimension").len().iter_rows()}),
+        "by_system": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("system_id").len().iter_rows()}),
+        "how_to_label": dg.MetadataValue.md(
+            f"Copy `{path.name}` to another name in `{path.parent}`, fill `label` (0/1), `rater` and `labelled_at` "
+            "(e.g. 2025-06-01) for the rows you judged, leave the others blank; the label_file_sensor imports it."),
+        "preview": preview(queue.select("priority", "system_id", "case_id", "dimension", "prediction_set", "reason", "query"), 20),
+    })  # fmt: skip
+    return queue
