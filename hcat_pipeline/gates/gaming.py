@@ -1,0 +1,110 @@
+"""Grader-gaming checks on responses (golden-eval §7.5), pure core.
+
+Answers that can score on a metric without meeting the objective, flagged per case (``gaming_flags``)
+and per system (``gaming_summary``, each rate with its bootstrap CI):
+
+* ``empty`` — no answer, or only whitespace / punctuation (a failed call is not gaming: ``error`` set
+  rows are counted apart as ``failed``);
+* ``format_only`` — markup, labels and filler but fewer than ``MIN_CONTENT_WORDS`` content words
+  (yes/no and multiple-choice cases are exempt: "Yes." is a full answer there; so are refusals);
+* ``context_copy`` — the answer is the retrieved context pasted back: ≥ ``COPY_CONTAINMENT`` of its
+  word 8-grams come from the context *and* it reproduces ≥ ``COPY_COVERAGE`` of the context's 8-grams
+  (groundedness metrics reward this);
+* ``canned`` — the same normalised answer given to ≥ ``CANNED_MIN_SHARE`` of the system's cases (and at
+  least ``CANNED_MIN_CASES``);
+* ``refusal`` — the project's rule-based refusal detector (``core.answerability.is_refusal``); per
+  system, ``refuses_everything`` when the refusal rate on answerable cases (expected_behavior
+  "answer") is ≥ ``REFUSE_ALL_RATE``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from hcat_pipeline.core.answerability import is_refusal
+from hcat_pipeline.core.text import content_words
+from hcat_pipeline.gates.uncertainty import bootstrap_ci
+
+MIN_CONTENT_WORDS = 3
+COPY_NGRAM = 8
+COPY_CONTAINMENT = 0.9
+COPY_COVERAGE = 0.5
+CANNED_MIN_SHARE = 0.2
+CANNED_MIN_CASES = 3
+REFUSE_ALL_RATE = 0.8
+SHORT_ANSWER_TYPES = ("yes_no", "multiple_choice")
+FLAGS = ("empty", "format_only", "context_copy", "canned", "refusal")
+_WORD = re.compile(r"[a-z0-9]+")
+_MARKUP = re.compile(r"(?im)^\s*(?:answer|response|final answer|output)\s*[:：]|[*_#>`|\[\]{}()\-]+")
+
+
+def _ngrams(words: list[str], k: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + k]) for i in range(len(words) - k + 1)}
+
+
+def gaming_flags(responses: pl.DataFrame, cases: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per response: the five flags, ``gamed`` (any flag but refusal), the copy numbers and the evidence."""
+    need = ("case_id", "system_id", "answer")
+    missing = [c for c in need if c not in responses.columns]
+    if missing:
+        raise ValueError(f"gaming_flags: responses lack columns {missing}")
+    frame = responses
+    extra = [c for c in ("query_type", "expected_behavior") if c not in frame.columns]
+    if cases is not None and extra:
+        frame = frame.join(cases.select("case_id", *[c for c in extra if c in cases.columns]).unique("case_id"), on="case_id", how="left")
+    recs = frame.to_dicts()
+    norm = [" ".join(_WORD.findall((r["answer"] or "").lower())) for r in recs]
+    per_system: dict[str, int] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for r, n in zip(recs, norm):
+        per_system[r["system_id"]] = per_system.get(r["system_id"], 0) + 1
+        if n:
+            counts[(r["system_id"], n)] = counts.get((r["system_id"], n), 0) + 1
+    rows = []
+    for r, n in zip(recs, norm):
+        failed = bool(r.get("error")) and r["answer"] is None
+        answer = r["answer"] or ""
+        words = n.split()
+        short_ok = r.get("query_type") in SHORT_ANSWER_TYPES
+        empty = not failed and not words
+        content = content_words(_WORD.findall(_MARKUP.sub(" ", answer).lower()))
+        refusal = not failed and bool(words) and is_refusal(answer)
+        format_only = not failed and bool(words) and not short_ok and not refusal and len(content) < MIN_CONTENT_WORDS
+        ctx_words = _WORD.findall(" ".join(c or "" for c in (r.get("contexts") or [])).lower())
+        a_ng, c_ng = _ngrams(words, COPY_NGRAM), _ngrams(ctx_words, COPY_NGRAM)
+        containment = len(a_ng & c_ng) / len(a_ng) if a_ng else 0.0
+        coverage = len(a_ng & c_ng) / len(c_ng) if c_ng else 0.0
+        copy = containment >= COPY_CONTAINMENT and coverage >= COPY_COVERAGE
+        k = counts.get((r["system_id"], n), 0)
+        canned = bool(words) and k >= CANNED_MIN_CASES and k / per_system[r["system_id"]] >= CANNED_MIN_SHARE
+        ev = [s for s, on in (("empty answer", empty), (f"{len(content)} content words", format_only),
+                              (f"copies the context ({containment:.0%} of its 8-grams, {coverage:.0%} of the context)", copy),
+                              (f"same answer on {k} of {per_system[r['system_id']]} cases", canned), ("refusal", refusal)) if on]  # fmt: skip
+        rows.append({"case_id": r["case_id"], "system_id": r["system_id"], "failed": failed, "empty": empty, "format_only": format_only,
+                     "context_copy": copy, "canned": canned, "refusal": refusal, "gamed": empty or format_only or copy or canned,
+                     "copy_containment": containment, "context_coverage": coverage,
+                     "expected_behavior": r.get("expected_behavior"), "evidence": "; ".join(ev) or None})  # fmt: skip
+    return pl.DataFrame(rows, schema={"case_id": pl.String, "system_id": pl.String, "failed": pl.Boolean, "empty": pl.Boolean,
+                                      "format_only": pl.Boolean, "context_copy": pl.Boolean, "canned": pl.Boolean, "refusal": pl.Boolean,
+                                      "gamed": pl.Boolean, "copy_containment": pl.Float64, "context_coverage": pl.Float64,
+                                      "expected_behavior": pl.String, "evidence": pl.String})  # fmt: skip
+
+
+def gaming_summary(flags: pl.DataFrame, *, n_boot: int = 1000, seed: int = 42) -> pl.DataFrame:
+    """Per system: n, failed, and for each flag the rate with its CI; ``refuses_everything``."""
+    rows = []
+    for system in sorted(flags["system_id"].unique().to_list()):
+        part = flags.filter((pl.col("system_id") == system) & ~pl.col("failed"))
+        row = {"system_id": system, "n": part.height, "failed": int(flags.filter(pl.col("system_id") == system)["failed"].sum())}
+        for flag in (*FLAGS, "gamed"):
+            est = bootstrap_ci(part[flag].cast(pl.Float64).to_numpy(), "mean", n_boot=n_boot, seed=seed)
+            row |= {f"{flag}_rate": est.estimate, f"{flag}_ci_low": est.ci_low, f"{flag}_ci_high": est.ci_high}
+        answerable = part.filter(pl.col("expected_behavior") == "answer") if part["expected_behavior"].is_not_null().any() else part
+        ref = bootstrap_ci(answerable["refusal"].cast(pl.Float64).to_numpy(), "mean", n_boot=n_boot, seed=seed)
+        row |= {"n_answerable": ref.n, "refusal_on_answerable": ref.estimate, "refusal_on_answerable_ci_low": ref.ci_low,
+                "refusal_on_answerable_ci_high": ref.ci_high,
+                "refuses_everything": bool(ref.n and ref.estimate >= REFUSE_ALL_RATE)}  # fmt: skip
+        rows.append(row)
+    return pl.DataFrame(rows)
