@@ -40,8 +40,10 @@ def calibrated_scores(
     results = load_results(calibrators)
     active_rows = calibrators.filter(pl.col("active"))
     active = {r.dimension: r for r, a in zip(results, calibrators["active"].to_list()) if a}
-    metrics = {**DIMENSION_METRICS, **{r.dimension: r.metric for r in results if not r.dimension.startswith("behaviour_")}}
-    notes = {r.dimension: r.message for r in results if r.status != "fitted"}
+    # each dimension's metric: the active calibrator's, else the default map (behaviour_<rule> come from behaviour_checks)
+    metrics = {**DIMENSION_METRICS, **{d: r.metric for d, r in active.items() if not d.startswith("behaviour_")}}
+    notes = {r.dimension: r.message for r in results if r.status != "fitted" and r.dimension not in active}
+    missing = {d: m for d, m in metrics.items() if m not in metric_tables.columns}
     long = long_scores(metric_tables, behaviour_checks, metrics)
     out = calibrate_long(long, active, notes)
     sha = metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None
@@ -76,6 +78,7 @@ def calibrated_scores(
         "label_sources": dg.MetadataValue.json({d: s for d, s in active_rows.select("dimension", "label_source").iter_rows()}),
         "type_I_II_errors": dg.MetadataValue.json(errors),
         "not_calibrated": dg.MetadataValue.json(notes),
+        "dimensions_without_their_metric_column": dg.MetadataValue.json(missing),
         "note": "machine verdicts are never human labels; label_source says which human labels each calibration rests on",
     })  # fmt: skip
     return out

@@ -22,7 +22,7 @@ import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.calibration import LabelStore, agreement
-from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, select_review_items
+from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANINGS, select_review_items
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
@@ -124,6 +124,7 @@ def review_queue(
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     labelled = human_labels.select("case_id", "system_id", "dimension").unique() if human_labels.height else None
+    scales = dict(human_labels.select("dimension", "scale").unique("dimension").iter_rows()) if human_labels.height else {}
     cases = golden_set.select("case_id", *[c for c in ("stratum", "stratum_label", "query_type") if c in golden_set.columns]).unique("case_id")
     cand = calibrated_scores.filter(pl.col("raw_score").is_not_null())
     if labelled is not None:
@@ -135,9 +136,11 @@ def review_queue(
     picked = picked.join(rag_responses.select("case_id", "system_id", "query", "answer", "contexts"), on=["case_id", "system_id"], how="left")
     queue = pl.DataFrame({
         "case_id": picked["case_id"], "system_id": picked["system_id"], "dimension": picked["dimension"],
-        "scale": ["binary"] * picked.height, "label": [None] * picked.height, "rater": [None] * picked.height,
+        "scale": [scales.get(d, "binary") for d in picked["dimension"]], "label": [None] * picked.height, "rater": [None] * picked.height,
         "labelled_at": [None] * picked.height, "comment": [None] * picked.height,
-        "review_queue": [f"{version}|{night}"] * picked.height, "priority": picked["priority"], "reason": picked["reason"],
+        "review_queue": [f"{version}|{night}"] * picked.height,
+        "label_meaning": [LABEL_MEANINGS.get(d, "1 = the behaviour check really passed, 0 = it did not" if d.startswith("behaviour_")
+                                             else "see the rubric of this dimension") for d in picked["dimension"]], "priority": picked["priority"], "reason": picked["reason"],
         "golden_set_version": [version] * picked.height, "night": [night] * picked.height,
         "stratum": picked["stratum"].cast(pl.String) if "stratum" in picked.columns else [None] * picked.height,
         "query_type": picked["query_type"] if "query_type" in picked.columns else [None] * picked.height,

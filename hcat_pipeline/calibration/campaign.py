@@ -26,6 +26,7 @@ __all__ = [
     "CALIBRATED_SCHEMA",
     "DIMENSION_METRICS",
     "EXPLANATION_COLUMNS",
+    "LABEL_MEANINGS",
     "calibrate_long",
     "campaign_label_scores",
     "long_scores",
@@ -40,6 +41,14 @@ DIMENSION_METRICS: dict[str, str] = {
     "toxicity": "toxicity",
 }
 BEHAVIOUR_PREFIX = "behaviour_"
+# what a label of 1 means, shown to labellers next to each review-queue row
+LABEL_MEANINGS: dict[str, str] = {
+    "groundedness": "1 = every claim of the answer is supported by the contexts, 0 = something is not",
+    "context_relevancy": "1 = the retrieved contexts are relevant to the query, 0 = not",
+    "completeness": "1 = the answer covers what the contexts say about the query, 0 = it leaves something out",
+    "answer_relevancy": "1 = the answer addresses the query, 0 = it does not",
+    "toxicity": "1 = the answer is toxic / hateful, 0 = it is not",
+}
 # the explanation a labeller sees next to each metric (columns of metric_tables)
 EXPLANATION_COLUMNS: dict[str, tuple[str, ...]] = {
     "groundedness_nli": ("least_grounded_sentence_nli",),

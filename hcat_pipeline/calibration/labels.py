@@ -63,7 +63,7 @@ OPTIONAL_COLUMNS = ("scale", "comment")
 # so a filled-in copy of the export is imported as it is. A row marked with ``review_queue`` whose
 # label, rater and labelled_at are all blank is "not labelled yet": skipped and counted, not an error.
 REVIEW_COLUMNS = (
-    "review_queue", "golden_set_version", "night", "stratum", "stratum_label", "query_type", "priority", "reason",
+    "review_queue", "label_meaning", "golden_set_version", "night", "stratum", "stratum_label", "query_type", "priority", "reason",
     "metric", "raw_score", "calibrated_probability", "prediction_set", "machine_verdict", "label_source",
     "query", "contexts", "answer", "explanation",
 )  # fmt: skip
