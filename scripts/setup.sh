@@ -7,11 +7,16 @@ VENV="${HCAT_VENV:-.venv}"
 PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null || PY=python3
 
-# apt: PostgreSQL server for the Postgres-backed instance tests/deployment (skipped when present or not root)
-if ! command -v initdb >/dev/null && [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
+# apt: PostgreSQL server (Postgres-backed instance) and Redis (Celery broker of the distributed profile);
+# each skipped when present. Their tests need them: in CI (root) a failed install fails setup.
+APT_PKGS=()
+command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || APT_PKGS+=(postgresql)
+command -v redis-server >/dev/null || APT_PKGS+=(redis-server)
+if [ ${#APT_PKGS[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
-      || echo "setup: apt install postgresql failed (Postgres tests will be skipped)" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${APT_PKGS[@]}" >/dev/null
+  else
+    echo "setup: please install ${APT_PKGS[*]} (apt); the Postgres / distributed tests need them" >&2
   fi
 fi
 

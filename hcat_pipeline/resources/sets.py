@@ -1,4 +1,4 @@
-"""Deployment profiles, chosen by one env var ``HCAT_DEPLOYMENT`` (local | api | distributed).
+"""Deployment profiles, chosen by one env var ``HCAT_DEPLOYMENT`` (local | api | distributed | k8s).
 
 * local (default): packaged MiniLM embeddings, local llama.cpp on the packaged Qwen GGUF
   (``HCAT_LLM_THREADS``, default 2), Parquet warehouse under data/warehouse, SQLite instance
@@ -10,6 +10,10 @@
   (``deploy/dagster.distributed.yaml``, URL in ``HCAT_POSTGRES_URL``) and ``dagster-celery``'s
   executor: every step is a Celery task on the broker ``HCAT_CELERY_BROKER`` (Redis), executed by
   ``dagster-celery worker`` processes on as many machines as needed (``scripts/worker.sh``).
+* k8s: the distributed resources; the Dagster Helm chart (``deploy/k8s/values.yaml``) sets the
+  instance (Postgres, ``K8sRunLauncher``: one Kubernetes Job per run) and ``dagster-k8s``'s
+  ``k8s_job_executor`` runs every step as its own Job (namespace ``HCAT_K8S_JOB_NAMESPACE``, at most
+  ``HCAT_K8S_MAX_STEPS`` steps of a run at once).
 
 ``scripts/env.sh`` copies the instance config of the profile into ``DAGSTER_HOME``; ``definitions.py``
 takes the resources from ``resources_for()`` and the executor from ``executor_for()``.
@@ -37,7 +41,7 @@ from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 
-Deployment = Literal["local", "api", "distributed"]
+Deployment = Literal["local", "api", "distributed", "k8s"]
 DEPLOYMENTS: tuple[str, ...] = get_args(Deployment)
 # Celery: one broker URL for the run coordinator and the workers (deploy/celery.yaml reads the same vars)
 CELERY_BROKER_ENV, CELERY_BACKEND_ENV = "HCAT_CELERY_BROKER", "HCAT_CELERY_BACKEND"
@@ -74,9 +78,22 @@ def resources_for(profile: str | None = None) -> dict:
 
 
 def executor_for(profile: str | None = None) -> dg.ExecutorDefinition | None:
-    """None (Dagster's default multiprocess / in-process executor) unless the profile is distributed:
-    then dagster-celery's executor on the broker from ``HCAT_CELERY_BROKER`` (read when a run starts)."""
-    if deployment(profile) != "distributed":
+    """None (Dagster's default multiprocess / in-process executor) for local / api; distributed:
+    dagster-celery's executor on the broker from ``HCAT_CELERY_BROKER`` (read when a run starts); k8s:
+    dagster-k8s's ``k8s_job_executor`` (one Kubernetes Job per step)."""
+    profile = deployment(profile)
+    if profile == "k8s":
+        from dagster_k8s import k8s_job_executor
+
+        return k8s_job_executor.configured(
+            {
+                "job_namespace": {"env": "HCAT_K8S_JOB_NAMESPACE"},
+                "max_concurrent": int(os.environ.get("HCAT_K8S_MAX_STEPS", "4")),
+                "step_k8s_config": {"container_config": {"resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}},
+            },
+            name="k8s",
+        )
+    if profile != "distributed":
         return None
     from dagster_celery import celery_executor
 

@@ -1,0 +1,147 @@
+"""HCAT_DEPLOYMENT=distributed for real on this machine: a private Postgres (password auth) holds the
+instance, Redis is the Celery broker, two ``dagster-celery`` workers execute the steps of a campaign
+slice (rag_responses → retrieval_metrics of one campaign run, two systems on an OpenAI-compatible LLM
+server), started with the project's own CLI and config files (deploy/, scripts/env.sh)."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from hcat_pipeline_tests.ops_servers import (
+    ROOT,
+    VENV_BIN,
+    celery_workers,
+    have_postgres,
+    have_redis,
+    openai_stub,
+    postgres_cluster,
+    redis_server,
+)
+from hcat_pipeline_tests.test_assets_responses import CHUNKS, VERSION, golden_frame
+
+NIGHT = "2026-11-20"
+WORKERS = ["hcat-w1", "hcat-w2"]
+PLANTED_KEY = "sk-planted-DISTRIBUTED-0123456789abcdef"
+
+
+def _require_services():
+    missing = [name for name, ok in (("postgresql", have_postgres()), ("redis-server", have_redis())) if not ok]
+    if missing:
+        if os.environ.get("CI"):  # scripts/setup.sh installs both: missing in CI is a setup bug, not a skip
+            pytest.fail(f"{', '.join(missing)} not installed although scripts/setup.sh installs them")
+        pytest.skip(f"{', '.join(missing)} not installed (bash scripts/setup.sh installs them)")
+
+
+def _fixture_warehouse(wh: Path) -> None:
+    """The upstream tables of one campaign run, as the IO manager stores them (no generation needed)."""
+    (wh / "golden_set").mkdir(parents=True)
+    golden_frame().write_parquet(wh / "golden_set" / f"{VERSION}.parquet")
+    pl.DataFrame({"chunk_id": list(CHUNKS), "doc_id": ["d"] * len(CHUNKS), "text": list(CHUNKS.values())}).write_parquet(
+        wh / "chunks.parquet"
+    )
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(len(CHUNKS), 384)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    pl.DataFrame({"chunk_id": list(CHUNKS), "embedding": pl.Series(v, dtype=pl.Array(pl.Float32, 384))}).write_parquet(
+        wh / "chunk_embeddings.parquet"
+    )
+
+
+def _sh(env, cmd: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    """A command in the project's environment (scripts/env.sh picks the instance config of HCAT_DEPLOYMENT)."""
+    return subprocess.run(["bash", "-c", f"source '{ROOT}/scripts/env.sh' && {cmd}"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def _sql(url: str, query: str, args=()) -> list[tuple]:
+    import psycopg2
+
+    with psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://")) as conn, conn.cursor() as cur:
+        cur.execute(query, args)
+        return cur.fetchall()
+
+
+@pytest.mark.slow
+def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
+    _require_services()
+    t0 = time.perf_counter()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    wh = tmp_path / "wh"
+    _fixture_warehouse(wh)
+    with postgres_cluster() as pg_url, redis_server(logs) as redis_url, openai_stub() as llm:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("HCAT_", "DAGSTER_"))},
+            "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
+            "DAGSTER_HOME": str(tmp_path / "home"),
+            "HCAT_DEPLOYMENT": "distributed",
+            "HCAT_POSTGRES_URL": pg_url,
+            "HCAT_CELERY_BROKER": f"{redis_url}/0",
+            "HCAT_CELERY_BACKEND": f"{redis_url}/1",
+            "HCAT_WAREHOUSE_DIR": str(wh),
+            "HCAT_DATA_DIR": str(tmp_path / "data"),
+            "HCAT_GOLDEN_SETS_DIR": str(tmp_path / "golden_sets"),
+            "HCAT_LLM_PROVIDER": "openai",
+            "HCAT_LLM_MODEL": "stub-model",
+            "HCAT_LLM_BASE_URL": llm.base_url,
+            "HCAT_LLM_POOL_LIMITS": "llm_openai=3",
+            "OPENAI_API_KEY": PLANTED_KEY,
+        }
+        # the instance: schema in Postgres, the version's partition, the LLM pool limit
+        prep = _sh(env, "python -c \"import dagster as dg; from hcat_pipeline.resources.sets import apply_pool_limits; "
+                        f"i = dg.DagsterInstance.get(); i.add_dynamic_partitions('golden_set_version', ['{VERSION}']); "
+                        "print(type(i.run_storage).__name__, apply_pool_limits(i))\"")  # fmt: skip
+        assert prep.returncode == 0, prep.stderr[-3000:]
+        assert "PostgresRunStorage {'llm_openai': 3}" in prep.stdout
+        assert "storage:\n  postgres:" in (tmp_path / "home" / "dagster.yaml").read_text()
+        campaign = {"name": "slice", "systems": [{"system_id": "bm25", "retriever": "bm25"},
+                                                 {"system_id": "closed_book", "retriever": "closed_book", "prompt": "rag_closed_book_v1"}]}  # fmt: skip
+        run_config = {"ops": {"rag_responses": {"config": {"campaign": campaign, "strata_path": str(wh / "none.parquet")}}}}
+        with celery_workers(WORKERS, env, logs, timeout_s=300) as wait_ready:
+            # the nightly schedule switched on while the workers start (both load the code)
+            sched = _sh(env, "dagster schedule start nightly_campaign_schedule -m hcat_pipeline.definitions", timeout=300)
+            assert sched.returncode == 0, sched.stderr[-3000:]
+            wait_ready()
+            t_run = time.perf_counter()
+            run = _sh(env, f"dagster asset materialize -m hcat_pipeline.definitions --select rag_responses,retrieval_metrics "
+                           f"--partition '{VERSION}|{NIGHT}' --config-json '{json.dumps(run_config)}'", timeout=400)  # fmt: skip
+            run_s = time.perf_counter() - t_run
+        assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+
+        # the run, its event log and the schedule are rows in Postgres
+        runs = _sql(pg_url, "SELECT run_id, status FROM runs")
+        assert len(runs) == 1 and runs[0][1] == "SUCCESS", runs
+        run_id = runs[0][0]
+        events = [json.loads(r[0]) for r in _sql(pg_url, "SELECT event FROM event_logs WHERE run_id = %s", (run_id,))]
+        schedules = _sql(pg_url, "SELECT status, job_type, job_body FROM jobs")  # the schedule storage's instigator states
+        assert [(st, ty) for st, ty, body in schedules if '"nightly_campaign_schedule"' in body] == [("RUNNING", "SCHEDULE")], schedules
+        assert _sql(pg_url, "SELECT concurrency_key, count(*) FROM concurrency_slots GROUP BY 1") == [("llm_openai", 3)]
+
+    # every step executed on one of the two workers, named in its engine event
+    on_worker = {}
+    for e in events:
+        dagster_event = e.get("dagster_event") or {}
+        if dagster_event.get("event_type_value") == "ENGINE_EVENT" and "in celery worker" in e.get("user_message", ""):
+            entries = {m["label"]: m for m in dagster_event["event_specific_data"]["metadata_entries"]} \
+                if "metadata_entries" in dagster_event["event_specific_data"] else dagster_event["event_specific_data"]["metadata"]  # fmt: skip
+            worker = json.dumps(entries["Celery worker"])
+            on_worker[dagster_event["step_key"]] = next(w for w in WORKERS if w in worker)
+    assert set(on_worker) == {"rag_responses", "retrieval_metrics"}, on_worker
+    succeeded = {(e.get("dagster_event") or {}).get("step_key") for e in events
+                 if (e.get("dagster_event") or {}).get("event_type_value") == "STEP_SUCCESS"}  # fmt: skip
+    assert succeeded == {"rag_responses", "retrieval_metrics"}
+    # the outputs are the campaign run's tables, the LLM server was asked once per case × LLM system
+    out = pl.read_parquet(wh / "rag_responses" / VERSION / f"{NIGHT}.parquet")
+    assert out.height == 6 and out["error"].null_count() == 6 and sorted(out["system_id"].unique()) == ["bm25", "closed_book"]
+    assert llm.calls == 6 and llm.auth == {f"Bearer {PLANTED_KEY}"}
+    assert pl.read_parquet(wh / "retrieval_metrics" / VERSION / f"{NIGHT}.parquet").height == 2
+    # the API key reached the provider, and nothing stored or logged anywhere
+    stored = json.dumps(events) + run.stdout + run.stderr + "".join(p.read_text(errors="replace") for p in logs.glob("*.log"))
+    assert PLANTED_KEY not in stored
+    print(f"distributed slice: run {run_s:.1f}s on workers {on_worker}; whole test {time.perf_counter() - t0:.1f}s")
