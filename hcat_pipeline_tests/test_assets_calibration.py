@@ -175,3 +175,22 @@ def test_calibration_chain_on_a_small_campaign_run(tmp_path, embedding_model):
     ref = val.filter(pl.col("labelled_set") == "reference:faithdial").row(0, named=True)
     assert ref["metric"] == "groundedness_similarity" and ref["heldout_n"] == 135 and 0.6 < ref["auroc"] <= 1
     assert ref["auroc_ci_low"] < ref["auroc"] < ref["auroc_ci_high"] and ref["coverage_ci_low"] <= ref["coverage"] <= ref["coverage_ci_high"]
+
+
+def test_label_file_sensor_requests_a_run_for_new_or_changed_files_only(tmp_path):
+    from hcat_pipeline.sensors import build_label_file_sensor
+
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    sensor = build_label_file_sensor(str(labels))
+    _write_labels(labels / "review_queue.csv", [["c1", "a", "toxicity", "", "", "", "v1|n"]],
+                  header=("case_id", "system_id", "dimension", "label", "rater", "labelled_at", "review_queue"))  # fmt: skip
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral()) as ctx:
+        assert isinstance(sensor(ctx), dg.SkipReason)  # a blank review queue requests nothing
+        _write_labels(labels / "round1.csv", [["c1", "a", "groundedness", 1, "ann", "2026-11-21"]])
+        first = sensor(ctx)
+        assert isinstance(first, dg.RunRequest) and "round1.csv" in first.tags["label_files"]
+        assert isinstance(sensor(ctx), dg.SkipReason)  # unchanged: nothing
+        _write_labels(labels / "round1.csv", [["c1", "a", "groundedness", 0, "ann", "2026-11-22"]])
+        again = sensor(ctx)
+        assert isinstance(again, dg.RunRequest) and again.run_key != first.run_key
