@@ -76,7 +76,7 @@ def _run_table(warehouse: str, asset: str, version: str, night: str, newer_than:
     """This run's stored table of ``asset`` (IO-manager layout), or why there is none."""
     path = Path(warehouse or WAREHOUSE_DIR) / asset / version / f"{night}.parquet"
     flat = Path(warehouse or WAREHOUSE_DIR) / f"{asset}.parquet"
-    if not path.exists() and flat.exists() and asset == "metric_validity":  # not partitioned by run
+    if not path.exists() and flat.exists() and asset in ("metric_validity", "exam_report"):  # not partitioned by run
         path = flat
     if not path.exists():
         return OptionalTable(None, f"{asset} is not materialized for this run ({path} does not exist)")
@@ -187,6 +187,7 @@ def campaign_report(
         "pareto": _run_table(wh, "pareto_frontier", version, night, mt_path),
         "calibrated_scores": _run_table(wh, "calibrated_scores", version, night, mt_path),
         "metric_validity": _run_table(wh, "metric_validity", version, night),
+        "exam_report": _run_table(wh, "exam_report", version, night),  # the latest exam (assets/exam.py), not per run
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None

@@ -142,6 +142,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "validity": _optional_section("validity", "Metric validity", optional["metric_validity"]),
         "calibrated": _optional_section("calibrated", "Calibrated scores", optional["calibrated_scores"],
                                         summary_only=True),
+        "exam": _optional_section("exam", "Exam accuracy per taker (exam_report)",
+                                  optional.get("exam_report") or OptionalTable(None, "exam_report is not materialized (exam_job)")),
     }  # fmt: skip
     plots = plots_for(cells, scores, metrics, pairs, seed)
     run = {**run, "n_systems": scores["system_id"].n_unique(), "n_cases": scores["case_id"].n_unique()}
