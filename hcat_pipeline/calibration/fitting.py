@@ -172,7 +172,7 @@ def _evaluate(res: CalibrationResult, scores: np.ndarray, labels: np.ndarray) ->
     out["coverage"] = {**wilson(int(hit.sum()), len(labels)), "target": round(1 - res.alpha, 4), "exact": coverage(sets, labels)}
     out["mean_set_size"] = round(mean_set_size(sets), 4)
     out["set_sizes"] = {str(s): c for s, c in set_size_distribution(sets).items()}
-    out["sets"] = {lab: int(c) for lab, c in zip(*np.unique(set_labels(sets), return_counts=True))}
+    out["sets"] = {str(lab): int(c) for lab, c in zip(*np.unique(set_labels(sets), return_counts=True))}
     out["verdicts"] = {v: int(verdict.count(v)) for v in ("pass", "fail", "unsure")}
     out["errors"] = error_rates(verdict, np.isin(labels, list(res.passing)))
     argmax = probs.argmax(axis=1)
