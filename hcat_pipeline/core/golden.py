@@ -16,8 +16,9 @@ different content under the same version raises ``VersionConflict``.
 
 *created_at* is not the wall clock: it is the ``created_at`` given (config / CLI), else the date of
 ``SOURCE_DATE_EPOCH`` (reproducible-builds convention), else ``1970-01-01`` meaning "not set".
-So identical inputs give byte-identical frozen files. The manifest's ``frozen_at`` (wall clock) is
-informational and not part of any hash.
+So identical inputs give byte-identical frozen files. The manifest beside them records when
+(``frozen_at``, wall clock) and by what (``frozen_by``: ``run:<dagster run id>``, or the command) the
+version was frozen; neither is part of any hash nor of the Parquet file.
 
 Curated import: a person edits an exported CSV / JSONL and freezes it as a new version; every bad
 row is reported with its row number (``CaseImportError``) and nothing is written.
@@ -229,6 +230,16 @@ def _counts(frame: pl.DataFrame, col: str) -> dict:
     return {str(k): int(v) for k, v in sorted(zip(vc[col].to_list(), vc["count"].to_list(), strict=True))}
 
 
+def frozen_by(provenance: dict | None, source: str) -> str:
+    """Who froze a version, for its manifest: the Dagster run (``run:<id>``), the command, or the import."""
+    provenance = provenance or {}
+    if provenance.get("run_id"):
+        return f"run:{provenance['run_id']}"
+    if provenance.get("frozen_by"):
+        return str(provenance["frozen_by"])
+    return "hcat import-cases" if source == "curated" else "unknown"
+
+
 def freeze_version(
     candidates: pl.DataFrame,
     version: str,
@@ -273,6 +284,7 @@ def freeze_version(
             "n_cases": frame.height,
             "created_at": frame["created_at"].min(),
             "frozen_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "frozen_by": frozen_by(provenance, source),
             "source": source,
             "columns": {c: str(t) for c, t in frame.schema.items()},
             "counts": {c: _counts(frame, c) for c in ("category", "query_type", "variant_kind", "expected_behavior")},

@@ -230,3 +230,11 @@ class EmbeddingModel(dg.ConfigurableResource):
     @property
     def last_stats(self) -> EmbedStats:
         return self._last
+
+    def cache_gc(self, max_age_days: float | None, keep_texts: list[str] = ()) -> dict:
+        """Garbage-collect this model's cache: keep entries written within ``max_age_days`` (None: all) or for
+        one of ``keep_texts`` (still reachable), merged into one shard; returns sizes before / after (core gc)."""
+        if not self.use_cache:
+            return {}
+        keep = {text_key(t) for t in keep_texts}
+        return self._get_cache().gc(None if max_age_days is None else max_age_days * 86400.0, keep)
