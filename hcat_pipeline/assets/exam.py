@@ -17,6 +17,7 @@ Core: ``core/exam.py``, ``core/exam_filters.py``, ``core/exam_freeze.py``, ``cor
 """
 
 import dataclasses
+import json
 import time
 import typing
 from pathlib import Path
@@ -30,7 +31,7 @@ from pydantic import Field, create_model
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, load_campaign
 from hcat_pipeline.core.campaign_run import index_fingerprint
-from hcat_pipeline.core.exam import generate_exam_candidates, reason_counts, survival
+from hcat_pipeline.core.exam import DISTRACTOR_PROMPT, QUESTION_PROMPT, generate_exam_candidates, reason_counts, survival
 from hcat_pipeline.core.exam_filters import FilterConfig, baselines
 from hcat_pipeline.core.exam_freeze import ExamError, exam_table, freeze_exam, load_exam
 from hcat_pipeline.core.exam_report import (
@@ -43,6 +44,8 @@ from hcat_pipeline.core.exam_report import (
 )
 from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
 from hcat_pipeline.core.golden import corpus_hash
+from hcat_pipeline.core.ids import json_hash
+from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.core.retrieval import build_retriever
 from hcat_pipeline.core.sampling import stratified_sample
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
@@ -72,6 +75,8 @@ ExamGenerationConfig = create_model(
     sample_temperature=(float, Field(default=0.7, description="temperature of the 2nd+ candidates (the 1st is greedy)")),
     seed=(int, 0),
     max_passage_chars=(int, 1200),
+    checkpoint_dir=(str, Field(default=str(WAREHOUSE_DIR / "_checkpoints" / "exam_candidates"),
+                               description="generated candidates, one JSONL per generation setting (model, prompts, seed)")),
     **{f.name: (typing.get_type_hints(FilterConfig)[f.name], f.default) for f in dataclasses.fields(FilterConfig)},
 )
 
@@ -99,6 +104,24 @@ class IRTConfig(dg.Config):
     seed: int = 0
 
 
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:  # a torn last line after a crash: that candidate is generated again
+            continue
+    return out
+
+
+def _append_jsonl(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write("\n" + json.dumps(row, default=str) + "\n")
+
+
 def _png_md(png: bytes, alt: str) -> dg.MetadataValue:
     return dg.MetadataValue.md(png_markdown(png, alt))
 
@@ -120,11 +143,18 @@ def exam_candidates(
         raise dg.Failure(f"exam_candidates: {e}") from e
     sample = sample.join(chunks.select("chunk_id", "text"), on="chunk_id", how="inner").sort("sample_rank")
     cfg = FilterConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(FilterConfig)})
+    # generated candidates are checkpointed (a crash or a threshold change does not pay for generation again);
+    # the key covers everything that changes a generated candidate, not the filter thresholds
+    key = json_hash({"model": llm.fingerprint(), "prompts": [load_prompt(QUESTION_PROMPT).hash, load_prompt(DISTRACTOR_PROMPT).hash],
+                     "seed": config.seed, "t": config.sample_temperature, "chars": config.max_passage_chars})  # fmt: skip
+    store = Path(config.checkpoint_dir) / f"{key}.jsonl"
+    done = {(r["chunk_id"], r["candidate_no"]): r for r in _read_jsonl(store)}
     t0 = time.perf_counter()
     rows = generate_exam_candidates(
         sample.to_dicts(), llm, embedding_model.embed, config.candidates_per_chunk, config.seed, cfg, config.sample_temperature,
         config.max_passage_chars, (LLMCallFailed,),
         on_row=lambda r: context.log.info(f"{r['chunk_id']} #{r['candidate_no']}: {'pass' if r['passed'] else r['reasons']}"),
+        done=done, on_raw=lambda r: _append_jsonl(store, r),
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     out = pl.DataFrame([{k: r.get(k) for k in CANDIDATES} for r in rows], schema=CANDIDATES, orient="row")
@@ -136,7 +166,8 @@ def exam_candidates(
         "rejections_by_reason": dg.MetadataValue.json(reason_counts(rows)),
         "strata_covered": f"{sel['stratum'].n_unique()} / {topic_strata['stratum'].n_unique()}",
         "sampled_chunks": sample.height, "grown_by_minimum": alloc.grown_by,
-        "llm_model": llm.model_name, "llm_seconds": round(seconds, 1),
+        "llm_model": llm.model_name, "llm_seconds": round(seconds, 1), "candidates_from_checkpoint": len(done),
+        "checkpoint": str(store),
         "seconds_per_candidate": round(seconds / max(1, out.height), 2),
         "output_tokens": int(out["output_tokens"].sum() or 0),
         "rejected_examples": preview(out.filter(~pl.col("passed")).select("question", "answer", "distractors", "reasons"), 15, 90),

@@ -180,15 +180,24 @@ def generate_exam_candidates(
     failed_exceptions: tuple[type[BaseException], ...] = (),
     stop_after_passing: bool = True,
     on_row: Callable[[dict], None] | None = None,
+    done: dict[tuple[str, int], dict] | None = None,
+    on_raw: Callable[[dict], None] | None = None,
 ) -> list[dict]:
     """Every candidate of every chunk, filtered, with ``selected`` marking the exam's questions.
 
     With ``stop_after_passing`` a chunk's further candidates are generated only while none has passed
-    (saves LLM calls: the second candidate is asked for the chunks the first one failed on)."""
+    (saves LLM calls: the second candidate is asked for the chunks the first one failed on).
+    ``done`` — raw candidates already generated ((chunk_id, candidate_no) -> row, e.g. from a checkpoint):
+    they are filtered again, not asked again; ``on_raw`` receives each newly generated raw row (to checkpoint it)."""
     rows: list[dict] = []
+    done = done or {}
     for chunk in chunks:
         for k in range(max(1, candidates_per_chunk)):
-            raw = generate_candidate(chunk, k, llm, seed, sample_temperature, max_passage_chars, failed_exceptions)
+            raw = done.get((chunk["chunk_id"], k))
+            if raw is None:
+                raw = generate_candidate(chunk, k, llm, seed, sample_temperature, max_passage_chars, failed_exceptions)
+                if on_raw:
+                    on_raw(raw)
             row = filter_candidate(raw, chunk["text"], embed, cfg, seed)
             row["sample_rank"] = chunk.get("sample_rank")
             rows.append(row)

@@ -1,0 +1,151 @@
+"""The exam assets wired end to end in Dagster (a scripted LLM, the real embedding model): exam_candidates →
+exam (frozen) → exam_responses → irt_model → exam_report, and the IRT analysis on simulated 3PL answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from hcat_pipeline.core.exam_irt import analyse_exam
+from hcat_pipeline.core.exam_report import accuracy_table, component_table, question_word
+from hcat_pipeline.resources.llm import LLM, LLMResult
+
+FACTS = [
+    ("tuple", "A tuple is an immutable sequence type.", "What kind of sequence is a tuple?", "An immutable sequence type"),
+    ("list", "A list is a mutable sequence type that can grow.", "What kind of sequence is a list?", "A mutable sequence type"),
+    ("dict", "A dict maps hashable keys to arbitrary values.", "What does a dict map hashable keys to?", "Arbitrary values"),
+    ("set", "A set is an unordered collection of distinct hashable objects.", "What does a set contain?", "Distinct hashable objects"),
+    ("str", "A str holds immutable sequences of Unicode code points.", "What does a str hold?", "Unicode code points"),
+    ("bytes", "A bytes object is an immutable sequence of single bytes.", "What is a bytes object a sequence of?", "Single bytes"),
+]
+
+
+class ScriptedLLM(LLM):
+    """Replies from the FACTS table; option log-likelihoods favour the longest option (no model needed)."""
+
+    def generate(self, prompt, json_schema=None, temperature=0.0, seed=0, max_tokens=None, system=None):
+        text = prompt[-1]["content"] if isinstance(prompt, list) else prompt
+        data = None
+        if json_schema and "wrong_answers" in json_schema["properties"]:
+            data = {"wrong_answers": ["A compiled bytecode object", "A mutable mapping type", "Hashable integer keys",
+                                      "Ordered pairs of values", "A generator of numbers"]}  # fmt: skip
+        elif json_schema:
+            fact = next(f for f in FACTS if f[1] in text)
+            data = {"question": fact[2], "answer": fact[3], "evidence": fact[1]}
+        return LLMResult(text="B" if data is None else str(data), data=data, provider="local", model="scripted", latency_s=0.0,
+                         input_tokens=1, output_tokens=1, cost_usd=0.0, attempts=1)  # fmt: skip
+
+    def option_logprobs(self, prompt, options, system=None):
+        return [{"logprob": -10.0 + 0.1 * len(o), "n_tokens": 3, "n_chars": 1} for o in options]
+
+
+@pytest.fixture
+def corpus_tables():
+    chunks = pl.DataFrame({"chunk_id": [f"c-{f[0]}" for f in FACTS], "doc_id": [f"d-{f[0]}" for f in FACTS],
+                           "text": [f[1] for f in FACTS]})  # fmt: skip
+    strata = pl.DataFrame({"chunk_id": chunks["chunk_id"], "stratum": pl.Series([0, 0, 1, 1, 2, 2], dtype=pl.Int32),
+                           "stratum_label": ["a", "a", "b", "b", "c", "c"], "x": [0.0] * 6, "y": [0.0] * 6})  # fmt: skip
+    return chunks, strata
+
+
+def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
+    import dagster as dg
+
+    from hcat_pipeline.assets import exam as exam_assets
+
+    chunks, strata = corpus_tables
+    emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list()).tolist()))
+    (tmp_path / "campaign.yaml").write_text("name: t\nsystems:\n  - {system_id: closed_book, retriever: closed_book}\n"
+                                            "  - {system_id: bm25, retriever: bm25}\n  - {system_id: oracle, retriever: oracle}\n")  # fmt: skip
+
+    @dg.asset(name="topic_strata")
+    def _strata() -> pl.DataFrame:
+        return strata
+
+    @dg.asset(name="chunks")
+    def _chunks() -> pl.DataFrame:
+        return chunks
+
+    @dg.asset(name="chunk_embeddings")
+    def _emb() -> pl.DataFrame:
+        return emb
+
+    run_config = {"ops": {
+        "exam_candidates": {"config": {"sample_size": 6, "intra_cosine_min": 0.0, "extra_cosine_min": 0.0, "extra_cosine_margin": 1.0,
+                                       "extra_jaccard_margin": 1.0, "length_ratio_max": 10.0, "length_ratio_min": 0.0,
+                                       "checkpoint_dir": str(tmp_path / "gen")}},
+        "exam": {"config": {"exam_dir": str(tmp_path / "exams")}},
+        "exam_responses": {"config": {"campaign_file": str(tmp_path / "campaign.yaml"), "checkpoint_dir": str(tmp_path / "ck")}},
+        "irt_model": {"config": {"model": "2pl", "max_rounds": 1}},
+    }}  # fmt: skip
+    assets = [_strata, _chunks, _emb, exam_assets.exam_candidates, exam_assets.exam, exam_assets.exam_responses,
+              exam_assets.irt_model, exam_assets.exam_report]  # fmt: skip
+    resources = {"llm": ScriptedLLM(), "embedding_model": embedding_model}
+    result = dg.materialize(assets, resources=resources, run_config=run_config)
+    assert result.success
+    exam = result.output_for_node("exam")
+    version = exam["exam_version"][0]
+    assert exam.height == 6 and version.startswith("ex-") and (tmp_path / "exams" / version / "manifest.json").exists()
+    responses = result.output_for_node("exam_responses")
+    assert responses.height == 6 * 9 and set(responses["exam_version"]) == {version}  # 3 systems × ICL 0/1/2
+    # the scripted scorer picks the longest option: accuracy equals the longest-answer baseline
+    report = result.output_for_node("exam_report")
+    assert np.allclose(report["accuracy"].to_numpy(), report["longest_answer_baseline"].to_numpy())
+    irt = result.output_for_node("irt_model")
+    assert set(irt["kind"]) == {"item", "taker", "component"} and set(irt["exam_version"]) == {version}
+    # a second run freezes the same version and resumes every answer from the checkpoint
+    again = dg.materialize(assets, resources=resources, run_config=run_config)
+    assert again.output_for_node("exam")["exam_version"][0] == version
+    meta = again.asset_materializations_for_node("exam_responses")[0].metadata
+    assert meta["llm_calls_this_run"].value == 0 and meta["resumed_from_checkpoint"].value == 54
+    gen = again.asset_materializations_for_node("exam_candidates")[0].metadata
+    assert gen["candidates_from_checkpoint"].value == 6  # nothing generated again
+
+
+def _simulate(n_takers: int, n_items: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n_takers)
+    a = rng.uniform(0.3, 2.5, n_items)
+    b = rng.normal(size=n_items)
+    c = np.full(n_items, 0.25)
+    p = c + (1 - c) / (1 + np.exp(-a * (theta[:, None] - b)))
+    return (rng.random(p.shape) < p).astype(float), theta, a
+
+
+def test_analyse_exam_prunes_low_discrimination_and_fits_better_than_the_mean():
+    y, theta, a = _simulate(30, 50)
+    res = analyse_exam(y, [f"t{i}" for i in range(30)], [f"q{j}" for j in range(50)], None, "3pl", 0.1, 2, seed=0)
+    first = res.rounds[0]
+    assert first["rmse_irt"] < first["rmse_mean_baseline"]
+    assert np.corrcoef(res.takers["theta"].to_numpy(), theta)[0, 1] > 0.8
+    kept = res.items.filter(pl.col("kept"))
+    assert kept.height == [r for r in res.rounds if r["accepted"]][-1]["questions"]
+    dropped = res.items.filter(~pl.col("kept"))
+    if dropped.height:  # pruned questions are the truly less discriminating ones, on average
+        idx = [int(q[1:]) for q in dropped["question_id"]]
+        assert a[idx].mean() < a.mean()
+    accepted = [r["information_per_question"] for r in res.rounds if r["accepted"]]
+    assert accepted == sorted(accepted)
+
+
+def test_component_abilities_and_report_tables():
+    y, _, _ = _simulate(12, 30, seed=1)
+    y[:6] = np.minimum(1, y[:6] + (np.random.default_rng(2).random((6, 30)) < 0.5))  # oracle takers answer more
+    comps = {"llm": ["m"] * 12, "retriever": ["oracle"] * 6 + ["closed_book"] * 6, "icl": ["icl@0", "icl@1", "icl@2"] * 4}
+    res = analyse_exam(y, [f"t{i}" for i in range(12)], [f"q{j}" for j in range(30)], comps, "2pl", 0.1, 1)
+    th = {r["value"]: r["theta"] for r in res.components.filter(pl.col("component") == "retriever").to_dicts()}
+    assert th["oracle"] > th["closed_book"]
+    resp = pl.DataFrame({
+        "system_id": [f"t{i}" for i in range(12) for _ in range(30)], "question_id": [f"q{j}" for _ in range(12) for j in range(30)],
+        "correct": pl.Series(y.reshape(-1).astype(int), dtype=pl.Int8), "llm": "m", "mode": "loglik",
+        "retriever": [comps["retriever"][i] for i in range(12) for _ in range(30)],
+        "icl_examples": [i % 3 for i in range(12) for _ in range(30)], "unparseable": False, "error": None,
+    })  # fmt: skip
+    base = {"fixed_position": {"accuracy": 0.3}, "longest_answer": {"accuracy": 0.4}, "chance": 0.25}
+    acc = accuracy_table(resp, base)
+    assert acc.height == 12 and (acc["ci_low"] <= acc["accuracy"]).all() and (acc["accuracy"] <= acc["ci_high"]).all()
+    assert (acc["n"] == 30).all()
+    comp = component_table(resp)
+    assert comp.filter(pl.col("component") == "retriever")["n"].to_list() == [180, 180]
+    assert question_word("Which method is called?") == "which" and question_word("Is a tuple mutable?") == "yes/no"
