@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from hcat_pipeline.core.exam_irt import analyse_exam
-from hcat_pipeline.core.exam_report import accuracy_table, component_table, question_word
+from hcat_pipeline.core.exam_report import accuracy_table, component_table
 from hcat_pipeline.resources.llm import LLM, LLMResult
 
 FACTS = [
@@ -116,17 +116,17 @@ def _simulate(n_takers: int, n_items: int, seed: int = 0):
 def test_analyse_exam_prunes_low_discrimination_and_fits_better_than_the_mean():
     y, theta, a = _simulate(30, 50)
     res = analyse_exam(y, [f"t{i}" for i in range(30)], [f"q{j}" for j in range(50)], None, "3pl", 0.1, 2, seed=0)
-    first = res.rounds[0]
-    assert first["rmse_irt"] < first["rmse_mean_baseline"]
+    assert res.summary["rmse_irt"]["mean"] < res.summary["rmse_mean_prediction_baseline"]["mean"]
     assert np.corrcoef(res.takers["theta"].to_numpy(), theta)[0, 1] > 0.8
     kept = res.items.filter(pl.col("kept"))
-    assert kept.height == [r for r in res.rounds if r["accepted"]][-1]["questions"]
+    assert kept.height == [r for r in res.rounds if r["accepted"]][-1]["n_items"]
     dropped = res.items.filter(~pl.col("kept"))
     if dropped.height:  # pruned questions are the truly less discriminating ones, on average
         idx = [int(q[1:]) for q in dropped["question_id"]]
         assert a[idx].mean() < a.mean()
-    accepted = [r["information_per_question"] for r in res.rounds if r["accepted"]]
+    accepted = [r["score"] for r in res.rounds if r["accepted"]]
     assert accepted == sorted(accepted)
+    assert set(res.items.filter(~pl.col("kept"))["dropped_after_step"].to_list()) <= {r["step"] for r in res.rounds if r["accepted"]}
 
 
 def test_component_abilities_and_report_tables():
@@ -134,7 +134,7 @@ def test_component_abilities_and_report_tables():
     y[:6] = np.minimum(1, y[:6] + (np.random.default_rng(2).random((6, 30)) < 0.5))  # oracle takers answer more
     comps = {"llm": ["m"] * 12, "retriever": ["oracle"] * 6 + ["closed_book"] * 6, "icl": ["icl@0", "icl@1", "icl@2"] * 4}
     res = analyse_exam(y, [f"t{i}" for i in range(12)], [f"q{j}" for j in range(30)], comps, "2pl", 0.1, 1)
-    th = {r["value"]: r["theta"] for r in res.components.filter(pl.col("component") == "retriever").to_dicts()}
+    th = {r["level"]: r["theta"] for r in res.components.filter(pl.col("component") == "retriever").to_dicts()}
     assert th["oracle"] > th["closed_book"]
     resp = pl.DataFrame({
         "system_id": [f"t{i}" for i in range(12) for _ in range(30)], "question_id": [f"q{j}" for _ in range(12) for j in range(30)],
@@ -148,4 +148,3 @@ def test_component_abilities_and_report_tables():
     assert (acc["n"] == 30).all()
     comp = component_table(resp)
     assert comp.filter(pl.col("component") == "retriever")["n"].to_list() == [180, 180]
-    assert question_word("Which method is called?") == "which" and question_word("Is a tuple mutable?") == "yes/no"

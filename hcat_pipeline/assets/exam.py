@@ -38,9 +38,7 @@ from hcat_pipeline.core.exam_report import (
     accuracy_table,
     component_table,
     plot_accuracy,
-    plot_curves,
     png_markdown,
-    question_word,
 )
 from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
 from hcat_pipeline.core.golden import corpus_hash
@@ -289,6 +287,7 @@ IRT_TABLE = {
 )
 def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, exam_responses: pl.DataFrame) -> pl.DataFrame:
     from hcat_pipeline.core.exam_irt import analyse_exam
+    from hcat_pipeline.irt.plots import plot_item_curves, plot_pruning_history
 
     version = exam_responses["exam_version"][0]
     y, takers, questions, comps = response_matrix(exam_responses)
@@ -297,32 +296,29 @@ def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, exam_respons
                            config.max_rounds, config.seed)  # fmt: skip
     except ValueError as e:
         raise dg.Failure(f"irt_model: {e}") from e
-    items = res.items.select(pl.lit("item").alias("kind"), pl.col("question_id").alias("id"), "a", "b", "c", "kept", "dropped_in_round")
+    items = res.items.select(pl.lit("item").alias("kind"), pl.col("question_id").alias("id"), "a", "b", "c", "kept",
+                             pl.col("dropped_after_step").alias("dropped_in_round"))  # fmt: skip
     tk = res.takers.select(pl.lit("taker").alias("kind"), pl.col("system_id").alias("id"), "theta", pl.col("theta_se").alias("se"), "n")
-    cp = res.components.select(pl.lit("component").alias("kind"), pl.col("value").alias("id"), "component", "theta", "se",
-                               pl.col("takers").alias("n"))  # fmt: skip
+    cp = res.components.select(pl.lit("component").alias("kind"), pl.col("level").alias("id"), "component", "theta", "se",
+                               pl.col("n_takers").alias("n"))  # fmt: skip
     out = pl.concat([items, tk, cp], how="diagonal_relaxed").with_columns(pl.lit(version).alias("exam_version"))
     out = out.select([pl.col(c).cast(t) if c in out.columns else pl.lit(None, t).alias(c) for c, t in IRT_TABLE.items()])
     history = pl.DataFrame(res.rounds).with_columns(pl.col(pl.Float64).round(4))
+    s = res.summary
     context.add_output_metadata({
         **frame_metadata(out.filter(pl.col("kind") != "item"), 30),
         "exam_version": version, "model": config.model, "hierarchical": config.hierarchical,
         "takers": len(takers), "questions": len(questions), "questions_kept": int(res.items["kept"].sum()),
-        "pruning_history": preview(history, 20), "rmse_irt": float(res.rounds[-1]["rmse_irt"]),
-        "rmse_mean_baseline": float(res.rounds[-1]["rmse_mean_baseline"]),
+        "pruning_history": preview(history, 20), "stop_reason": res.history.stop_reason,
+        "rmse_irt": dg.MetadataValue.json(s["rmse_irt"]),
+        "rmse_mean_prediction_baseline": dg.MetadataValue.json(s["rmse_mean_prediction_baseline"]),
+        "fit_summary": dg.MetadataValue.json(json.loads(json.dumps(s, default=float))),
         "component_abilities": preview(res.components.with_columns(pl.col(pl.Float64).round(3)), 40),
         "items": preview(res.items.with_columns(pl.col(pl.Float64).round(3)), 80),
-        "information_curves": _png_md(plot_curves(res.grid, res.curves, f"Exam information per pruning round ({version})"), "information"),
+        "pruning_plot": _png_md(plot_pruning_history(res.history, f"Iterative exam improvement ({version})"), "pruning"),
+        "item_curves": _png_md(plot_item_curves(res.history.best.result), "item curves"),
     })  # fmt: skip
     return out
-
-
-def _bloom_levels(questions: list[str]) -> list[list[str]] | None:
-    """Bloom levels per question from the IRT core's classifier, when it provides one (App. C)."""
-    import hcat_pipeline.irt as irt
-
-    classify = getattr(irt, "bloom_levels", None) or getattr(irt, "classify_bloom", None)
-    return [list(classify(q)) if not isinstance(classify(q), str) else [classify(q)] for q in questions] if classify else None
 
 
 @dg.asset(
@@ -331,7 +327,8 @@ def _bloom_levels(questions: list[str]) -> list[list[str]] | None:
     "longest-answer and chance baselines; abilities per component; information curves per question word and Bloom level.",
 )
 def exam_report(context: dg.AssetExecutionContext, exam: pl.DataFrame, exam_responses: pl.DataFrame, irt_model: pl.DataFrame) -> pl.DataFrame:
-    from hcat_pipeline.irt import category_information
+    from hcat_pipeline.irt import bloom_categories, category_information, question_word
+    from hcat_pipeline.irt.plots import plot_category_information
 
     version = exam["exam_version"][0]
     if exam_responses["exam_version"][0] != version or irt_model["exam_version"][0] != version:
@@ -349,18 +346,14 @@ def exam_report(context: dg.AssetExecutionContext, exam: pl.DataFrame, exam_resp
         qs = items["question"].to_list()
         grid = np.linspace(-4, 4, 161)
         by_word = category_information(grid, items["a"], items["b"], items["c"], [question_word(q) for q in qs])
-        meta["information_by_question_word"] = _png_md(plot_curves(grid, {f"{k} (n={v['n']})": v["mean"] for k, v in by_word.items()},
-                                                                   "Mean item information per question word"), "question words")  # fmt: skip
-        bloom = _bloom_levels(qs)
-        if bloom is not None:
-            by_bloom = category_information(grid, items["a"], items["b"], items["c"], bloom)
-            meta["information_by_bloom"] = _png_md(plot_curves(grid, {f"{k} (n={v['n']})": v["mean"] for k, v in by_bloom.items()},
-                                                               "Mean item information per Bloom level"), "bloom")  # fmt: skip
-            meta["bloom_counts"] = dg.MetadataValue.json({k: v["n"] for k, v in by_bloom.items()})
-        else:
-            meta["information_by_bloom"] = "not available: hcat_pipeline.irt has no Bloom classifier (bloom_levels) yet"
+        meta["information_by_question_word"] = _png_md(plot_category_information(grid, by_word, "Mean item information per question word"),
+                                                       "question words")  # fmt: skip
+        by_bloom = category_information(grid, items["a"], items["b"], items["c"], [bloom_categories(q) for q in qs])
+        meta["information_by_bloom"] = _png_md(plot_category_information(grid, by_bloom, "Mean item information per Bloom level"), "bloom")
+        meta["bloom_counts"] = dg.MetadataValue.json({k: v["n"] for k, v in by_bloom.items()})
     comp = component_table(exam_responses)
-    latents = irt_model.filter(pl.col("kind") == "component").select("component", pl.col("id").alias("value"), pl.col("theta").alias("irt_theta"))
+    latents = irt_model.filter(pl.col("kind") == "component").select("component", pl.col("id").alias("value"), pl.col("theta").alias("irt_theta"),
+                                                                      pl.col("se").alias("irt_theta_se"))
     comp = comp.join(latents, on=["component", "value"], how="left")
     context.add_output_metadata({
         **frame_metadata(acc.select("system_id", "n", "accuracy", "ci_low", "ci_high", "theta", "fixed_position_baseline",

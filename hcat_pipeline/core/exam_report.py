@@ -3,8 +3,8 @@
 * ``accuracy_table`` — per taker: accuracy with n and a Wilson 95 % interval, unparseable / failed counts,
   beside the exam's baselines (fixed position, longest answer, chance).
 * ``component_table`` — per component value (llm / retriever / icl): mean accuracy with n and interval.
-* ``question_words`` — the question-word category of each question (what / which / how / …; Figure 4).
-* ``plot_accuracy`` / ``plot_curves`` — matplotlib (Agg) PNG bytes; ``png_markdown`` embeds them.
+* ``plot_accuracy`` — matplotlib (Agg) PNG bytes; ``png_markdown`` embeds them (information curves per
+  category and pruning step: ``hcat_pipeline.irt.plots``).
 
 No dagster import.
 """
@@ -13,23 +13,12 @@ from __future__ import annotations
 
 import base64
 import io
-import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
 from hcat_pipeline.core.exam_filters import wilson_interval
-
-QUESTION_WORDS = ("what", "which", "how", "why", "when", "where", "who", "whom", "whose", "is", "are", "can", "does", "do")
-
-
-def question_word(question: str) -> str:
-    """The first question word of the question (Figure 4), else ``other``."""
-    for w in re.findall(r"[A-Za-z]+", question or "")[:6]:
-        if w.lower() in QUESTION_WORDS:
-            return w.lower() if w.lower() not in ("is", "are", "can", "does", "do") else "yes/no"
-    return "other"
 
 
 def _with_ci(frame: pl.DataFrame) -> pl.DataFrame:
@@ -102,19 +91,6 @@ def plot_accuracy(table: pl.DataFrame, baselines: Mapping, title: str) -> bytes:
     ax.set_xlabel("accuracy (95 % Wilson interval)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
-    return _png(fig)
-
-
-def plot_curves(grid: np.ndarray, curves: Mapping[str, np.ndarray], title: str, ylabel: str = "information") -> bytes:
-    """Several curves over θ (information per category, per pruning round, …)."""
-    plt = _figure()
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    for label, curve in curves.items():
-        ax.plot(grid, np.asarray(curve), label=str(label), linewidth=1.2)
-    ax.set_xlabel("ability θ")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
     return _png(fig)
 
 
