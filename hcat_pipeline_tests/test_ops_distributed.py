@@ -7,9 +7,7 @@ import json
 import os
 import subprocess
 import time
-from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -22,8 +20,9 @@ from hcat_pipeline_tests.ops_servers import (
     openai_stub,
     postgres_cluster,
     redis_server,
+    write_campaign_fixture,
 )
-from hcat_pipeline_tests.test_assets_responses import CHUNKS, VERSION, golden_frame
+from hcat_pipeline_tests.test_assets_responses import VERSION
 
 NIGHT = "2026-11-20"
 WORKERS = ["hcat-w1", "hcat-w2"]
@@ -36,21 +35,6 @@ def _require_services():
         if os.environ.get("CI"):  # scripts/setup.sh installs both: missing in CI is a setup bug, not a skip
             pytest.fail(f"{', '.join(missing)} not installed although scripts/setup.sh installs them")
         pytest.skip(f"{', '.join(missing)} not installed (bash scripts/setup.sh installs them)")
-
-
-def _fixture_warehouse(wh: Path) -> None:
-    """The upstream tables of one campaign run, as the IO manager stores them (no generation needed)."""
-    (wh / "golden_set").mkdir(parents=True)
-    golden_frame().write_parquet(wh / "golden_set" / f"{VERSION}.parquet")
-    pl.DataFrame({"chunk_id": list(CHUNKS), "doc_id": ["d"] * len(CHUNKS), "text": list(CHUNKS.values())}).write_parquet(
-        wh / "chunks.parquet"
-    )
-    rng = np.random.default_rng(0)
-    v = rng.normal(size=(len(CHUNKS), 384)).astype(np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    pl.DataFrame({"chunk_id": list(CHUNKS), "embedding": pl.Series(v, dtype=pl.Array(pl.Float32, 384))}).write_parquet(
-        wh / "chunk_embeddings.parquet"
-    )
 
 
 def _sh(env, cmd: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -74,7 +58,7 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     wh = tmp_path / "wh"
-    _fixture_warehouse(wh)
+    write_campaign_fixture(wh)
     with postgres_cluster() as pg_url, redis_server(logs) as redis_url, openai_stub() as llm:
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("HCAT_", "DAGSTER_"))},

@@ -37,7 +37,7 @@ from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.http_system import HttpRagSystem
-from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.llm import LLM, is_transient_error
 from hcat_pipeline.resources.sets import llm_pool
 
 CHECKPOINT_DIR = WAREHOUSE_DIR / "_checkpoints" / "rag_responses"
@@ -127,13 +127,20 @@ def rag_responses(
         context.log.warning(f"{imports[2].height} imported row(s) skipped, e.g. {imports[2].row(0)}")
     over = over_failure_budget(summary["failure_rates"], spec.max_failure_rate)
     if over:
-        worst = out.filter(pl.col("error").is_not_null()).select("system_id", "case_id", "error").head(10)
-        raise dg.Failure(
+        failed = out.filter(pl.col("error").is_not_null() & pl.col("system_id").is_in(list(over)))
+        why = {s: failed.filter(pl.col("system_id") == s)["error"][0] for s in over}
+        failure = dg.Failure(
             description=f"rag_responses[{version}|{night}]: failure rate above max_failure_rate={spec.max_failure_rate} for "
-            + ", ".join(f"{s} ({r:.0%})" for s, r in over.items())
+            + ", ".join(f"{s} ({r:.0%}, {failed.filter(pl.col('system_id') == s).height} failed; e.g. {why[s][:300]})"
+                        for s, r in over.items())
             + f". Finished responses are checkpointed in {history.current.path}; fix the cause and re-run to resume.",
-            metadata={**meta, "failures": preview(worst, 10, 200)},
-        )
+            metadata={**meta, "failures": preview(failed.select("system_id", "case_id", "error").head(10), 10, 200)},
+        )  # fmt: skip
+        if failed["error"].map_elements(is_transient_error, return_dtype=pl.Boolean).all() and context.retry_number < spec.provider_retries:
+            wait = spec.provider_retry_delay_s * 2**context.retry_number
+            context.log.warning(f"only transient provider errors: retry {context.retry_number + 1}/{spec.provider_retries} in {wait:.0f}s")
+            raise dg.RetryRequested(max_retries=spec.provider_retries, seconds_to_wait=wait) from failure
+        raise failure
     context.add_output_metadata(meta)
     return out
 

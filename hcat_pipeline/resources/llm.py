@@ -56,6 +56,9 @@ class LLMResult:
         return d
 
 
+TRANSIENT_MARK = "transient"  # in an LLMCallFailed message: rate limit / 5xx / timeout / connection — a later retry may help
+
+
 class LLMCallFailed(RuntimeError):
     """The call did not give a valid reply after the bounded retries."""
 
@@ -205,7 +208,8 @@ class LLM(dg.ConfigurableResource):
                     time.sleep(self.backoff_s * 2 ** (self.transient_retries - transient_left))
                     transient_left -= 1
                     continue
-                raise LLMCallFailed("provider", last_err, attempts) from e
+                transient = f" [{TRANSIENT_MARK}: retries exhausted]" if e.retryable else ""
+                raise LLMCallFailed("provider", last_err + transient, attempts) from e
             tin += raw.input_tokens
             tout += raw.output_tokens
             last_text = raw.text
@@ -236,3 +240,12 @@ class LLM(dg.ConfigurableResource):
                 cost_usd=self.cost(tin, tout),
                 attempts=attempts,
             )
+
+
+_TRANSIENT_HTTP = re.compile(r"^(http_(429|5\d\d)|http_timeout|http_connect|timeout|connection)", re.I)
+
+
+def is_transient_error(error: str) -> bool:
+    """Whether a response's stored ``error`` is a provider hiccup a later retry may fix: an LLM call that ran
+    out of retries on a rate limit / 5xx / timeout / connection error, or such an HTTP-system failure."""
+    return f"[{TRANSIENT_MARK}:" in error or bool(_TRANSIENT_HTTP.match(error))
