@@ -55,7 +55,7 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     from hcat_pipeline.assets import exam as exam_assets
 
     chunks, strata = corpus_tables
-    emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list()).tolist()))
+    emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list())))  # Array(Float32, 384)
     (tmp_path / "campaign.yaml").write_text("name: t\nsystems:\n  - {system_id: closed_book, retriever: closed_book}\n"
                                             "  - {system_id: bm25, retriever: bm25}\n  - {system_id: oracle, retriever: oracle}\n")  # fmt: skip
 
@@ -148,3 +148,4 @@ def test_component_abilities_and_report_tables():
     assert (acc["n"] == 30).all()
     comp = component_table(resp)
     assert comp.filter(pl.col("component") == "retriever")["n"].to_list() == [180, 180]
+    assert comp.filter(pl.col("component") == "icl")["value"].to_list() == ["icl@0", "icl@1", "icl@2"]

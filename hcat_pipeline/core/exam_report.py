@@ -45,11 +45,14 @@ def accuracy_table(responses: pl.DataFrame, baselines: Mapping) -> pl.DataFrame:
 def component_table(responses: pl.DataFrame) -> pl.DataFrame:
     """Per component value (llm, retriever, icl): answers, correct, accuracy with its Wilson interval (pooled answers)."""
     parts = []
-    for comp, col in (("llm", "llm"), ("retriever", "retriever"), ("icl", "icl_examples")):
-        g = responses.filter(pl.col("correct").is_not_null()).group_by(col).agg(
+    answered = responses.filter(pl.col("correct").is_not_null()).with_columns(
+        ("icl@" + pl.col("icl_examples").cast(pl.String)).alias("icl")  # the labels of core.exam_taking.response_matrix
+    )
+    for comp in ("llm", "retriever", "icl"):
+        g = answered.group_by(comp).agg(
             pl.len().alias("n"), pl.col("correct").sum().cast(pl.Int64).alias("correct"), pl.col("system_id").n_unique().alias("takers")
         )
-        parts.append(g.select(pl.lit(comp).alias("component"), pl.col(col).cast(pl.String).alias("value"), "takers", "n", "correct"))
+        parts.append(g.select(pl.lit(comp).alias("component"), pl.col(comp).cast(pl.String).alias("value"), "takers", "n", "correct"))
     out = pl.concat(parts) if parts else pl.DataFrame()
     return _with_ci(out).with_columns((pl.col("correct") / pl.col("n")).alias("accuracy")).sort("component", "value")
 
