@@ -7,6 +7,11 @@ No Dagster here (numpy / scipy / polars); the assets in ``hcat_pipeline/assets/g
 - ``gate``: ``evaluate_gate`` → PASS / FAIL / INDETERMINATE with CI, n and n_more (§6.4-6.6).
 - ``spec``: the gates file (``gates.yaml``; ``load_gates`` / ``parse_gates``, file:line errors).
 - ``apply``: ``evaluate_gates`` over a run's tables → the ``gate_verdicts`` table; trend gates.
+- ``rankings``: ``rank_systems`` (Elo / Bradley-Terry via choix / TrueSkill-style via openskill), CIs,
+  rank distributions; ``pairwise_table``.
+- ``pareto``: ``system_axes`` (quality, USD per case, latency p50 / p95 with CIs), ``pareto_frontier``.
+- ``contamination``: ``contamination_risk`` (exact / shingles + datasketch MinHash / embedding),
+  ``memorisation_probe``, ``split_headline``; ``gaming``: ``gaming_flags`` / ``gaming_summary``.
 """
 
 from hcat_pipeline.gates.apply import GATE_VERDICTS, evaluate_gates, gate_summary, load_history
