@@ -36,6 +36,7 @@ BehaviourChecksConfig = create_model(
 @dg.asset(
     partitions_def=campaign_run,
     group_name="metrics",
+    deps=["nli_head_file"],  # watched source (assets/sources.py): a retrained NLI head makes the checks stale
     description="Per campaign run, case × system: the rule each case was generated to test, verdict (pass / fail / "
     "unsure), score and evidence (canary leaked, premise accepted, planted passage believed, declined, …).",
 )

@@ -33,6 +33,7 @@ class ChunkingConfig(dg.Config):
         "ingest_errors": dg.AssetOut(description="Files or lines that could not be ingested: file, line, reason."),
     },
     group_name="corpus",
+    deps=["corpus_files"],  # watched source (assets/sources.py): data/corpus/ + the embedded corpus by content hash
 )
 def corpus(context: dg.AssetExecutionContext, config: CorpusConfig):
     drop = Path(config.drop_folder) if config.drop_folder else None

@@ -85,6 +85,7 @@ def _check_metadata(rows: pl.DataFrame) -> dict:
 @dg.asset(
     partitions_def=campaign_run,
     group_name="gates",
+    deps=["gates_file"],  # watched source (assets/sources.py): a changed gates file makes the verdicts stale
     check_specs=_CHECK_SPECS,
     description="Per campaign run: every release gate of gates.yaml per system (and scope group) — verdict PASS / FAIL / "
     "INDETERMINATE with the bootstrap CI, n and n_more (golden-eval §6). Hard gates are blocking checks.",

@@ -150,6 +150,7 @@ def build_metric_assets() -> tuple[dg.AssetsDefinition, dg.AssetsDefinition]:
         name="metric_tables",
         partitions_def=campaign_run,
         group_name="metrics",
+        deps=["nli_head_file"],  # watched source (assets/sources.py): a retrained NLI head makes the tables stale
         description="Per campaign run (golden-set version × night): every metric per case × system with its explanation columns (HCAT §3-4).",
     )(_metric_tables)
     bias = dg.asset(
