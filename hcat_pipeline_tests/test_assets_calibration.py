@@ -171,6 +171,13 @@ def test_calibration_chain_on_a_small_campaign_run(tmp_path, embedding_model):
     carol = stored.filter(pl.col("rater") == "carol")
     assert carol.height == 10 and set(carol["dimension"]) <= {"toxicity", "behaviour_answer_correct"}
 
+    # a queue filled in place is never overwritten by the next run: tonight's queue goes next to it
+    filled.write_csv(queue_path)
+    res3 = dg.materialize([*stubs, *mine], selection=[review_queue], partition_key=campaign_run_key(V, NIGHT), instance=instance,
+                          resources=resources, run_config={"ops": {"review_queue": run_config["ops"]["review_queue"]}})  # fmt: skip
+    assert res3.success and pl.read_csv(queue_path, infer_schema=False)["rater"].to_list()[:10] == ["carol"] * 10
+    assert (labels / f"review_queue_{V}_{NIGHT}.csv").is_file()
+
     val = pl.read_parquet(warehouse / "metric_validity.parquet")
     ref = val.filter(pl.col("labelled_set") == "reference:faithdial").row(0, named=True)
     assert ref["metric"] == "groundedness_similarity" and ref["heldout_n"] == 135 and 0.6 < ref["auroc"] <= 1

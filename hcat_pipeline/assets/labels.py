@@ -23,7 +23,7 @@ import polars as pl
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.calibration import LabelStore, agreement
 from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANINGS, select_review_items
-from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES
+from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
 
@@ -150,6 +150,10 @@ def review_queue(
         "answer": picked["answer"], "explanation": [_explanation(r) for r in picked.iter_rows(named=True)],
     }, schema_overrides={c: pl.String for c in ("label", "rater", "labelled_at", "comment", "stratum", "query_type")})  # fmt: skip
     path = (Path(config.labels_dir) if config.labels_dir else LABELS_DIR) / QUEUE_FILE
+    if config.export and path.is_file() and read_label_file(path)[0].height:
+        # someone filled in the export in place: never overwrite their labels, write tonight's queue next to it
+        context.log.warning(f"{path} holds filled-in labels: not overwritten")
+        path = path.with_name(f"review_queue_{version}_{night}.csv")
     if config.export:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
