@@ -158,3 +158,15 @@ def test_reference_items_are_labelled_as_documented_and_split_stably():
     s1, s2 = sample_items(f, 5, seed=1), sample_items(f, 5, seed=1)
     assert s1 == s2 and all(i.split == "test" for i in s1) and sorted(i.label for i in s1) == [0] * 5 + [1] * 5
     assert {i.source.split("/")[0] for i in t} == {"reference:toxigen"}
+
+
+def test_fast_bootstrap_kappa_equals_scikit_learn():
+    from sklearn.metrics import cohen_kappa_score
+
+    from hcat_pipeline.core.judge_audit import kappa_from_confusion
+
+    rng = np.random.default_rng(3)
+    for k, weights in ((2, None), (5, None), (5, "quadratic")):
+        a, b = rng.integers(0, k, 40), rng.integers(0, k, 40)
+        b[:20] = a[:20]
+        assert kappa_from_confusion(a, b, k, weights) == pytest.approx(cohen_kappa_score(a, b, labels=list(range(k)), weights=weights))

@@ -9,7 +9,8 @@ from hcat_pipeline.schedules import SCHEDULES
 from hcat_pipeline.sensors import SENSORS
 
 PER_RUN = {"rag_responses", "retrieval_metrics", "behaviour_checks", "metric_tables", "bias_report",
-           "weakness_report", "weakest_cases", "robustness_deltas", "failure_cases", "campaign_report"}
+           "weakness_report", "weakest_cases", "robustness_deltas", "failure_cases", "campaign_report",
+           "llm_judge_scores"}  # enabled=auto: skipped (cheaply, saying why) when the local model would exceed its time budget
 
 
 def test_every_job_schedule_and_sensor_resolves():

@@ -160,7 +160,8 @@ def llm_judge_scores(
     wall = time.perf_counter() - t0
     validation = _validation_lookup(config.validation_table, cfg_hash)
     judge_fam = model_family(fingerprint)
-    sys_llm = dict(zip(frame["system_id"].to_list(), frame["llm"].to_list(), strict=True)) if "llm" in frame.columns else {}
+    sys_llm = ({s: m for s, m in zip(frame["system_id"].to_list(), frame["llm"].to_list(), strict=True) if m}
+               if "llm" in frame.columns else {})  # a failed response may have no llm value: take the system's others
     run = {c: (frame[c][0] if c in frame.columns and frame.height else None) for c in RUN_COLUMNS}
     for r in rows:
         case_id, system_id = r.pop("item_id").split("|", 1)
