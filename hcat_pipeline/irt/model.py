@@ -48,6 +48,7 @@ class IRTPriors:
 
     b_sd: float | None = 4.0
     log_a_sd: float | None = 1.5
+    c_beta: tuple[float, float] | None = (2.0, 8.0)
 
 
 @dataclass
@@ -120,7 +121,7 @@ def _validate(responses) -> np.ndarray:
     bad = ~(np.isnan(y) | (y == 0.0) | (y == 1.0))
     if bad.any():
         rows, cols = np.nonzero(bad)
-        where = ", ".join(f"[{r}, {c}]={y[r, c]!r}" for r, c in zip(rows[:5], cols[:5]))
+        where = ", ".join(f"[{r}, {c}]={float(y[r, c])!r}" for r, c in zip(rows[:5], cols[:5]))
         raise ValueError(f"fit_irt: responses must be 0, 1 or NaN (missing); {bad.sum()} bad cell(s), e.g. {where}")
     observed = ~np.isnan(y)
     empty_rows = np.nonzero(~observed.any(axis=1))[0]
@@ -247,10 +248,15 @@ class _Problem:
         r = self.raw_theta(latents)
         return (r - r.mean()) / (r.std() if self.free_a else 1.0)
 
-    def penalty(self, a, b):
+    def penalty(self, a, b, c):
         pr, val = self.priors, 0.0
         g_a = np.zeros_like(a)
         g_b = np.zeros_like(b)
+        g_c = np.zeros_like(c)
+        if pr.c_beta and self.free_c:
+            al, be = pr.c_beta
+            val -= float((al - 1.0) * np.log(c).sum() + (be - 1.0) * np.log1p(-c).sum())
+            g_c = -(al - 1.0) / c + (be - 1.0) / (1.0 - c)
         if pr.b_sd:
             val += 0.5 * float(b @ b) / pr.b_sd**2
             g_b = b / pr.b_sd**2
@@ -258,7 +264,7 @@ class _Problem:
             la = np.log(a)
             val += 0.5 * float(la @ la) / pr.log_a_sd**2
             g_a = la / (a * pr.log_a_sd**2)
-        return val, g_a, g_b
+        return val, g_a, g_b, g_c
 
     def objective(self, x: np.ndarray):
         a, b, c, lat = self.split(x)
@@ -270,13 +276,13 @@ class _Problem:
         g_r = g_theta - g_theta.mean()
         if self.free_a:
             g_r = (g_r - theta * (g_theta @ theta) / self.n) / sd
-        pen, pa, pb = self.penalty(a, b)
+        pen, pa, pb, pc = self.penalty(a, b, c)
         parts = []
         if self.free_a:
             parts.append(g_a + pa)
         parts.append(g_b + pb)
         if self.free_c:
-            parts.append(g_c)
+            parts.append(g_c + pc)
         parts.append(self.latent_grad(g_r))
         return nll + pen, np.concatenate(parts)
 
@@ -362,6 +368,8 @@ def fit_irt(
         raise ValueError(f"fit_irt: model must be one of {MODELS}, got {model!r}")
     bounds = bounds or IRTBounds()
     priors = priors or IRTPriors()
+    if priors.c_beta and model == "3pl" and bounds.c[0] <= 0.0:  # the Beta prior's log c needs c > 0
+        bounds = IRTBounds(a=bounds.a, b=bounds.b, c=(1e-6, bounds.c[1]))
     y = _validate(responses)
     comps = _component_codes(components, y.shape[0]) if components is not None else None
     prob = _Problem(y, model, comps, priors, np.dtype(dtype))
@@ -385,7 +393,7 @@ def fit_irt(
     a, b, c = np.array(a, dtype=float), np.array(b, dtype=float), np.array(c, dtype=float)
     theta = prob.theta(lat)
     nll = prob.nll_grad(a, b, c, theta)[0]
-    pen = prob.penalty(a, b)[0]
+    pen = prob.penalty(a, b, c)[0]
     theta_se, comp_out = _latent_se(prob, y, a, b, c, theta, lat)
     tol_b = 1e-6
     at_bounds = {}
