@@ -1,4 +1,4 @@
-"""system_rankings / system_pareto / case_contamination / grader_gaming materialize from small synthetic tables."""
+"""system_rankings / pareto_frontier / case_contamination / grader_gaming materialize from small synthetic tables."""
 
 import json
 
@@ -6,7 +6,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from hcat_pipeline.assets.rankings import case_contamination, grader_gaming, system_pareto, system_rankings
+from hcat_pipeline.assets.rankings import case_contamination, grader_gaming, pareto_frontier, system_rankings
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
@@ -35,7 +35,7 @@ def test_rankings_pareto_integrity_assets(tmp_path):
     io = _TablesIO(_tables())
     result = dg.materialize(
         [dg.AssetSpec("rag_responses", partitions_def=campaign_run), dg.AssetSpec("metric_tables", partitions_def=campaign_run),
-         dg.AssetSpec("golden_set", partitions_def=golden_set_version), case_contamination, grader_gaming, system_rankings, system_pareto],
+         dg.AssetSpec("golden_set", partitions_def=golden_set_version), case_contamination, grader_gaming, system_rankings, pareto_frontier],
         partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance,
         resources={"io_manager": io, "embedding_model": EmbeddingModel(), "llm": LLM()},
         run_config={"ops": {"case_contamination": {"config": {"contamination_dir": str(tmp_path), "use_embeddings": False}},
@@ -50,7 +50,7 @@ def test_rankings_pareto_integrity_assets(tmp_path):
         assert ranks.filter(pl.col("method") == method).sort("rank")["system_id"].to_list() == ["strong", "cheap", "weak"]
     meta = result.asset_materializations_for_node("system_rankings")[0].metadata
     assert "nope" in meta["skipped_metrics"].value
-    pareto = {r["system_id"]: r for r in io.written["system_pareto"].to_dicts()}
+    pareto = {r["system_id"]: r for r in io.written["pareto_frontier"].to_dicts()}
     assert pareto["strong"]["on_frontier"] and pareto["cheap"]["on_frontier"] and not pareto["weak"]["on_frontier"]
     assert {d["system_id"] for d in pareto["weak"]["dominated_by"]} == {"strong", "cheap"}
     assert not io.written["grader_gaming"]["gamed"].any()

@@ -1,4 +1,4 @@
-"""Lineage stage: system_rankings, system_pareto, case_contamination, grader_gaming — per campaign run
+"""Lineage stage: system_rankings, pareto_frontier, case_contamination, grader_gaming — per campaign run
 (golden-eval §3.5, §3.6, §7.5, §8). Thin: load, call ``hcat_pipeline.gates``, record metadata.
 
 * ``case_contamination`` — per golden case: contamination risk against the reference corpora in
@@ -9,7 +9,7 @@
   system rates with CIs and ``refuses_everything`` in the metadata.
 * ``system_rankings`` — Elo / Bradley-Terry / TrueSkill on per-case outcomes of each configured metric,
   with bootstrap CIs and rank distributions (``RANKINGS`` + ``excluded_cases``).
-* ``system_pareto`` — quality × USD per case × latency p50 / p95, frontier and dominators.
+* ``pareto_frontier`` — quality × USD per case × latency p50 / p95, frontier and dominators.
 
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
@@ -30,7 +30,8 @@ from hcat_pipeline.gates.contamination import (
     split_headline,
 )
 from hcat_pipeline.gates.gaming import gaming_flags, gaming_summary
-from hcat_pipeline.gates.pareto import pareto_frontier, system_axes
+from hcat_pipeline.gates.pareto import pareto_frontier as frontier_of
+from hcat_pipeline.gates.pareto import system_axes
 from hcat_pipeline.gates.rankings import METHODS, RankingConfig, pairwise_matches, pairwise_table, rank_systems
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
@@ -68,6 +69,7 @@ class ContaminationConfig(dg.Config):
 
 
 @dg.asset(partitions_def=campaign_run, group_name="integrity", pool="llm",
+          deps=["rag_responses"],  # per run, after the answers: so campaign_run_job (rag_responses → downstream) includes it
           description="Per campaign run, per golden case: contamination risk vs data/contamination/ corpora (exact, near-duplicate, "
           "embedding) with evidence, and optionally the memorisation probe of the llm resource.")  # fmt: skip
 def case_contamination(context: dg.AssetExecutionContext, config: ContaminationConfig, embedding_model: EmbeddingModel, llm: LLM,
@@ -148,14 +150,14 @@ class ParetoConfig(dg.Config):
 @dg.asset(partitions_def=campaign_run, group_name="integrity",
           description="Per campaign run: quality × USD per case × latency p50 / p95 per system (with CIs), the Pareto frontier, "
           "and for each dominated system who dominates it on which axes (golden-eval §8).")  # fmt: skip
-def system_pareto(context: dg.AssetExecutionContext, config: ParetoConfig, rag_responses: pl.DataFrame, metric_tables: pl.DataFrame,
+def pareto_frontier(context: dg.AssetExecutionContext, config: ParetoConfig, rag_responses: pl.DataFrame, metric_tables: pl.DataFrame,
                   case_contamination: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     _check_lists([], config.exclude_risk)
     if config.quality_metric not in metric_tables.columns:
-        raise dg.Failure(f"system_pareto: quality_metric {config.quality_metric!r} is not a column of metric_tables")
+        raise dg.Failure(f"pareto_frontier: quality_metric {config.quality_metric!r} is not a column of metric_tables")
     metrics, _ = split_headline(metric_tables, case_contamination, config.exclude_risk)
     responses, _ = split_headline(rag_responses, case_contamination, config.exclude_risk)
-    table = _stamp(pareto_frontier(system_axes(responses, metrics, config.quality_metric), tolerance=config.tolerance), context)
+    table = _stamp(frontier_of(system_axes(responses, metrics, config.quality_metric), tolerance=config.tolerance), context)
     context.add_output_metadata({
         "dagster/row_count": table.height,
         "frontier": dg.MetadataValue.json(table.filter(pl.col("on_frontier"))["system_id"].to_list()),
