@@ -16,8 +16,10 @@ newly generated version.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -58,11 +60,84 @@ def recover_stale_runs(instance: dg.DagsterInstance) -> list[str]:
     return stale
 
 
-def _report(result) -> bool:
+def _report(result, quiet: bool = False) -> bool:
     for event in result.all_events:
-        if event.is_step_failure:
+        if event.is_step_failure and not quiet:
             print(f"step failed: {event.step_key}: {event.event_specific_data.error.message.strip()}")
     return result.success
+
+
+class _ConsoleHandler(logging.Handler):
+    """Feeds Dagster's log records (step key, event type, message) to the CampaignConsole."""
+
+    def __init__(self, console):
+        super().__init__(logging.DEBUG)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event")
+        kind = getattr(event, "event_type_value", None)
+        message = meta.get("orig_message") or record.getMessage()
+        if kind == "STEP_FAILURE":
+            error = getattr(getattr(event, "event_specific_data", None), "error", None)
+            while getattr(error, "cause", None) is not None and "DagsterExecutionStepExecutionError" in (error.message or ""):
+                error = error.cause  # the user's exception, not Dagster's wrapper
+            message = (getattr(error, "message", None) or message).replace("dagster._core.definitions.events.Failure: ", "")
+        try:
+            self.console.handle(meta.get("step_key"), kind, str(message), record.levelno)
+        except Exception:  # the console must never break a run
+            self.handleError(record)
+
+
+def console_loggers(console, log_path: Path) -> dict:
+    """Logger definitions replacing Dagster's DEBUG console: the CampaignConsole, and every record to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    file_handler = logging.FileHandler(log_path, encoding="utf-8")
+    file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    console_handler = _ConsoleHandler(console)
+
+    def _make(name, handler):
+        @dg.logger(description=f"hcat campaign: {name}")
+        def _logger(_init_context):
+            lg = logging.Logger(f"hcat_{name}", level=logging.DEBUG)
+            lg.addHandler(handler)
+            return lg
+
+        return _logger
+
+    return {"hcat_console": _make("console", console_handler), "hcat_file": _make("file", file_handler)}
+
+
+def _execute(job_name: str, loggers: dict | None, run_config: dict | None = None, **kwargs):
+    from hcat_pipeline.definitions import defs
+
+    job = defs.resolve_job_def(job_name)
+    if loggers:
+        job = job.with_logger_defs(loggers)
+        run_config = {**(run_config or {}), "loggers": {name: {} for name in loggers}}
+    return job.execute_in_process(run_config=run_config, raise_on_error=False, **kwargs)
+
+
+def run_summary_inputs(result, version: str, night: str) -> dict:
+    """Headline means (metric_tables metadata), gate rows (gate_verdicts table) and the report path
+    (campaign_report metadata) of a finished campaign run; missing pieces are None."""
+    from hcat_pipeline.io import _safe
+    from hcat_pipeline.paths import WAREHOUSE_DIR
+
+    out: dict = {"means": None, "gates": None, "report_path": None}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        name, meta = mat.asset_key.to_user_string(), mat.metadata
+        if name == "metric_tables" and "means" in meta:
+            out["means"] = meta["means"].value
+        elif name == "campaign_report" and "report_path" in meta:
+            out["report_path"] = str(meta["report_path"].value)
+        elif name == "gate_verdicts":
+            path = WAREHOUSE_DIR / "gate_verdicts" / _safe(version) / f"{_safe(night)}.parquet"
+            if path.exists():
+                out["gates"] = pl.read_parquet(path).select("gate", "kind", "system_id", "verdict", "blocking").to_dicts()
+    return out
 
 
 def corpus_change(version: str, golden_dir) -> str | None:
@@ -109,15 +184,25 @@ def run_campaign(
     night: str | None = None,
     regenerate: bool = False,
     candidates_path: Path | None = None,
+    console=None,
+    log_path: Path | None = None,
 ) -> tuple[bool, str | None]:
-    """Run one campaign run (generating a golden set first when none is frozen); returns (success, version)."""
+    """Run one campaign run (generating a golden set first when none is frozen); returns (success, version).
+
+    With a ``console`` (``hcat_pipeline.console.CampaignConsole``) Dagster's DEBUG console log is replaced by
+    one line per stage, progress bars on LLM stages and a closing summary; every record still goes to the
+    instance and to ``log_path`` (default ``data/logs/campaign-<night>.log``)."""
     from hcat_pipeline.campaign_spec import campaign_run_config, load_campaign
     from hcat_pipeline.core.golden import latest_version
-    from hcat_pipeline.definitions import defs
-    from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
+    from hcat_pipeline.paths import DATA_DIR, GOLDEN_SETS_DIR, WAREHOUSE_DIR
 
     spec = load_campaign(campaign_file)  # a bad file stops here, before any run
     night = check_night(night or tonight())
+    t0 = time.perf_counter()
+    log_path = Path(log_path or DATA_DIR / "logs" / f"campaign-{night}.log")
+    loggers = console_loggers(console, log_path) if console is not None else None
+    if console is not None:
+        console.say(f"full log: {log_path}")
     if max_cases is not None:
         spec = spec.model_copy(update={"max_cases": max_cases})
     instance = instance or dg.DagsterInstance.get()
@@ -134,19 +219,23 @@ def run_campaign(
             version = None
     if version is None:
         print("generating the golden set (test_generation_job) …")
-        gen = defs.resolve_job_def("test_generation_job").execute_in_process(instance=instance, raise_on_error=False, tags=tags)
-        if not _report(gen):
+        gen = _execute("test_generation_job", loggers, instance=instance, tags=tags)
+        if not _report(gen, quiet=loggers is not None):
             return False, None
         version = version_for_candidates(pl.read_parquet(Path(candidates_path or WAREHOUSE_DIR / "golden_candidates.parquet")))
     _ensure_partition(instance, version)
     print(f"golden-set version: {version}")
-    frozen = defs.resolve_job_def("golden_set_job").execute_in_process(instance=instance, partition_key=version,
-                                                                       raise_on_error=False, tags=tags)  # fmt: skip
-    if not _report(frozen):
+    frozen = _execute("golden_set_job", loggers, instance=instance, partition_key=version, tags=tags)
+    if not _report(frozen, quiet=loggers is not None):
         return False, version
     print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
-    result = defs.resolve_job_def("campaign_run_job").execute_in_process(
-        instance=instance, partition_key=campaign_run_key(version, night), raise_on_error=False,
-        run_config=campaign_run_config(spec), tags={**tags, "golden_set_version": version, "night": night},
-    )
-    return _report(result), version
+    result = _execute("campaign_run_job", loggers, run_config=campaign_run_config(spec), instance=instance,
+                      partition_key=campaign_run_key(version, night), tags={**tags, "golden_set_version": version, "night": night})  # fmt: skip
+    ok = _report(result, quiet=loggers is not None)
+    if console is not None:
+        from hcat_pipeline.console import format_summary
+
+        console.say(format_summary(version=version, night=night, systems=[s.system_id for s in spec.systems], ok=ok, console=console,
+                                   log_path=str(log_path), seconds=time.perf_counter() - t0,
+                                   **run_summary_inputs(result, version, night)))  # fmt: skip
+    return ok, version

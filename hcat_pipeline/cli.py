@@ -27,17 +27,20 @@ def _campaign_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-cases", type=int, default=None, help="cases per system (overrides the file; 0 = all)")
     p.add_argument("--night", default=None, help="night key YYYY-MM-DD (default: today, UTC); re-running a night resumes it")
     p.add_argument("--regenerate", action="store_true", help="generate and freeze a new golden set first")
+    p.add_argument("--verbose", action="store_true", help="print Dagster's full DEBUG log instead of one line per stage")
 
 
 @command("campaign", "run tonight's campaign run (generating a golden set first when none is frozen) as real Dagster runs", _campaign_args)
 def _campaign(args: argparse.Namespace) -> int:
     from hcat_pipeline.campaign import run_campaign
     from hcat_pipeline.campaign_spec import CampaignFileError
+    from hcat_pipeline.console import CampaignConsole
 
     t0 = time.perf_counter()
     try:
         ok, version = run_campaign(version=args.version, campaign_file=args.config, max_cases=args.max_cases,
-                                   night=args.night, regenerate=args.regenerate)  # fmt: skip
+                                   night=args.night, regenerate=args.regenerate,
+                                   console=None if args.verbose else CampaignConsole())  # fmt: skip
     except (CampaignFileError, ValueError) as e:
         print(f"hcat campaign: {e}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ from pydantic import Field
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
+from hcat_pipeline.console import progress_message
 from hcat_pipeline.core.campaign_run import (
     CheckpointHistory,
     LLMInfo,
@@ -89,8 +90,10 @@ def rag_responses(
                           golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse)  # fmt: skip
     history = CheckpointHistory(config.checkpoint_dir, version, night)
     marks = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}
+    answered, total = iter(range(1, len(cases) * len(built) + 1)), len(cases) * len(built)
 
     def on_record(rec):
+        context.log.debug(progress_message(next(answered, total), total))  # the campaign console's progress bar
         if rec["case_id"] in marks:
             context.log.info(f"{rec['system_id']}: {rec['case_id']} done" + (f" (error: {rec['error']})" if rec["error"] else ""))
 

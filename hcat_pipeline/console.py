@@ -1,0 +1,177 @@
+"""What a person sees while ``hcat campaign`` runs: one line per stage as it starts and ends, a progress
+bar with ETA on the long LLM stages (tqdm), failure counts, and a closing summary. The full Dagster log
+goes to the instance and to a log file; this module only formats (no dagster import).
+
+``CampaignConsole.handle(step, event, message, level)`` is fed by a Dagster logger (campaign.py) with
+the step key, the Dagster event type name (``STEP_START`` …, or None for a plain log line), the
+message and the logging level.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+LLM_STAGES = frozenset({"rag_responses", "llm_judge_scores", "generated_queries", "exam_responses"})
+PROGRESS = re.compile(r"(?:^\[progress\]\s+|^judge\s+)(\d+)/(\d+)\s*$")  # "[progress] 12/40" (rag_responses), "judge 25/80"
+
+
+def progress_message(done: int, total: int) -> str:
+    """The log line an LLM stage emits so the console can draw its bar."""
+    return f"[progress] {done}/{total}"
+
+
+@dataclass
+class StageState:
+    started: float
+    bar: object | None = None
+    warnings: int = 0
+
+
+@dataclass
+class CampaignConsole:
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    bars: bool | None = None  # None: only on a terminal
+    clock: object = time.monotonic
+    stages: dict[str, StageState] = field(default_factory=dict)
+    finished: list[tuple[str, str, float]] = field(default_factory=list)  # (stage, status, seconds)
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    warnings: int = 0
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def _bar(self, stage: str, total: int):
+        from tqdm import tqdm
+
+        use = self.bars if self.bars is not None else self.out.isatty()
+        return tqdm(total=total, desc=f"  {stage}", unit="answer" if stage == "rag_responses" else "call", file=self.out,
+                    disable=not use, leave=False, dynamic_ncols=True)  # fmt: skip
+
+    def handle(self, step: str | None, event: str | None, message: str, level: int = logging.INFO) -> None:
+        if not step:
+            return
+        now = self.clock()
+        state = self.stages.get(step)
+        if event == "STEP_START":
+            self.stages[step] = StageState(started=now)
+            self.say(f"▶ {step} …")
+        elif event in ("STEP_SUCCESS", "STEP_FAILURE") and state is not None:
+            if state.bar is not None:
+                state.bar.close()
+            secs = now - state.started
+            ok = event == "STEP_SUCCESS"
+            extra = f", {state.warnings} warning(s)" if state.warnings else ""
+            if ok:
+                self.say(f"✔ {step} done in {_dur(secs)}{extra}")
+            else:
+                reason = _first_line(message)
+                self.failures.append((step, reason))
+                self.say(f"✖ {step} FAILED after {_dur(secs)}: {reason}")
+            self.finished.append((step, "ok" if ok else "failed", secs))
+        elif event == "STEP_SKIPPED" or (event is None and "skipped" in message and "upstream" in message.lower()):
+            self.finished.append((step, "skipped", 0.0))
+            self.say(f"– {step} skipped (an upstream stage failed)")
+        elif event is None and state is not None:
+            m = PROGRESS.search(message.strip())
+            if m and step in LLM_STAGES:
+                done, total = int(m.group(1)), int(m.group(2))
+                if state.bar is None:
+                    state.bar = self._bar(step, total)
+                state.bar.n = done
+                state.bar.refresh()
+                if not getattr(state.bar, "disable", True):
+                    return
+                if done == total or done % max(1, total // 4) == 0:  # no terminal: a few plain progress lines
+                    rate = done / max(now - state.started, 1e-9)
+                    eta = (total - done) / rate if rate else 0.0
+                    self.say(f"  {step}: {done}/{total} ({100 * done // max(total, 1)}%, ETA {_dur(eta)})")
+            elif level >= logging.WARNING:
+                state.warnings += 1
+                self.warnings += 1
+
+    def counts(self) -> dict[str, int]:
+        out = {"ok": 0, "failed": 0, "skipped": 0}
+        for _, status, _ in self.finished:
+            out[status] += 1
+        return out
+
+
+def _first_line(text: str) -> str:
+    text = (text or "").strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return "(no message)"
+
+
+def _dur(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
+
+
+def fmt_ci(r: dict | None) -> str:
+    """``0.812 [0.77, 0.85] n=40`` from a mean_ci dict (coverage.mean_ci); ``n=0`` when empty."""
+    if not r or r.get("mean") is None or r.get("n", 0) == 0:
+        return "n=0"
+    if r.get("ci_low") is None or r.get("ci_high") is None or r.get("n", 0) < 2:
+        return f"{r['mean']:.3f} (no CI, n={r.get('n')})"
+    return f"{r['mean']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] n={r['n']}"
+
+
+def format_summary(
+    *,
+    version: str | None,
+    night: str | None,
+    systems: list[str],
+    ok: bool,
+    console: CampaignConsole | None = None,
+    means: dict | None = None,
+    gates: list[dict] | None = None,
+    report_path: str | None = None,
+    log_path: str | None = None,
+    max_metrics: int = 6,
+    seconds: float | None = None,
+) -> str:
+    """The closing block of ``hcat campaign``: version, systems, headline scores with CIs (the
+    ``means`` metadata of metric_tables: {system: {rows, failed, metric: mean_ci}}), gate verdicts
+    (rows of gate_verdicts: gate, kind, system_id, verdict, blocking), report path, how to open the UI."""
+    lines = ["", "─" * 72, f"campaign {'succeeded' if ok else 'FAILED'}" + (f" in {_dur(seconds)}" if seconds is not None else "")]
+    lines.append(f"golden-set version: {version or '-'}   night: {night or '-'}")
+    lines.append(f"systems ({len(systems)}): {', '.join(systems) if systems else '-'}")
+    if console is not None:
+        c = console.counts()
+        lines.append(f"stages: {c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped; {console.warnings} warning(s) logged")
+        for step, reason in console.failures:
+            lines.append(f"  ✖ {step}: {reason}")
+    if means:
+        lines.append("headline scores (mean [95% CI] n):")
+        for sid, row in means.items():
+            metrics = [k for k, v in row.items() if isinstance(v, dict)]
+            shown = ", ".join(f"{m} {fmt_ci(row[m])}" for m in metrics[:max_metrics])
+            more = f" (+{len(metrics) - max_metrics} more in the report)" if len(metrics) > max_metrics else ""
+            lines.append(f"  {sid}: {row.get('rows', '?')} rows, {row.get('failed', 0)} failed — {shown}{more}")
+    else:
+        lines.append("headline scores: not available (metric_tables did not run)")
+    if gates:
+        tally: dict[str, int] = {}
+        for g in gates:
+            tally[g["verdict"]] = tally.get(g["verdict"], 0) + 1
+        lines.append("gates: " + ", ".join(f"{v} {n}" for v, n in sorted(tally.items())))
+        blocking = sorted({f"{g['gate']} ({g.get('system_id') or 'all'})" for g in gates if g.get("blocking")})
+        lines.append("  release BLOCKED by hard gate(s): " + ", ".join(blocking) if blocking else "  no blocking hard gate")
+    else:
+        lines.append("gates: not evaluated")
+    lines.append(f"report: {report_path}" if report_path else "report: not written")
+    if log_path:
+        lines.append(f"full log: {log_path}")
+    lines.append("UI: bash scripts/ui.sh, then open http://127.0.0.1:3000 (runs, asset metadata, plots)")
+    lines.append("─" * 72)
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""The campaign console: one line per stage, progress with ETA on LLM stages, failures counted, a
+summary with CIs / gates / report path; Dagster's DEBUG lines go to the log file, not the screen."""
+
+import io
+import logging
+
+import dagster as dg
+
+from hcat_pipeline.campaign import console_loggers
+from hcat_pipeline.console import CampaignConsole, format_summary, progress_message
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_stage_lines_progress_eta_and_failures():
+    out, clock = io.StringIO(), _Clock()
+    c = CampaignConsole(out=out, bars=False, clock=clock)
+    c.handle("rag_responses", "STEP_START", "started")
+    for i in range(1, 9):
+        clock.t = 2.0 * i
+        c.handle("rag_responses", None, progress_message(i, 8), logging.DEBUG)
+    c.handle("rag_responses", None, "slow system", logging.WARNING)
+    c.handle("rag_responses", "STEP_SUCCESS", "ok")
+    c.handle("metric_tables", "STEP_START", "started")
+    clock.t = 20.0
+    c.handle("metric_tables", "STEP_FAILURE", "metric_tables: NLI head missing\nTraceback ...")
+    c.handle("bias_report", "STEP_SKIPPED", "")
+    text = out.getvalue().splitlines()
+    assert text[0] == "▶ rag_responses …"
+    assert "  rag_responses: 2/8 (25%, ETA 12.0s)" in text  # 2 s per answer, 6 left
+    assert "  rag_responses: 8/8 (100%, ETA 0.0s)" in text
+    assert sum("rag_responses: " in line and "/8" in line for line in text) == 4  # a few lines, not one per answer
+    assert "✔ rag_responses done in 16.0s, 1 warning(s)" in text
+    assert "✖ metric_tables FAILED after 4.0s: metric_tables: NLI head missing" in text
+    assert "– bias_report skipped (an upstream stage failed)" in text
+    assert c.counts() == {"ok": 1, "failed": 1, "skipped": 1}
+
+
+def test_summary_shows_version_systems_scores_with_ci_gates_report_and_ui():
+    c = CampaignConsole(out=io.StringIO(), bars=False)
+    c.handle("metric_tables", "STEP_START", "")
+    c.handle("metric_tables", "STEP_FAILURE", "boom")
+    means = {"rag_bm25": {"rows": 40, "failed": 2, "faithfulness": {"n": 38, "mean": 0.8123, "ci_low": 0.77, "ci_high": 0.85,
+                                                                      "half_width": 0.04},
+                          "toxicity": {"n": 1, "mean": 0.1, "ci_low": None, "ci_high": None, "half_width": None}}}  # fmt: skip
+    gates = [{"gate": "pii_leak", "kind": "hard", "system_id": "rag_bm25", "verdict": "FAIL", "blocking": True},
+             {"gate": "quality", "kind": "soft", "system_id": "rag_bm25", "verdict": "PASS", "blocking": False}]  # fmt: skip
+    text = format_summary(version="gs-abc", night="2026-03-10", systems=["rag_bm25"], ok=False, console=c, means=means, gates=gates,
+                          report_path="data/reports/gs-abc/2026-03-10/report.html", log_path="data/logs/campaign-2026-03-10.log")  # fmt: skip
+    assert "campaign FAILED" in text and "golden-set version: gs-abc" in text and "systems (1): rag_bm25" in text
+    assert "faithfulness 0.812 [0.770, 0.850] n=38" in text and "toxicity 0.100 (no CI, n=1)" in text
+    assert "40 rows, 2 failed" in text and "stages: 0 ok, 1 failed, 0 skipped" in text and "✖ metric_tables: boom" in text
+    assert "gates: FAIL 1, PASS 1" in text and "BLOCKED by hard gate(s): pii_leak (rag_bm25)" in text
+    assert "report: data/reports/gs-abc/2026-03-10/report.html" in text and "http://127.0.0.1:3000" in text
+    empty = format_summary(version=None, night=None, systems=[], ok=False)
+    assert "headline scores: not available" in empty and "gates: not evaluated" in empty and "report: not written" in empty
+
+
+def test_dagster_run_feeds_the_console_and_the_log_file(tmp_path, capsys):
+    @dg.asset
+    def rag_responses(context) -> int:
+        for i in range(1, 5):
+            context.log.debug(progress_message(i, 4))
+        context.log.info("a chatty info line")
+        return 4
+
+    @dg.asset
+    def metric_tables(rag_responses: int) -> int:
+        raise ValueError("metric broke on purpose")
+
+    job = dg.Definitions(assets=[rag_responses, metric_tables], jobs=[dg.define_asset_job("j", selection="*")]).resolve_job_def("j")
+    out = io.StringIO()
+    console = CampaignConsole(out=out, bars=False)
+    loggers = console_loggers(console, tmp_path / "logs" / "campaign.log")
+    with dg.instance_for_test() as instance:
+        result = job.with_logger_defs(loggers).execute_in_process(
+            instance=instance, raise_on_error=False, run_config={"loggers": {k: {} for k in loggers}})
+    assert not result.success
+    text = out.getvalue()
+    assert "▶ rag_responses …" in text and "✔ rag_responses done" in text and "rag_responses: 4/4 (100%" in text
+    assert "✖ metric_tables FAILED" in text and "metric broke on purpose" in text
+    assert "chatty" not in text and "DEBUG" not in capsys.readouterr().err  # no Dagster console logger
+    log = (tmp_path / "logs" / "campaign.log").read_text()
+    assert "a chatty info line" in log and "STEP_START" in log and "metric broke on purpose" in log
