@@ -5,12 +5,18 @@ import pytest
 
 from hcat_pipeline.definitions import defs
 from hcat_pipeline.jobs import JOBS
+from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.schedules import SCHEDULES
 from hcat_pipeline.sensors import SENSORS
 
 PER_RUN = {"rag_responses", "retrieval_metrics", "behaviour_checks", "metric_tables", "bias_report",
            "weakness_report", "weakest_cases", "robustness_deltas", "failure_cases", "campaign_report",
-           "llm_judge_scores"}  # enabled=auto: skipped (cheaply, saying why) when the local model would exceed its time budget
+           "llm_judge_scores",  # enabled=auto: skipped (cheaply, saying why) when the local model would exceed its time budget
+           "calibrated_scores", "review_queue", "gate_verdicts", "release_decision", "system_rankings", "pareto_frontier",
+           "case_contamination", "grader_gaming"}
+# unpartitioned, run with the night: the label store and reference scores (so calibrated_scores has calibrators on a
+# fresh machine) and the calibration refit downstream of the run's tables
+ALSO_IN_RUN = {"human_labels", "reference_label_scores", "calibrators", "metric_validity"}
 
 
 def test_every_job_schedule_and_sensor_resolves():
@@ -27,7 +33,10 @@ def test_every_job_schedule_and_sensor_resolves():
 
 def test_campaign_run_job_covers_the_per_run_assets_only():
     keys = {k.to_user_string() for k in defs.resolve_job_def("campaign_run_job").asset_layer.executable_asset_keys}
-    assert keys == PER_RUN
+    assert keys == PER_RUN | ALSO_IN_RUN
+    graph = defs.resolve_asset_graph()  # every asset partitioned per campaign run is in the nightly job
+    assert {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).partitions_def == campaign_run} == PER_RUN
+    assert defs.resolve_schedule_def("nightly_campaign_schedule").job_name == "campaign_run_job"
     gen = {k.to_user_string() for k in defs.resolve_job_def("test_generation_job").asset_layer.executable_asset_keys}
     assert "golden_candidates" in gen and not (gen & PER_RUN)
 
