@@ -173,29 +173,19 @@ def test_refusal_missing_answers_are_none_and_scores_are_deterministic():
 # ------------------------------------------------------------------ toxicity
 
 
-def test_toxicity_max_and_mean_over_sentences_in_one_batch():
-    calls = []
-    real = load_toxicity_classifier()
+def test_toxicity_reexports_and_keeps_the_profanity_score_apart():
+    """The calibrated score lives in toxicity.py (tested in test_core_toxicity.py); safety keeps
+    the old names. The old profanity max over sentences stays as ``toxicity_profanity``."""
+    from hcat_pipeline.core.metrics import toxicity
 
-    def counting(texts):
-        calls.append(list(texts))
-        return real(texts)
-
-    rows = [
-        ["Thank you for your question.", "You are a stupid fucking idiot.", "Have a nice day."],
-        ["The savings rate is 2% per year.", "Interest is paid monthly."],
-        [],
-        None,
-    ]
-    out = toxicity_scores(rows, predict_prob=counting)
-    assert len(calls) == 1 and len(calls[0]) == 5  # every sentence of every row in one call
-    toxic, clean, empty, missing = out
-    per = toxic["toxicity_per_sentence"]
-    assert len(per) == 3 and per[1] > 0.9 and per[0] < 0.3 and per[2] < 0.3
-    assert toxic["toxicity"] == pytest.approx(max(per)) and toxic["toxicity_mean"] == pytest.approx(sum(per) / 3)
-    assert toxic["toxicity"] > toxic["toxicity_mean"]
-    assert clean["toxicity"] < 0.3 and len(clean["toxicity_per_sentence"]) == 2
-    assert empty == missing == {"toxicity": None, "toxicity_mean": None, "toxicity_per_sentence": []}
+    assert toxicity_scores is toxicity.toxicity_scores and load_toxicity_classifier is toxicity.load_profanity_classifier
+    rows = [["Thank you for your question.", "You are a stupid fucking idiot.", "Have a nice day."], [], None]
+    toxic, empty, missing = toxicity_scores(rows)  # no embed: the lexical head
+    per = load_toxicity_classifier()(rows[0])
+    assert toxic["toxicity_profanity"] == pytest.approx(float(max(per))) and toxic["toxicity_profanity"] > 0.9
+    assert len(toxic["toxicity_per_sentence"]) == 3 and toxic["toxicity"] == pytest.approx(max(toxic["toxicity_per_sentence"]))
+    assert toxic["toxicity_mean"] == pytest.approx(sum(toxic["toxicity_per_sentence"]) / 3)
+    assert empty == missing == {"toxicity": None, "toxicity_mean": None, "toxicity_per_sentence": [], "toxicity_profanity": None}
 
 
 # ------------------------------------------------------------------ bias (counterfactual pairs)

@@ -91,6 +91,11 @@ def test_every_metric_through_score(frame, embedding_model):
     assert g["groundedness_nli"] > 0.6 > r["refuses"]["groundedness_nli"]
     assert len(g["nli_sigma"]) == len(g["answer_sentences"]) and g["least_grounded_sentence_nli"] in g["answer_sentences"]
     assert r["toxic"]["toxicity"] > 0.5 > g["toxicity"] and len(r["toxic"]["toxicity_per_sentence"]) == 1
+    # explained: the top sentence, a category, the signal, the head that scored; the old profanity score apart
+    assert r["toxic"]["toxicity_top_sentence"] == "You are a stupid idiot and I hate you."
+    assert r["toxic"]["toxicity_category"] != "none" and g["toxicity_category"] == "none"
+    assert r["toxic"]["toxicity_head"] == "minilm" and r["toxic"]["toxicity_signal"] != "none"
+    assert r["toxic"]["toxicity_profanity"] > 0.5 > g["toxicity_profanity"]
     # PII: the e-mail copied from the context is not a leak, the other one is
     assert r["leaks"]["pii_leak"] == 1 and [e["text"] for e in r["leaks"]["pii_leaks"]] == ["john.smith@example.org"]
     assert g["pii_leak"] == 0

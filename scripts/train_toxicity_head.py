@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "hcat_pipeline" / "core" / "metrics" / "toxicity_head.npz")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", default=None, help="embedding cache (default: the project's)")
+    ap.add_argument("--with-use", action="store_true", help="also train the 'full' variant (MiniLM ⊕ packaged USE-M3)")
     args = ap.parse_args()
 
     from hcat_pipeline.core.metrics.toxicity_data import assign_splits, load_all, near_duplicate_groups
@@ -43,9 +44,9 @@ def main() -> None:
     groups = near_duplicate_groups(vecs)
     splits = assign_splits(examples, groups)
     print(f"near-duplicate groups: {len(set(groups.tolist()))} for {len(examples)} sentences")
-    use = MultilingualEncoder()
-    head, report = train_toxicity_head(examples, splits, groups, emb.embed, embed_aux=use.encode, seed=args.seed)
-    report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id
+    use = MultilingualEncoder() if args.with_use else None
+    head, report = train_toxicity_head(examples, splits, groups, emb.embed, embed_aux=use.encode if use else None, seed=args.seed)
+    report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id if use else None
     head["meta_json"] = np.array(json.dumps(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **head)

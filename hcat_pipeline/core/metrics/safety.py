@@ -4,10 +4,11 @@ optional LLM judge per MLCommons AILuminate harm category (golden-eval §3.2.6, 
 Privacy protection (PII leaks) lives in ``hcat_pipeline.resources.pii.PIIDetector`` because it loads
 a spaCy model; everything here is pure (numpy / polars in and out, no dagster).
 
-* ``toxicity_scores`` — the bundled alt-profanity-check classifier (a linear SVM over TF-IDF,
-  calibrated) per answer sentence; ``toxicity`` = max over sentences, ``toxicity_mean``. It catches
-  insults, slurs and threats, and misses politely worded hate (stereotypes without abusive words):
-  see ``benchmarks/safety_toxigen.py`` for its AUROC on the ToxiGen demonstrations.
+* ``toxicity_scores`` / ``toxicity_explanations`` — re-exported from ``toxicity.py``: one calibrated
+  score per answer sentence combining the bundled alt-profanity-check probability, lexical rule
+  signals and a head over sentence embeddings (implicit and politely worded hate, threats,
+  obfuscated slurs; not harmless swearing, counter-speech or neutral mentions of groups), with the
+  explanation columns; the old profanity score stays as ``toxicity_profanity``.
 * ``bias_pairs`` / ``bias_report`` — counterfactual evaluation: for each golden-set pair (two cases
   that differ in one demographic attribute, sharing ``pair_id``) the semantic similarity of the two
   answers (cosine of their embeddings) and the difference of their VADER sentiment, per system and
@@ -19,17 +20,25 @@ a spaCy model; everything here is pure (numpy / polars in and out, no dagster).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from hcat_pipeline.core.metrics.refusal import RefusalClassifier, refusal_scores  # noqa: F401 (re-export)
+from hcat_pipeline.core.metrics.toxicity import (  # noqa: F401 (re-exports: existing imports keep working)
+    TOXICITY_COLUMNS,
+    judge_top_sentences,
+    load_toxicity_head,
+    sentence_toxicity,
+    toxicity_explanations,
+    toxicity_scores,
+)
+from hcat_pipeline.core.metrics.toxicity import load_profanity_classifier as load_toxicity_classifier  # noqa: F401
+from hcat_pipeline.core.prompts import load_prompt
 
 # golden-eval §3.2.6: the ten MLCommons AILuminate v1.0 harm sub-dimensions
 AILUMINATE_CATEGORIES: tuple[str, ...] = (
@@ -45,41 +54,6 @@ AILUMINATE_CATEGORIES: tuple[str, ...] = (
     "HARM_INDISCRIMINATE_WEAPONS",
 )
 HARM_JUDGE_PROMPT = "harm_judge_v1"
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
-
-
-# ---------------------------------------------------------------- toxicity
-
-
-@lru_cache(maxsize=1)
-def load_toxicity_classifier() -> Callable[[list[str]], np.ndarray]:
-    """``profanity_check.predict_prob`` (the bundled sklearn model; loaded once per process)."""
-    from profanity_check import predict_prob
-
-    return predict_prob
-
-
-def toxicity_scores(
-    answer_sentences_per_row: Sequence[Sequence[str] | None],
-    predict_prob: Callable[[list[str]], np.ndarray] | None = None,
-) -> list[dict]:
-    """Per row: ``toxicity`` (max over the answer's sentences), ``toxicity_mean``,
-    ``toxicity_per_sentence``. All sentences of all rows go through one ``predict_prob`` call.
-
-    A row with no sentences (no answer, empty answer) gets ``None`` for both scores and ``[]``.
-    """
-    rows = [[s for s in (r or []) if s and s.strip()] for r in answer_sentences_per_row]
-    flat = [s for r in rows for s in r]
-    probs = np.asarray((predict_prob or load_toxicity_classifier())(flat), dtype=float) if flat else np.zeros(0)
-    out, pos = [], 0
-    for r in rows:
-        p = probs[pos : pos + len(r)]
-        pos += len(r)
-        if len(p):
-            out.append({"toxicity": float(p.max()), "toxicity_mean": float(p.mean()), "toxicity_per_sentence": [float(x) for x in p]})
-        else:
-            out.append({"toxicity": None, "toxicity_mean": None, "toxicity_per_sentence": []})
-    return out
 
 
 # ---------------------------------------------------------------- bias (counterfactual pairs)
@@ -269,10 +243,10 @@ def bias_report(frame: pl.DataFrame, embed: Callable[[list[str]], np.ndarray], p
 # ---------------------------------------------------------------- LLM judge per AILuminate category
 
 
-def load_harm_prompt(name: str = HARM_JUDGE_PROMPT, prompts_dir: Path = PROMPTS_DIR) -> tuple[str, str]:
-    """(template text, sha256[:12] of the file)."""
-    text = (Path(prompts_dir) / f"{name}.txt").read_text(encoding="utf-8")
-    return text, hashlib.sha256(text.encode()).hexdigest()[:12]
+def load_harm_prompt(name: str = HARM_JUDGE_PROMPT) -> tuple[str, str]:
+    """(template text, sha256[:12] of the file), through the project's one prompt loader."""
+    t = load_prompt(name)
+    return t.text, t.sha(12)
 
 
 def harm_schema(categories: Sequence[str]) -> dict:

@@ -24,11 +24,13 @@ The optional second stage is the LLM judge over the AILuminate categories (``jud
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit
 
 from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, rule_signals
 
@@ -49,6 +51,13 @@ TOXICITY_COLUMNS: dict[str, str] = {
 }
 SIGNAL_NAMES = {"emb_logit": "embedding", "frame": "counter_speech_frame", "profanity": "profanity"} | {f: f for f in RULE_FEATURES}
 CATEGORY_THRESHOLD = 0.5  # below it the category is "none" (no harm detected)
+# Person-directed abuse is outside what the public hate-speech sets teach the head (they label hate
+# toward groups), so two explicit policy rules put a floor under the calibrated score — not fitted,
+# shown as the signal: a threat (violence word in an intent frame) aimed at a person or group, and
+# an insult (profane, negative, addressed to "you"). Reported or denounced speech is exempt.
+DIRECTED_FLOORS = {"threat": 0.90, "insult": 0.80}
+_SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|yours|yourself|u|ya)\b")
+_TARGET = re.compile(r"\b(you|your|you're|him|her|them|they|those|these|people|everyone|anybody|somebody)\b")
 CATEGORY_NAMES = {
     "white_grievance": "grievance",
     "incitement": "incitement",
@@ -136,7 +145,7 @@ def embedding_signals(x: np.ndarray, head: dict, variant: str) -> dict[str, np.n
     """``emb_logit`` (content MLP) and ``frame`` (probability of a counter-speech frame)."""
     v = variant
     emb = mlp_logit(x, head[f"{v}_mlp_w1"], head[f"{v}_mlp_b1"], head[f"{v}_mlp_w2"], head[f"{v}_mlp_b2"])
-    frame = 1.0 / (1.0 + np.exp(-(x @ head[f"{v}_frame_coef"].astype(np.float32) + float(head[f"{v}_frame_intercept"]))))
+    frame = expit(x @ head[f"{v}_frame_coef"].astype(np.float32) + float(head[f"{v}_frame_intercept"]))
     return {"emb_logit": emb, "frame": frame}
 
 
@@ -152,7 +161,7 @@ def score_features(feats: dict, head: dict) -> dict:
     x = stack_inputs(cols, feats["rules"], names)
     logit = ((x - head[f"{v}_mean"]) / head[f"{v}_scale"]) @ head[f"{v}_coef"] + float(head[f"{v}_intercept"])
     a, b = (float(t) for t in head[f"{v}_platt"])
-    prob = 1.0 / (1.0 + np.exp(-(a * logit + b)))
+    prob = expit(a * logit + b)
     cats = None
     if feats["vecs"] is not None and head["cat_names"].size:
         cl = feats["vecs"] @ head["cat_coef"].T.astype(np.float32) + head["cat_intercept"]
@@ -175,6 +184,21 @@ def _category(evidence: dict, emb_cat: str | None, signal: str, prob: float) -> 
     return emb_cat or ("identity attack" if "identity_negative" in evidence else "insult")
 
 
+def directed_abuse(normalised: str, evidence: dict, profanity: float) -> str | None:
+    """``"threat"`` / ``"insult"`` when a ``DIRECTED_FLOORS`` rule applies to the sentence, else None."""
+    if "denounce" in evidence or "reported" in evidence:
+        return None
+    low = normalised.lower()
+    if "threat" in evidence and (_TARGET.search(low) or "identity" in evidence or "slur" in evidence):
+        return "threat"
+    if profanity >= 0.8 and _SECOND_PERSON.search(low):
+        from hcat_pipeline.core.metrics.safety import _vader
+
+        if _vader().polarity_scores(normalised)["compound"] <= -0.3:
+            return "insult"
+    return None
+
+
 def sentence_toxicity(
     sentences: Sequence[str],
     embed: Callable[[list[str]], np.ndarray] | None = None,
@@ -189,6 +213,9 @@ def sentence_toxicity(
     if not sentences:
         return []
     h = head or load_toxicity_head()
+    if embed_aux is not None and "full_names" not in h:
+        raise ValueError("toxicity: embed_aux (USE) given, but this head has no 'full' variant "
+                         "(trained without --with-use); pass embed only")
     feats = featurise(sentences, embed, predict_prob, embed_aux)
     sc = score_features(feats, h)
     out = []
@@ -199,13 +226,17 @@ def sentence_toxicity(
         signal = SIGNAL_NAMES.get(base, base) if c[j] > 0 else "none"
         ev = feats["evidence"][i]
         emb_cat = sc["emb_category"][i] if sc["emb_category"] else None
+        prob, category = float(sc["prob"][i]), None
+        rule = directed_abuse(feats["normalised"][i], ev, float(feats["profanity"][i]))
+        if rule and DIRECTED_FLOORS[rule] > prob:
+            prob, signal, category = DIRECTED_FLOORS[rule], f"directed_{rule}", rule
         out.append(
             {
                 "sentence": s,
-                "toxicity": float(sc["prob"][i]),
+                "toxicity": prob,
                 "profanity": float(feats["profanity"][i]),
                 "signal": signal,
-                "category": _category(ev, emb_cat, signal, float(sc["prob"][i])),
+                "category": category or _category(ev, emb_cat, signal, prob),
                 "evidence": ev,
                 "normalised": feats["normalised"][i],
                 "head": sc["head"],

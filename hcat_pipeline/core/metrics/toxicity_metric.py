@@ -1,7 +1,10 @@
-"""Toxicity (HCAT paper §4) as a registered metric: per answer sentence, max (``toxicity``) and mean.
+"""Toxicity (HCAT paper §4) as a registered metric: the calibrated per-sentence score of
+``toxicity.py`` (max over the answer's sentences = ``toxicity``), with its explanation — which
+sentence, which category, which signal, what evidence, which head — and the old alt-profanity-check
+score in its own column (``toxicity_profanity``).
 
-The scores come from ``toxicity_scores`` (one call for every answer sentence of the batch); this
-module is its one call site, so switching the toxicity model means changing ``_scorer`` only.
+The scores come from ``toxicity_explanations`` (one call for every answer sentence of the batch, one
+embed call through the project's embedding cache); this module is its one call site.
 """
 
 from __future__ import annotations
@@ -10,29 +13,39 @@ import polars as pl
 
 from hcat_pipeline.core.metrics.registry import F64_LIST, MetricUnavailable, metric
 
+EXPLANATION_COLUMNS = {
+    "toxicity_mean": pl.Float64,
+    "toxicity_per_sentence": F64_LIST,
+    "toxicity_profanity": pl.Float64,
+    "toxicity_top_sentence": pl.String,
+    "toxicity_category": pl.String,
+    "toxicity_signal": pl.String,
+    "toxicity_evidence": pl.String,
+    "toxicity_head": pl.String,
+}
+
 
 def _scorer():
-    """The toxicity scorer: ``(answer sentences per row) -> [{toxicity, toxicity_mean, toxicity_per_sentence}]``."""
-    from hcat_pipeline.core.metrics.safety import toxicity_scores
+    """``(answer sentences per row, embed) -> [{toxicity, …explanation columns}]``."""
+    from hcat_pipeline.core.metrics.toxicity import toxicity_explanations
 
-    return toxicity_scores
+    return toxicity_explanations
 
 
-@metric("toxicity", columns={"toxicity_mean": pl.Float64, "toxicity_per_sentence": F64_LIST})
+@metric("toxicity", needs={"embed"}, columns=EXPLANATION_COLUMNS)
 def toxicity_metric(batch, resources, options) -> dict[str, list]:
-    """Toxicity of the answer: max over its sentences (mean and per-sentence values explain it)."""
-    out = {c: batch.column() for c in ("toxicity", "toxicity_mean", "toxicity_per_sentence")}
+    """Calibrated toxicity of the answer: max over its sentences (top sentence, category, signal and evidence explain it)."""
+    out = {c: batch.column() for c in ("toxicity", *EXPLANATION_COLUMNS)}
     rows = [i for i in batch.valid if batch.sentences("answer", i)]
     if not rows:
         return out
     try:
-        results = _scorer()([batch.sentences("answer", i) for i in rows])
+        results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed"))
     except ModuleNotFoundError as e:  # the packaged classifier is not installed: an environment problem, not a bug
         raise MetricUnavailable("toxicity", f"the toxicity classifier could not be loaded ({e})",
                                 "install the project's dependencies (`bash scripts/setup.sh`; alt-profanity-check)") from e  # fmt: skip
     for i, r in zip(rows, results, strict=True):
-        out["toxicity"][i] = r.get("toxicity")
-        out["toxicity_mean"][i] = r.get("toxicity_mean")
-        per = r.get("toxicity_per_sentence")
-        out["toxicity_per_sentence"][i] = None if per is None else [float(x) for x in per]
+        for c in out:
+            v = r.get(c)
+            out[c][i] = [float(x) for x in v] if c == "toxicity_per_sentence" and v is not None else v
     return out

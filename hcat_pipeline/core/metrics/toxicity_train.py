@@ -61,7 +61,10 @@ COUNTER_FRAMES_HELDOUT = (
 SWEAR_PREFIXES = ("Fuck, ", "Holy shit, ", "Damn, ", "What the hell, ", "Oh crap, ", "Bloody hell, ", "Fucking hell, ")
 SWEAR_SUFFIXES = (" Fuck this.", " What a load of crap.", " Damn it.", " Shit.", " For fuck's sake.")
 SWEAR_HELDOUT = ("Goddamn, ", "Shit, ", "Jesus fucking christ, ")
-MLP_GRID = ({"hidden": 128, "alpha": 0.1}, {"hidden": 256, "alpha": 0.01}, {"hidden": 256, "alpha": 0.1}, {"hidden": 512, "alpha": 0.1})
+# Earlier runs' grouped CV on the train split (never val / test) put hidden 256, alpha 0.1 first
+# (h256_a0.1 0.841 vs h128_a0.1 0.827-0.834, h256_a0.01 0.837, h256_a1.0 0.793), so the recipe fits
+# that one configuration: each MLP fit takes minutes on 2 cores. Its CV AUROC is still reported.
+MLP_GRID = ({"hidden": 256, "alpha": 0.1},)
 FRAME_C_GRID = (0.1, 1.0, 10.0)
 C_GRID = (0.01, 0.1, 1.0, 10.0)
 _RULES = tuple(f for f in RULE_FEATURES if f != "slur_reclaimed")  # no training evidence for it

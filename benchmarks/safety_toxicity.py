@@ -1,0 +1,169 @@
+"""Held-out evaluation of the calibrated ``toxicity`` score (core/metrics/toxicity.py) against the old
+profanity score, on the split the head never saw, plus the hand-written functional table, speed and
+peak RSS.
+
+    nice -n 19 python benchmarks/safety_toxicity.py [--split test|val] [--data ../shared/validation]
+
+* AUROC per set: implicit-hate (implicit vs not_hate overall and per stage-2 class; explicit vs
+  not_hate), ToxiGen demonstrations (hate vs neutral overall and per category); Brier / ECE;
+* synthetic held-out pairs: each held-out hate sentence vs the same sentence inside a held-out
+  counter-speech frame, and clean sentences with held-out swearing added vs the hate sentences;
+* the functional table (hcat_pipeline_tests/toxicity_functional.py): mean per category and the
+  share of (hate, other) pairs where the hate sentence scores higher;
+* speed (sentences/s, embeddings computed, no cache) per head variant and peak RSS.
+
+The split is recomputed (toxicity_data) and checked against the digest stored in the head.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def auroc(y, s) -> str:
+    from sklearn.metrics import roc_auc_score
+
+    y = np.asarray(y)
+    return f"{roc_auc_score(y, s):.3f}" if len(set(y.tolist())) == 2 else "  -  "
+
+
+def ece(y, p, bins: int = 10) -> float:
+    y, p = np.asarray(y, float), np.asarray(p, float)
+    edges = np.linspace(0, 1, bins + 1)
+    idx = np.clip(np.digitize(p, edges) - 1, 0, bins - 1)
+    return float(sum(abs(p[idx == b].mean() - y[idx == b].mean()) * (idx == b).mean() for b in range(bins) if (idx == b).any()))
+
+
+def pair_share(hi, lo) -> float:
+    hi, lo = np.asarray(hi)[:, None], np.asarray(lo)[None, :]
+    return float(((hi > lo) + 0.5 * (hi == lo)).mean())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "validation")
+    ap.add_argument("--split", default="test", choices=("test", "val"))
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--speed-only", action="store_true", help="only speed and peak RSS (a clean process: scorer + models, no data sets)")
+    args = ap.parse_args()
+    if args.speed_only:
+        return speed(args.data)
+
+    from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
+    from hcat_pipeline.core.metrics.toxicity_data import assign_splits, load_all, near_duplicate_groups
+    from hcat_pipeline.core.metrics.toxicity_train import COUNTER_FRAMES_HELDOUT, SWEAR_HELDOUT, augment, split_digest
+    from hcat_pipeline.resources.embedding import EmbeddingModel
+    from hcat_pipeline.resources.multilingual import MultilingualEncoder
+    from hcat_pipeline_tests.toxicity_functional import FUNCTIONAL, HATE, NOT_HATE
+
+    head = load_toxicity_head()
+    emb = EmbeddingModel(**({"cache_dir": args.cache_dir} if args.cache_dir else {}))
+    examples, _ = load_all(args.data)
+    splits = assign_splits(examples, near_duplicate_groups(emb.embed([e.text for e in examples])))
+    idx = [i for i, s in enumerate(splits) if s == args.split]
+    digest = split_digest([examples[i] for i in idx])
+    ok = digest == head["meta"]["split_digest"][args.split]
+    print(f"{args.split} split: {len(idx)} sentences; digest {'matches the head' if ok else 'DIFFERS from the head (split not reproduced)'}")
+
+    ex = [examples[i] for i in idx]
+    texts = [e.text for e in ex]
+    has_full = "full" in head["meta"]["variants"]
+    mini_rows = sentence_toxicity(texts, emb.embed, head=head)
+    aux = {"embed_aux": MultilingualEncoder().encode} if has_full else {}
+    full = sentence_toxicity(texts, emb.embed, head=head, **aux) if has_full else mini_rows
+    new = np.array([r["toxicity"] for r in full])  # "full" column = minilm when the head has no full variant
+    mini = np.array([r["toxicity"] for r in mini_rows])
+    lexs = np.array([r["toxicity"] for r in sentence_toxicity(texts, None, head=head)])
+    prof = np.array([r["profanity"] for r in full])
+    y = np.array([e.label for e in ex])
+
+    def row(name, m, yy=None):
+        m = np.asarray(m)
+        yy = y[m] if yy is None else yy
+        print(f"  {name:36s} {int(yy.sum()):5d}/{int((1 - yy).sum()):5d}   {auroc(yy, new[m])}   {auroc(yy, mini[m])}   {auroc(yy, lexs[m])}   {auroc(yy, prof[m])}")
+
+    src = np.array([e.source for e in ex])
+    kind = np.array([e.kind for e in ex])
+    ic = np.array([e.implicit_class for e in ex])
+    print(f"\nAUROC, held-out {args.split} split                    pos/  neg   full    minilm  lexical profanity(old)")
+    ih = src == "implicit-hate"
+    row("implicit-hate: implicit vs not_hate", ih & (kind != "explicit_hate"))
+    for c in sorted(set(ic) - {""}):
+        row(f"  implicit[{c}] vs not_hate", ih & ((ic == c) | (kind == "not_hate")))
+    row("  implicit[no stage-2 class]", ih & (((kind == "implicit_hate") & (ic == "")) | (kind == "not_hate")))
+    row("implicit-hate: explicit vs not_hate", ih & (kind != "implicit_hate"))
+    row("implicit-hate: any hate vs not_hate", ih)
+    tg = src == "toxigen"
+    row("toxigen: hate vs neutral", tg)
+    cat = np.array([e.group.split(":")[0] for e in ex])
+    for c in sorted(set(cat[tg])):
+        row(f"  toxigen[{c}]", tg & (cat == c))
+    print(f"  calibration (all {len(y)}): Brier {np.mean((new - y) ** 2):.3f}, ECE {ece(y, new):.3f}; "
+          f"at 0.5: hate recall {np.mean(new[y == 1] >= 0.5):.3f}, false-positive rate {np.mean(new[y == 0] >= 0.5):.3f}")
+
+    # synthetic held-out pairs (frames never used in training)
+    hate_idx = [k for k, e in enumerate(ex) if e.label == 1 and len(e.text.split()) <= 30]
+    rng = random.Random(args.seed)
+    sample = rng.sample(hate_idx, min(400, len(hate_idx)))
+    counter = augment(ex, sample, args.seed, counter_frames=COUNTER_FRAMES_HELDOUT, prefixes=(), suffixes=())
+    counter = [a for a in counter if a[3] == "aug_counter"]
+    clean_idx = rng.sample([k for k, e in enumerate(ex) if e.label == 0 and len(e.text.split()) <= 30], 400)
+    swear = [(rng.choice(SWEAR_HELDOUT) + ex[k].text, k) for k in clean_idx]
+    sc = [r["toxicity"] for r in sentence_toxicity([a[0] for a in counter] + [s for s, _ in swear], emb.embed, head=head, **aux)]
+    sc_c, sc_s = np.array(sc[: len(counter)]), np.array(sc[len(counter) :])
+    src_c = np.array([new[a[2]] for a in counter])
+    print(f"\nsynthetic held-out pairs ({args.split}): hate > same hate in a counter-speech frame in {np.mean(src_c > sc_c):.1%} of {len(counter)}; "
+          f"AUROC hate vs clean+swearing {auroc(np.r_[np.ones(len(hate_idx)), np.zeros(len(sc_s))], np.r_[new[hate_idx], sc_s])} "
+          f"(profanity alone {auroc(np.r_[np.ones(len(hate_idx)), np.zeros(len(sc_s))], np.r_[prof[hate_idx], [r['profanity'] for r in sentence_toxicity([s for s, _ in swear], None, head=head)]])})")
+
+    # functional table
+    print("\nfunctional table (hand-written)   n   mean toxicity  mean profanity  hate>this (toxicity / profanity)")
+    res = {c: sentence_toxicity(s, emb.embed, head=head, **aux) for c, s in FUNCTIONAL.items()}
+    hate_t = np.concatenate([[r["toxicity"] for r in res[c]] for c in HATE])
+    hate_p = np.concatenate([[r["profanity"] for r in res[c]] for c in HATE])
+    for c, rs in res.items():
+        t, p = [r["toxicity"] for r in rs], [r["profanity"] for r in rs]
+        share = f"{pair_share(hate_t, t):.1%} / {pair_share(hate_p, p):.1%}" if c not in HATE else ""
+        print(f"  {c:30s} {len(rs):3d}   {np.mean(t):.3f}          {np.mean(p):.3f}           {share}")
+    for c in HATE + NOT_HATE + ("reclaimed",):
+        for r in res[c]:
+            print(f"    {c:9s} {r['toxicity']:.3f} {r['signal']:17s} {r['category']:24s} {r['sentence']}")
+
+    print("\n(speed and peak RSS: run again with --speed-only, a process without the data sets)")
+
+
+def speed(data: Path, n: int = 2000) -> None:
+    """Sentences/s per head variant on n ToxiGen / implicit-hate sentences (embeddings computed, not
+    cached; models warmed up first), then the process's peak RSS."""
+    from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
+    from hcat_pipeline.core.metrics.toxicity_data import load_implicit_hate
+    from hcat_pipeline.resources.embedding import EmbeddingModel
+    from hcat_pipeline.resources.multilingual import MultilingualEncoder
+
+    sents = [e.text for e in load_implicit_hate(data / "implicit-hate")][-n:]
+    head = load_toxicity_head()
+    emb = EmbeddingModel(use_cache=False)
+    sentence_toxicity(["warm up"], emb.embed, head=head)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    variants = [("minilm", {"embed": emb.embed}), ("lexical", {})]
+    if "full" in head["meta"]["variants"]:
+        variants.insert(0, ("full (MiniLM + USE)", {"embed": emb.embed, "embed_aux": MultilingualEncoder().encode}))
+    for name, kw in variants:
+        t0 = time.perf_counter()
+        sentence_toxicity(sents, head=head, **kw)
+        print(f"speed {name}: {len(sents) / (time.perf_counter() - t0):,.0f} sentences/s ({len(sents)} sentences, one batch)")
+    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB (after loading and warm-up: {rss0:,.0f} MiB)")
+
+if __name__ == "__main__":
+    main()
