@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 
+import dagster as dg
 import polars as pl
 import pytest
 
@@ -88,8 +89,10 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
                                                  {"system_id": "closed_book", "retriever": "closed_book", "prompt": "rag_closed_book_v1"}]}  # fmt: skip
         run_config = {"ops": {"rag_responses": {"config": {"campaign": campaign, "strata_path": str(wh / "none.parquet")}}}}
         with celery_workers(WORKERS, env, logs, timeout_s=300) as wait_ready:
-            # the nightly schedule switched on while the workers start (both load the code)
-            sched = _sh(env, "dagster schedule start nightly_campaign_schedule -m hcat_pipeline.definitions", timeout=300)
+            # while the workers start: the nightly schedule (RUNNING by default, so nothing stored yet) is stopped and
+            # started again by an operator, which writes its state into the instance's schedule storage
+            sched = _sh(env, "dagster schedule stop nightly_campaign_schedule -m hcat_pipeline.definitions && "
+                             "dagster schedule start nightly_campaign_schedule -m hcat_pipeline.definitions", timeout=400)  # fmt: skip
             assert sched.returncode == 0, sched.stderr[-3000:]
             wait_ready()
             t_run = time.perf_counter()
@@ -102,7 +105,8 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
         runs = _sql(pg_url, "SELECT run_id, status FROM runs")
         assert len(runs) == 1 and runs[0][1] == "SUCCESS", runs
         run_id = runs[0][0]
-        events = [json.loads(r[0]) for r in _sql(pg_url, "SELECT event FROM event_logs WHERE run_id = %s", (run_id,))]
+        events = [dg.deserialize_value(r[0], dg.EventLogEntry)
+                  for r in _sql(pg_url, "SELECT event FROM event_logs WHERE run_id = %s", (run_id,))]  # fmt: skip
         schedules = _sql(pg_url, "SELECT status, job_type, job_body FROM jobs")  # the schedule storage's instigator states
         assert [(st, ty) for st, ty, body in schedules if '"nightly_campaign_schedule"' in body] == [("RUNNING", "SCHEDULE")], schedules
         assert _sql(pg_url, "SELECT concurrency_key, count(*) FROM concurrency_slots GROUP BY 1") == [("llm_openai", 3)]
@@ -110,15 +114,12 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
     # every step executed on one of the two workers, named in its engine event
     on_worker = {}
     for e in events:
-        dagster_event = e.get("dagster_event") or {}
-        if dagster_event.get("event_type_value") == "ENGINE_EVENT" and "in celery worker" in e.get("user_message", ""):
-            entries = {m["label"]: m for m in dagster_event["event_specific_data"]["metadata_entries"]} \
-                if "metadata_entries" in dagster_event["event_specific_data"] else dagster_event["event_specific_data"]["metadata"]  # fmt: skip
-            worker = json.dumps(entries["Celery worker"])
-            on_worker[dagster_event["step_key"]] = next(w for w in WORKERS if w in worker)
+        if e.dagster_event and e.dagster_event.event_type_value == "ENGINE_EVENT":
+            meta = e.dagster_event.engine_event_data.metadata
+            if "Celery worker" in meta:  # "Executing steps … in celery worker", written by the worker itself
+                on_worker[e.step_key] = next(w for w in WORKERS if str(meta["Celery worker"].value).startswith(f"{w}@"))
     assert set(on_worker) == {"rag_responses", "retrieval_metrics"}, on_worker
-    succeeded = {(e.get("dagster_event") or {}).get("step_key") for e in events
-                 if (e.get("dagster_event") or {}).get("event_type_value") == "STEP_SUCCESS"}  # fmt: skip
+    succeeded = {e.step_key for e in events if e.dagster_event and e.dagster_event.event_type_value == "STEP_SUCCESS"}
     assert succeeded == {"rag_responses", "retrieval_metrics"}
     # the outputs are the campaign run's tables, the LLM server was asked once per case × LLM system
     out = pl.read_parquet(wh / "rag_responses" / VERSION / f"{NIGHT}.parquet")
@@ -126,6 +127,6 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
     assert llm.calls == 6 and llm.auth == {f"Bearer {PLANTED_KEY}"}
     assert pl.read_parquet(wh / "retrieval_metrics" / VERSION / f"{NIGHT}.parquet").height == 2
     # the API key reached the provider, and nothing stored or logged anywhere
-    stored = json.dumps(events) + run.stdout + run.stderr + "".join(p.read_text(errors="replace") for p in logs.glob("*.log"))
+    stored = "".join(dg.serialize_value(e) for e in events) + run.stdout + run.stderr + "".join(p.read_text(errors="replace") for p in logs.glob("*.log"))
     assert PLANTED_KEY not in stored
     print(f"distributed slice: run {run_s:.1f}s on workers {on_worker}; whole test {time.perf_counter() - t0:.1f}s")
