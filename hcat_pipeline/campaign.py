@@ -208,6 +208,9 @@ def run_campaign(
     instance = instance or dg.DagsterInstance.get()
     for run_id in recover_stale_runs(instance):
         print(f"recovered stale run {run_id} (its process is gone): marked failed, pool slots freed")
+    from hcat_pipeline.resources.sets import apply_pool_limits
+
+    apply_pool_limits(instance)  # the LLM pool of this deployment's provider: HCAT_LLM_POOL_LIMITS or the default
     tags = {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname(), "campaign": spec.name}
     golden_dir = os.environ.get("HCAT_GOLDEN_SETS_DIR") or GOLDEN_SETS_DIR
     version = version or (None if spec.golden_set_version == "latest" else spec.golden_set_version)
