@@ -179,7 +179,9 @@ def _failure_text(res) -> str:
 
 
 def _everything_stored(res, tmp_path: Path) -> str:
-    texts = [str(e) for e in res.all_events]
+    """The run record (config, tags), every event with its metadata, and every file the run wrote."""
+    texts = [str(res.dagster_run), str(res.dagster_run.run_config), str(res.dagster_run.tags)]
+    texts += [str(e) for e in res.all_events]
     texts += [str(e.event_specific_data) for e in res.all_events]
     for p in tmp_path.rglob("*"):
         if p.is_file():
