@@ -101,8 +101,9 @@ def test_iterative_improvement_drops_weak_items_while_information_grows():
         # the dropped questions are the least discriminating of that fit
         a_fit = dict(zip(s.items, s.result.a))
         assert max(a_fit[k] for k in s.dropped_next) <= min(a_fit[k] for k in nxt.items)
-    dropped = set(range(j)) - set(hist.kept_items)
-    assert len(dropped & set(range(25))) / len(dropped) > 0.8  # mostly the planted weak questions
+    # the planted weak questions go first: of the first 25 dropped, at least 20 are planted ones
+    order = [int(k) for s in hist.steps for k in s.dropped_next]
+    assert len(order) >= 25 and len(set(order[:25]) & set(range(25))) >= 20
     rows = hist.table()
     assert [row["n_items"] for row in rows] == [len(s.items) for s in hist.steps]
     assert hist.stop_reason

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hcat_pipeline.irt import IRTBounds, IRTPriors, fit_irt, irt_probability
-from hcat_pipeline.irt.model import _component_codes, _Problem
+from hcat_pipeline.irt.likelihood import _component_codes, _Problem
 
 
 def simulate(n, j, seed=1, c_high=0.3):

@@ -5,12 +5,19 @@ any other components). The negative log-likelihood of eq. 2 (missing responses s
 minimised by scipy's L-BFGS-B under box bounds, with the analytic gradient computed in one vectorised pass
 over the taker × item matrix (no Python loop over items, no finite differences).
 
-Identifiability: weak priors, not post-hoc standardisation. θ (or every component latent) ~ N(0, θ_sd²),
-log a ~ N(0, log_a_sd²), b ~ N(0, b_sd²): they pin the location and scale that the likelihood leaves free
-(θ → kθ + m, b → kb + m, a → a / k) and the split of a taker's ability between components (a constant moved
-from one component to another), and keep takers / items with all-correct or all-wrong responses finite.
-``neg_log_likelihood`` is the data term alone (eq. 2, comparable across fitters); ``objective`` adds the
-priors. The paper tried the same priors (App. B.1) and found them of marginal impact on its data.
+Identifiability: θ is standardised inside the model, at every step (θ = (r − mean r) / sd r over the takers,
+r the free latents; 1PL: centred only, its a = 1 fixes the scale). That removes exactly the directions the
+likelihood leaves free (θ → kθ + m, b → kb + m, a → a / k), so no prior has to hold them and L-BFGS-B does not
+crawl along a flat ridge. In the hierarchical model a constant moved from one component to another leaves θ
+unchanged; the reported component latents are centred per component (see ``ComponentLatents``).
+Weak priors (``IRTPriors``) only regularise: c ~ Beta(2, 8), log a ~ N(0, 1.5²), b ~ N(0, 4²) and a soft
+limit |θ| ≲ 4 (a taker at the guessing floor would otherwise run to −∞). The paper tried similar priors
+(App. B.1). ``neg_log_likelihood`` is the data term alone (eq. 2, comparable across fitters); ``objective``
+adds the priors.
+
+Speed: start from proportions correct, then a few sweeps of alternating Fisher scoring (vectorised 3×3 solves
+per item, then θ), then L-BFGS-B preconditioned by √(diagonal Fisher information); one objective evaluation is
+~14 passes over the matrix (float32 for ≥ 1e6 cells). See benchmarks/irt_benchmark.py.
 """
 
 from __future__ import annotations
@@ -22,8 +29,12 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
+from hcat_pipeline.irt.likelihood import _component_codes, _Problem, _validate
+from hcat_pipeline.irt.start import _box, _initial, _preconditioner, _warm_start
+
 Model = Literal["3pl", "2pl", "1pl"]
 MODELS: tuple[str, ...] = ("3pl", "2pl", "1pl")
+FLOAT32_FROM_CELLS = 1_000_000  # dtype="auto": float32 from this many cells (sums still accumulate in float64)
 
 
 @dataclass(frozen=True)
@@ -40,12 +51,17 @@ class IRTBounds:
 
 @dataclass(frozen=True)
 class IRTPriors:
-    """Weak priors on the item parameters (None switches one off): b ~ N(0, b_sd²), log a ~ N(0, log_a_sd²).
+    """Weak priors (None switches one off): a soft limit |θ| ≲ theta_limit, b ~ N(0, b_sd²), log a ~ N(0, log_a_sd²),
+    c ~ Beta(c_beta).
 
-    Not needed for identifiability (θ is standardised); they keep items that every taker (or no taker) got right
-    from running to the bounds with few takers.
+    Not needed for identifiability (θ is standardised). Standardisation leaves one taker free to run away (a taker
+    at the 3PL guessing floor has a flat likelihood as θ → −∞, and the others' scale is absorbed by a), so θ beyond
+    ±theta_limit (standardised units; a N(0, 1) population passes ±4 with probability 6e-5) pays a quadratic
+    penalty (|θ| − L)²/(2·0.25²); inside it θ is free. The item priors keep items that every taker (or no taker) got
+    right from running to the bounds, and c from drifting where few low-θ takers inform it (as BILOG's Beta prior).
     """
 
+    theta_limit: float | None = 4.0
     b_sd: float | None = 4.0
     log_a_sd: float | None = 1.5
     c_beta: tuple[float, float] | None = (2.0, 8.0)
@@ -111,231 +127,6 @@ def irt_probability(theta, a, b, c) -> np.ndarray:
     return c + (1.0 - c) * expit(a * (theta[:, None] - b))
 
 
-def _validate(responses) -> np.ndarray:
-    y = np.array(responses, dtype=float, copy=True)
-    if y.ndim != 2:
-        raise ValueError(f"fit_irt: responses must be a 2-D takers × items matrix, got shape {y.shape}")
-    n, j = y.shape
-    if n < 2 or j < 1:
-        raise ValueError(f"fit_irt: need at least 2 takers and 1 item, got {n} × {j}")
-    bad = ~(np.isnan(y) | (y == 0.0) | (y == 1.0))
-    if bad.any():
-        rows, cols = np.nonzero(bad)
-        where = ", ".join(f"[{r}, {c}]={float(y[r, c])!r}" for r, c in zip(rows[:5], cols[:5]))
-        raise ValueError(f"fit_irt: responses must be 0, 1 or NaN (missing); {bad.sum()} bad cell(s), e.g. {where}")
-    observed = ~np.isnan(y)
-    empty_rows = np.nonzero(~observed.any(axis=1))[0]
-    empty_cols = np.nonzero(~observed.any(axis=0))[0]
-    if empty_rows.size or empty_cols.size:
-        raise ValueError(
-            "fit_irt: every taker and every item needs at least one observed response; "
-            f"takers with none: {empty_rows[:10].tolist()}, items with none: {empty_cols[:10].tolist()} (drop them first)"
-        )
-    return y
-
-
-def _component_codes(components: dict, n: int) -> list[tuple[str, list, np.ndarray]]:
-    out = []
-    for name, labels in components.items():
-        labels = list(labels)
-        if len(labels) != n:
-            raise ValueError(f"fit_irt: component {name!r} has {len(labels)} labels for {n} takers (one label per taker)")
-        missing = [i for i, v in enumerate(labels) if v is None or (isinstance(v, float) and np.isnan(v))]
-        if missing:
-            raise ValueError(f"fit_irt: component {name!r} has no label for takers {missing[:10]}")
-        levels = sorted(set(labels), key=lambda v: (type(v).__name__, v))
-        index = {v: k for k, v in enumerate(levels)}
-        out.append((name, levels, np.array([index[v] for v in labels], dtype=np.intp)))
-    if not out:
-        raise ValueError("fit_irt: components given but empty; pass None for the plain model")
-    return out
-
-
-class _Problem:
-    """Data, parameter layout and the vectorised objective + gradient (buffers reused across evaluations)."""
-
-    def __init__(self, y: np.ndarray, model: str, comps, priors: IRTPriors, dtype):
-        self.n, self.j = y.shape
-        self.model = model
-        observed = ~np.isnan(y)
-        self.has_missing = not observed.all()
-        yf = np.where(observed, y, 0.0)
-        self.dtype = dtype
-        self.yf = yf.astype(dtype)
-        self.mask = observed.astype(dtype) if self.has_missing else None
-        # Q = P if y = 1, 1 − P if y = 0, 1 if missing  ⇒  Q = sign · P + offset
-        self.sign = np.where(observed, 2.0 * yf - 1.0, 0.0).astype(dtype)
-        self.offset = np.where(observed, 1.0 - yf, 1.0).astype(dtype)
-        self.n_obs_taker = observed.sum(axis=1).astype(float)
-        self.n_obs_item = observed.sum(axis=0).astype(float)
-        self.n_observed = int(observed.sum())
-        self.comps = comps
-        self.n_latent = sum(len(levels) for _, levels, _ in comps) if comps else self.n
-        self.free_a = model in ("3pl", "2pl")
-        self.free_c = model == "3pl"
-        self.priors = priors
-        shape = (self.n, self.j)
-        self._buf = [np.empty(shape, dtype=dtype) for _ in range(3)]
-        self.ones_n = np.ones(self.n, dtype=dtype)
-        self.tiny = dtype.type(np.finfo(dtype).tiny)
-
-    # layout: [a (J) if free][b (J)][c (J) if free][latents]
-    def split(self, x: np.ndarray):
-        j, k = self.j, 0
-        a = x[k:k + j] if self.free_a else np.ones(j)
-        k += j if self.free_a else 0
-        b = x[k:k + j]
-        k += j
-        c = x[k:k + j] if self.free_c else np.zeros(j)
-        k += j if self.free_c else 0
-        return a, b, c, x[k:]
-
-    def latent_grad(self, g_theta: np.ndarray) -> np.ndarray:
-        if not self.comps:
-            return g_theta
-        parts = [np.bincount(codes, weights=g_theta, minlength=len(levels)) for _, levels, codes in self.comps]
-        return np.concatenate(parts)
-
-    def latent_counts(self) -> np.ndarray:
-        """Observations behind each latent (for the preconditioning scale)."""
-        if not self.comps:
-            return self.n_obs_taker
-        return np.concatenate([np.bincount(codes, weights=self.n_obs_taker, minlength=len(levels)) for _, levels, codes in self.comps])
-
-    def nll_grad(self, a, b, c, theta):
-        """Data NLL (eq. 2) and its gradient w.r.t. a, b, c, θ."""
-        dt = self.dtype
-        z, p, q = self._buf
-        np.subtract.outer(theta.astype(dt), b.astype(dt), out=z)
-        z *= a.astype(dt)
-        s = expit(z, out=z)  # S = σ(a(θ − b)), in place
-        np.multiply(s, (1.0 - c).astype(dt), out=p)
-        p += c.astype(dt)
-        np.multiply(p, self.sign, out=q)
-        q += self.offset
-        np.maximum(q, self.tiny, out=q)  # 1 − P rounds to 0 once a(θ − b) ≳ 37 (float64) / 17 (float32)
-        np.log(q, out=q)
-        nll = -float(q.sum(dtype=np.float64))
-        # ∂NLL/∂P = (P − y) / (P (1 − P)); with 1 − P = (1 − c)(1 − S) and ∂P/∂z = (1 − c) S (1 − S):
-        # ∂NLL/∂z = (1 − y/P) S,  ∂NLL/∂c = (1 − y/P) / (1 − c)   (times the observed mask)
-        np.divide(self.yf, p, out=p)
-        if self.mask is None:
-            np.subtract(1.0, p, out=p)
-        else:
-            np.subtract(self.mask, p, out=p)
-        w = p
-        g = np.multiply(w, s, out=q)
-        two = np.vstack([theta, np.ones(self.n)]).astype(dt)
-        tg, colsum = (two @ g).astype(np.float64)
-        g_theta = (g @ a.astype(dt)).astype(np.float64)
-        g_a = tg - b * colsum
-        g_b = -a * colsum
-        g_c = (self.ones_n @ w).astype(np.float64) / (1.0 - c) if self.free_c else None
-        return nll, g_a, g_b, g_c, g_theta
-
-    def raw_theta(self, latents: np.ndarray) -> np.ndarray:
-        if not self.comps:
-            return latents
-        th = np.zeros(self.n)
-        off = 0
-        for _, levels, codes in self.comps:
-            th += latents[off + codes]
-            off += len(levels)
-        return th
-
-    def theta(self, latents: np.ndarray) -> np.ndarray:
-        """θ = standardise(raw θ): mean 0, sd 1 over takers (1PL: centred only, its a = 1 fixes the scale)."""
-        r = self.raw_theta(latents)
-        return (r - r.mean()) / (r.std() if self.free_a else 1.0)
-
-    def penalty(self, a, b, c):
-        pr, val = self.priors, 0.0
-        g_a = np.zeros_like(a)
-        g_b = np.zeros_like(b)
-        g_c = np.zeros_like(c)
-        if pr.c_beta and self.free_c:
-            al, be = pr.c_beta
-            val -= float((al - 1.0) * np.log(c).sum() + (be - 1.0) * np.log1p(-c).sum())
-            g_c = -(al - 1.0) / c + (be - 1.0) / (1.0 - c)
-        if pr.b_sd:
-            val += 0.5 * float(b @ b) / pr.b_sd**2
-            g_b = b / pr.b_sd**2
-        if pr.log_a_sd and self.free_a:
-            la = np.log(a)
-            val += 0.5 * float(la @ la) / pr.log_a_sd**2
-            g_a = la / (a * pr.log_a_sd**2)
-        return val, g_a, g_b, g_c
-
-    def objective(self, x: np.ndarray):
-        a, b, c, lat = self.split(x)
-        r = self.raw_theta(lat)
-        sd = r.std() if self.free_a else 1.0
-        theta = (r - r.mean()) / sd
-        nll, g_a, g_b, g_c, g_theta = self.nll_grad(a, b, c, theta)
-        # chain rule through the standardisation: ∂θ/∂r = (I − 11ᵀ/n − θθᵀ/n) / sd   (1PL: I − 11ᵀ/n)
-        g_r = g_theta - g_theta.mean()
-        if self.free_a:
-            g_r = (g_r - theta * (g_theta @ theta) / self.n) / sd
-        pen, pa, pb, pc = self.penalty(a, b, c)
-        parts = []
-        if self.free_a:
-            parts.append(g_a + pa)
-        parts.append(g_b + pb)
-        if self.free_c:
-            parts.append(g_c + pc)
-        parts.append(self.latent_grad(g_r))
-        return nll + pen, np.concatenate(parts)
-
-
-def _logit(p):
-    return np.log(p) - np.log1p(-p)
-
-
-def _initial(prob: _Problem, y: np.ndarray, bounds: IRTBounds, c0: float, rng: np.random.Generator) -> np.ndarray:
-    """Start from proportions correct: θ = standardised logit of each taker's score, b from each item's score."""
-    observed = ~np.isnan(y)
-    yf = np.where(observed, y, 0.0)
-    p_taker = (yf.sum(axis=1) + 0.5) / (prob.n_obs_taker + 1.0)
-    th = _logit(p_taker) + rng.normal(0.0, 1e-3, prob.n)  # jitter: takers with equal scores still have a spread
-    th = (th - th.mean()) / th.std()
-    # point-biserial correlation of each item with the taker score → a (normal-ogive approximation, ×1.7)
-    if prob.free_a:
-        ym = np.where(observed, yf - (yf.sum(0) / prob.n_obs_item), 0.0)
-        r = (th @ ym) / np.sqrt(np.maximum((ym * ym).sum(0) * prob.n, 1e-12))
-        r = np.clip(r, 0.05, 0.9)
-        a = np.clip(1.7 * r / np.sqrt(1.0 - r * r), *bounds.a)
-    else:
-        a = np.ones(prob.j)
-    c = np.full(prob.j, c0) if prob.free_c else np.zeros(prob.j)
-    p_item = (yf.sum(axis=0) + 0.5) / (prob.n_obs_item + 1.0)
-    p_adj = np.clip((p_item - c) / (1.0 - c), 0.02, 0.98)
-    b = -_logit(p_adj) * np.sqrt(1.0 + np.pi * a * a / 8.0) / a
-    b = np.clip(b, *bounds.b)
-    if prob.comps:
-        # least squares split of θ over the components (min-norm), then clipped into the bounds
-        design = np.zeros((prob.n, prob.n_latent))
-        off = 0
-        for _, levels, codes in prob.comps:
-            design[np.arange(prob.n), off + codes] = 1.0
-            off += len(levels)
-        lat = np.linalg.lstsq(design, th, rcond=None)[0]
-    else:
-        lat = th
-    parts = ([a] if prob.free_a else []) + [b] + ([c] if prob.free_c else []) + [lat]
-    return np.concatenate(parts)
-
-
-def _box(prob: _Problem, bounds: IRTBounds) -> tuple[np.ndarray, np.ndarray]:
-    lo, hi = [], []
-    for free, (l_, h_) in ((prob.free_a, bounds.a), (True, bounds.b), (prob.free_c, bounds.c)):
-        if free:
-            lo.append(np.full(prob.j, l_))
-            hi.append(np.full(prob.j, h_))
-    lo.append(np.full(prob.n_latent, -np.inf))
-    hi.append(np.full(prob.n_latent, np.inf))
-    return np.concatenate(lo), np.concatenate(hi)
-
-
 def fit_irt(
     responses,
     model: Model = "3pl",
@@ -348,7 +139,8 @@ def fit_irt(
     tol: float = 1e-10,
     gtol: float = 1e-5,
     c_init: float = 0.1,
-    dtype: Literal["float64", "float32"] = "float64",
+    dtype: Literal["auto", "float64", "float32"] = "auto",
+    warm_sweeps: int = 5,
 ) -> IRTResult:
     """Fit an IRT model to a takers × items 0/1 matrix (NaN = missing) by penalised joint maximum likelihood.
 
@@ -356,13 +148,14 @@ def fit_irt(
     each component, e.g. ``{"llm": [...], "retriever": [...], "icl": [...]}``) fits the hierarchical model
     θ_i = Σ_k θ_k[label_k(i)]; each component's latents come back in ``result.components``.
 
-    Identifiability: weak priors (θ or each component latent ~ N(0, 1), b ~ N(0, 3²), log a ~ N(0, 1)), see
-    ``IRTPriors``; no standardisation afterwards. The optimiser is scipy L-BFGS-B under ``bounds`` with the exact
-    gradient; it stops when the objective's relative decrease falls under ``tol`` or the projected gradient under
-    ``gtol`` (``converged`` false when ``max_iter`` ran out). Parameters are preconditioned by √(observations)
-    so takers (summed over items) and items (summed over takers) move on comparable scales. ``seed`` drives only
+    Identifiability: θ standardised (mean 0, sd 1 over takers) at every step, plus weak regularising priors
+    (``IRTPriors``; module docstring). The optimiser is scipy L-BFGS-B under the box ``bounds`` on a, b, c with the
+    exact gradient; it stops when the objective's relative decrease falls under ``tol`` or the projected gradient
+    under ``gtol`` (``converged`` false when ``max_iter`` ran out). Parameters are preconditioned by √(diagonal
+    Fisher information) so takers (summed over items) and items (summed over takers) move on comparable scales. ``seed`` drives only
     a 1e-3 jitter of the starting difficulties (ties between identical items), so results are reproducible.
-    ``dtype="float32"`` halves memory traffic for very large matrices (sums still accumulate in float64).
+    ``dtype="auto"`` computes in float32 from 1e6 cells up (half the memory traffic; sums accumulate in float64).
+    ``warm_sweeps`` sweeps of alternating Fisher scoring (items | θ, then θ | items) precede L-BFGS-B.
     """
     if model not in MODELS:
         raise ValueError(f"fit_irt: model must be one of {MODELS}, got {model!r}")
@@ -372,12 +165,15 @@ def fit_irt(
         bounds = IRTBounds(a=bounds.a, b=bounds.b, c=(1e-6, bounds.c[1]))
     y = _validate(responses)
     comps = _component_codes(components, y.shape[0]) if components is not None else None
+    if dtype == "auto":
+        dtype = "float32" if y.size >= FLOAT32_FROM_CELLS else "float64"
     prob = _Problem(y, model, comps, priors, np.dtype(dtype))
     rng = np.random.default_rng(seed)
     x0 = _initial(prob, y, bounds, float(np.clip(c_init, *bounds.c)), rng)
     lo, hi = _box(prob, bounds)
     x0 = np.clip(x0, lo, hi)
 
+    x0 = _warm_start(prob, x0, lo, hi, warm_sweeps)
     scale = _preconditioner(prob, x0)
 
     def fun(xs):
@@ -393,7 +189,7 @@ def fit_irt(
     a, b, c = np.array(a, dtype=float), np.array(b, dtype=float), np.array(c, dtype=float)
     theta = prob.theta(lat)
     nll = prob.nll_grad(a, b, c, theta)[0]
-    pen = prob.penalty(a, b, c)[0]
+    pen = prob.penalty(a, b, c)[0] + prob.theta_penalty(theta)[0]
     theta_se, comp_out = _latent_se(prob, y, a, b, c, theta, lat)
     tol_b = 1e-6
     at_bounds = {}
@@ -406,27 +202,6 @@ def fit_irt(
         n_iter=int(res.nit), n_fev=int(res.nfev), message=str(res.message), seed=seed, bounds=bounds, priors=priors,
         components=comp_out, at_bounds=at_bounds,
     )
-
-
-def _preconditioner(prob: _Problem, x0: np.ndarray) -> np.ndarray:
-    """√(diagonal of the expected Fisher information) at the start: L-BFGS-B then sees every parameter on a unit scale."""
-    a, b, c, lat = prob.split(x0)
-    theta = prob.theta(lat)
-    s_ = expit(a * (theta[:, None] - b))
-    p = c + (1.0 - c) * s_
-    pq = np.clip(p * (1.0 - p), 1e-12, None)
-    mask = 1.0 if prob.mask is None else prob.mask
-    phi = mask * ((1.0 - c) * s_ * (1.0 - s_)) ** 2 / pq
-    parts = []
-    if prob.free_a:
-        d = theta[:, None] - b
-        parts.append((phi * d * d).sum(axis=0))
-    parts.append(a * a * phi.sum(axis=0))
-    if prob.free_c:
-        parts.append((mask * (1.0 - s_) ** 2 / pq).sum(axis=0))
-    info_t = phi @ (a * a)
-    parts.append(prob.latent_grad(info_t))
-    return np.sqrt(np.maximum(np.concatenate(parts), 1e-2))
 
 
 def _latent_se(prob: _Problem, y, a, b, c, theta, lat):
