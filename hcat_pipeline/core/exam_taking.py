@@ -6,9 +6,11 @@ A *taker* is retriever (closed_book | oracle | bm25 | dense | hybrid, over the c
 never the question itself):
 
 * ``loglik`` (local llama.cpp models): the option with the highest length-normalised log-likelihood
-  as the reply to the prompt (``exam_answer_v1``): log P(option | prompt) / number of characters of
-  the option (the normalisation of Gao et al.'s harness, ``acc_norm``); the raw sums and token counts
-  are kept.
+  as the reply to a cloze prompt (``exam_answer_cloze_v1``: context + question, the options *not*
+  listed, as in Gao et al.'s harness): log P(option | prompt) / number of characters of the option
+  (``acc_norm``); the raw sums and token counts are kept. (With the options listed as A-D the 0.5B
+  model's reply distribution starts with a letter, and the option texts scored off it were near
+  random: measured on the pass-statement question, the oracle taker preferred "An exception is raised".)
 * ``letter`` (API models): the letter the model replies (``exam_answer_letter_v1``), parsed strictly:
   a reply that is not a single letter A-D (optionally followed by ``.``, ``)``, ``:`` and the option
   text) is ``unparseable`` — counted, and scored as a wrong answer (``correct`` = 0).
@@ -37,7 +39,7 @@ from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.core.rag import CheckpointStore, error_text, run_responses, select_icl_examples
 from hcat_pipeline.core.retrieval import Passage, Retriever
 
-LOGLIK_PROMPT = "exam_answer_v1"
+LOGLIK_PROMPT = "exam_answer_cloze_v1"
 LETTER_PROMPT = "exam_answer_letter_v1"
 MODES = ("loglik", "letter")
 LETTERS = "ABCDEFGHIJ"
@@ -76,8 +78,10 @@ def render_exam_prompt(template, question: dict, passages: Sequence[Passage], ex
     if examples:
         blocks = []
         for e in examples:
-            ans = LETTERS[e["correct_index"]] if mode == "letter" else e["options"][e["correct_index"]]
-            blocks.append(f"Question: {e['question']}\n{options_block(e['options'])}\nAnswer: {ans}")
+            if mode == "letter":
+                blocks.append(f"Question: {e['question']}\n{options_block(e['options'])}\nAnswer: {LETTERS[e['correct_index']]}")
+            else:  # cloze: the question and its answer, no options
+                blocks.append(f"Question: {e['question']}\nAnswer: {e['options'][e['correct_index']]}")
         ex = "Solved examples:\n\n" + "\n\n".join(blocks) + "\n\n"
     context = ("Context:\n" + "\n\n".join(f"[{p.rank}] {p.text.strip()}" for p in passages) + "\n\n") if passages else ""
     return template.render(examples=ex, context=context, question=question["question"].strip(), options=options_block(question["options"]))
