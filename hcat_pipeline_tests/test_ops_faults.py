@@ -98,10 +98,12 @@ def test_kill_9_mid_responses_then_resume(tmp_path, monkeypatch):
     args = [sys.executable, str(script), f"http://127.0.0.1:{srv.server_address[1]}/ask", str(ckpt), str(wh)]
     journal = ckpt / VERSION / NIGHT / "responses.jsonl"
     try:
-        proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        log = tmp_path / "campaign_proc.log"  # a file, not a pipe: Dagster's event log must never block the process
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.time() + 240
         while time.time() < deadline and not (journal.exists() and len(journal.read_text().splitlines()) >= 3):
-            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+            assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)  # mid-step: 9 responses to give, 3+ checkpointed
         proc.wait(10)
