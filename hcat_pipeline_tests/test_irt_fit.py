@@ -127,3 +127,21 @@ def test_perfect_and_zero_scores_stay_finite():
     assert np.all(np.isfinite(res.theta)) and np.all(np.isfinite(res.b)) and np.isfinite(res.neg_log_likelihood)
     assert res.theta[0] == res.theta.max() and res.theta[1] == res.theta.min()
     assert res.b[0] < np.median(res.b) < res.b[1]
+
+
+def test_irt_package_imports_no_dagster():
+    import subprocess
+    import sys
+
+    code = "import sys, hcat_pipeline.irt, hcat_pipeline.irt.plots; assert 'dagster' not in sys.modules, 'dagster imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_floor_taker_stays_near_the_population():
+    # a 3PL taker at the guessing floor has a flat likelihood as θ → −∞; standardisation alone lets it run off
+    # (here to θ ≈ −9 with IRTPriors(theta_limit=None)); the soft limit keeps it finite and close to the others
+    y, theta, *_ = simulate(300, 2000, seed=1)
+    res = fit_irt(y)
+    assert res.theta.min() > -5.0 and res.theta.max() < 5.0
+    low = int(np.argmin(theta))
+    assert res.theta[low] < np.quantile(res.theta, 0.02)
