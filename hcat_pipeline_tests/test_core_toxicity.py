@@ -216,3 +216,13 @@ def test_person_directed_threats_and_insults_have_a_floor_but_reports_and_harmle
     assert insult["category"] == "insult" and insult["toxicity"] >= 0.8
     for r in (reported, technical, swearing):  # no person targeted, or reported speech: the head's score stands
         assert not r["signal"].startswith("directed_") and r["toxicity"] < 0.5, r
+
+
+def test_technical_prose_and_code_masks_are_not_read_as_hate(embedding_model):
+    # "*n*" (emphasis in docs) and "a*b" (maths) are not masked slurs; expository prose is not hate
+    sentences = ["The type of the *n* in the tuple is an integer.", "The product a*b is computed element-wise.",
+                 "This is Python's approach to operator overloading, allowing classes to define their own behavior.",
+                 "In Python, the int type represents numbers in an unlimited range, subject to available memory only."]
+    rows = sentence_toxicity(sentences, embed=embedding_model.embed)
+    assert all(not r["evidence"].get("obfuscated") for r in rows)
+    assert max(r["toxicity"] for r in rows) < 0.5, [(r["toxicity"], r["sentence"]) for r in rows]

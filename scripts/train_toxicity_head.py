@@ -28,10 +28,17 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "hcat_pipeline" / "core" / "metrics" / "toxicity_head.npz")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", default=None, help="embedding cache (default: the project's)")
+    ap.add_argument("--neutral", type=int, default=3000, help="neutral expository sentences added as clean negatives")
     ap.add_argument("--with-use", action="store_true", help="also train the 'full' variant (MiniLM ⊕ packaged USE-M3)")
     args = ap.parse_args()
 
-    from hcat_pipeline.core.metrics.toxicity_data import assign_splits, load_all, near_duplicate_groups
+    from hcat_pipeline.core.metrics.toxicity_data import (
+        NEUTRAL_DOC_MODULES,
+        assign_splits,
+        load_all,
+        near_duplicate_groups,
+        neutral_expository_sentences,
+    )
     from hcat_pipeline.core.metrics.toxicity_train import train_toxicity_head
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -45,7 +52,10 @@ def main() -> None:
     splits = assign_splits(examples, groups)
     print(f"near-duplicate groups: {len(set(groups.tolist()))} for {len(examples)} sentences")
     use = MultilingualEncoder() if args.with_use else None
-    head, report = train_toxicity_head(examples, splits, groups, emb.embed, embed_aux=use.encode if use else None, seed=args.seed)
+    neutral = neutral_expository_sentences(args.neutral, seed=args.seed)
+    head, report = train_toxicity_head(examples, splits, groups, emb.embed, embed_aux=use.encode if use else None, seed=args.seed,
+                                       neutral_texts=neutral)
+    report["neutral_expository"] = {"n": len(neutral), "modules": list(NEUTRAL_DOC_MODULES)}
     report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id if use else None
     head["meta_json"] = np.array(json.dumps(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -187,3 +187,40 @@ def load_all(shared_validation: str | Path) -> tuple[list[Example], dict]:
     examples, stats = dedupe(ih + tg)
     stats["implicit-hate_rows"], stats["toxigen_rows"] = len(ih), len(tg)
     return examples, stats
+
+
+NEUTRAL_DOC_MODULES = ("numpy", "scipy.stats", "scipy.optimize", "sklearn.linear_model", "sklearn.ensemble",
+                       "sklearn.preprocessing", "sklearn.metrics", "polars")  # fmt: skip
+
+
+def neutral_expository_sentences(n: int = 3000, seed: int = SPLIT_SEED, modules: tuple[str, ...] = NEUTRAL_DOC_MODULES) -> list[str]:
+    """``n`` seeded sentences of neutral technical prose (the descriptions in the public docstrings
+    of installed numeric libraries): clean negatives for the toxicity head, so that expository text
+    outside the tweets of the public sets is not read as hate. Not the default corpus, not the NLI
+    QA check's modules; deterministic for pinned package versions."""
+    import importlib
+    import inspect
+    import random
+
+    from hcat_pipeline.core.chunking import split_sentences
+
+    found: set[str] = set()
+    for name in modules:
+        mod = importlib.import_module(name)
+        for attr in sorted(a for a in dir(mod) if not a.startswith("_")):
+            obj = getattr(mod, attr, None)
+            doc = inspect.getdoc(obj) if inspect.isfunction(obj) or inspect.isclass(obj) or callable(obj) else None
+            if not doc:
+                continue
+            prose = []
+            for para in doc.split("\n\n"):  # the description, up to the first numpydoc section / example
+                if "---" in para or ">>>" in para or para.lstrip().startswith((".. ", "Parameters", "Examples")):
+                    break
+                prose.append(para.replace("\n", " "))
+            for sent in split_sentences(" ".join(prose)):
+                words = sent.split()
+                if 6 <= len(words) <= 40 and sum(c.isalpha() or c == " " for c in sent) >= 0.85 * len(sent):
+                    found.add(sent.strip())
+    pool = sorted(found)
+    return random.Random(seed).sample(pool, min(n, len(pool)))
+

@@ -100,8 +100,10 @@ def _resolve(token: str) -> str | None:
         if c != low and (c in targets or (c.endswith("s") and c[:-1] in targets)):
             return c
     for c in cands[1:2]:
-        if _WILD.search(c) and 3 <= len(c) <= 14:
-            parts = [(f"[a-z]{{1,{len(p) + 1}}}" if _WILD.fullmatch(p) else re.escape(p)) for p in re.split(r"([*#?%]+)", c) if p]
+        # a masked word starts with a letter, shows at least two, and each mask character hides one letter
+        # ("f*ck", "n**ger"); "*n*" or "a*b" in code and maths are not words
+        if _WILD.search(c) and 3 <= len(c) <= 14 and c[0].isalpha() and sum(ch.isalpha() for ch in c) >= 2:
+            parts = [(f"[a-z]{{{len(p)}}}" if _WILD.fullmatch(p) else re.escape(p)) for p in re.split(r"([*#?%]+)", c) if p]
             rx = re.compile("^" + "".join(parts) + "$")
             hits = sorted(w for w in targets if rx.match(w))
             if hits:

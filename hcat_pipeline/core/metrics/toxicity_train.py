@@ -197,6 +197,7 @@ def train_toxicity_head(
     predict_prob: Callable[[list[str]], np.ndarray] | None = None,
     seed: int = 0,
     log: Callable[[str], None] = print,
+    neutral_texts: Sequence[str] = (),
 ) -> tuple[dict, dict]:
     """(head arrays for ``np.savez``, report). ``splits`` from ``toxicity_data.assign_splits``.
     Variants: ``minilm`` (``embed``), ``full`` (``embed`` + ``embed_aux``, when given), ``lexical``."""
@@ -208,8 +209,14 @@ def train_toxicity_head(
     y = np.array([examples[i].label for i in tr_idx] + [a[1] for a in aug])
     grp = np.concatenate([np.asarray(groups)[tr_idx], np.asarray(groups)[[a[2] for a in aug]]])
     kinds = np.array([examples[i].kind for i in tr_idx] + [a[3] for a in aug])
+    if neutral_texts:  # clean expository prose, each its own group (label 0)
+        first = int(np.max(groups)) + 1
+        texts += list(neutral_texts)
+        y = np.concatenate([y, np.zeros(len(neutral_texts), dtype=y.dtype)])
+        grp = np.concatenate([grp, first + np.arange(len(neutral_texts))])
+        kinds = np.concatenate([kinds, np.full(len(neutral_texts), "aug_neutral_doc")])
     content, is_counter = kinds != "aug_counter", (kinds == "aug_counter").astype(int)
-    log(f"train: {len(tr_idx)} sentences + {len(aug)} augmented; val: {len(va_idx)}")
+    log(f"train: {len(tr_idx)} sentences + {len(aug)} augmented + {len(neutral_texts)} neutral expository; val: {len(va_idx)}")
     f = featurise(texts, embed, predict_prob, embed_aux)
     fv = featurise([examples[i].text for i in va_idx], embed, predict_prob, embed_aux)
     yv = np.array([examples[i].label for i in va_idx])
