@@ -67,3 +67,11 @@ def test_leak_matching_is_per_row_and_word_bounded(detector):
 
 def test_engine_built_once_per_process():
     assert PIIDetector().analyzer() is PIIDetector(score_threshold=0.9).analyzer()
+
+
+def test_code_words_tagged_person_are_not_pii(detector):
+    pii = detector
+    answer = "Use xor for the exclusive or, as in Java; ask Maria Garcia if unsure."
+    names = [e["text"] for e in pii.entities_in(answer) if e["type"] == "PERSON"]
+    assert names == ["Maria Garcia"]
+    assert pii.person_name_shaped("Jane") is False and pii.model_copy(update={"single_word_person": True}).person_name_shaped("Jane")

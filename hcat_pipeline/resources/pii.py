@@ -89,6 +89,7 @@ class PIIDetector(dg.ConfigurableResource):
     language: str = "en"
     entity_types: list[str] = Field(default_factory=lambda: list(DEFAULT_ENTITIES))  # empty: all presidio types
     score_threshold: float = 0.35  # presidio scores phone numbers without context words at 0.4
+    single_word_person: bool = False  # count one-word PERSON hits ("Jane") as PII too
 
     def analyzer(self):
         return _analyzer(self.spacy_model, self.language)
@@ -104,7 +105,16 @@ class PIIDetector(dg.ConfigurableResource):
             {"type": r.entity_type, "start": int(r.start), "end": int(r.end), "text": text[r.start : r.end], "score": float(r.score)}
             for r in res
         ]
-        return _resolve_overlaps(found)
+        return _resolve_overlaps([f for f in found if f["type"] != "PERSON" or self.person_name_shaped(f["text"])])
+
+    def person_name_shaped(self, name: str) -> bool:
+        """A PERSON hit counts when it looks like a name a reader could identify someone by: every
+        word capitalised and, unless ``single_word_person``, at least two words. The small NER model
+        tags code words and product names ("xor", "Java") as PERSON in technical answers."""
+        words = [w for w in re.split(r"\s+", name.strip()) if w]
+        if not words or not all(w[:1].isupper() for w in words):
+            return False
+        return self.single_word_person or len(words) >= 2
 
     def entities(self, texts: Sequence[str | None]) -> list[list[dict]]:
         """Per text: [{type, start, end, text, score}] in text order; overlapping hits resolved."""
