@@ -21,6 +21,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import dagster as dg
 import polars as pl
@@ -65,6 +66,22 @@ def _report(result, quiet: bool = False) -> bool:
         if event.is_step_failure and not quiet:
             print(f"step failed: {event.step_key}: {event.event_specific_data.error.message.strip()}")
     return result.success
+
+
+GATE_FAILURE = "DagsterAssetCheckFailedError"
+
+
+class CampaignOutcome(NamedTuple):
+    ok: bool  # the campaign completed (a release blocked by its gates still counts as completed)
+    version: str | None
+    release_blocked: bool = False
+
+
+def release_blocked_only(result) -> bool:
+    """True when the run's only failures are blocking release-gate checks: the campaign itself
+    completed (every table stored, the gate verdicts included); the release is what failed."""
+    failures = [e for e in result.all_events if e.is_step_failure]
+    return bool(failures) and all(getattr(e.event_specific_data.error, "cls_name", None) == GATE_FAILURE for e in failures)
 
 
 class _ConsoleHandler(logging.Handler):
@@ -186,8 +203,8 @@ def run_campaign(
     candidates_path: Path | None = None,
     console=None,
     log_path: Path | None = None,
-) -> tuple[bool, str | None]:
-    """Run one campaign run (generating a golden set first when none is frozen); returns (success, version).
+) -> CampaignOutcome:
+    """Run one campaign run (generating a golden set first when none is frozen); returns a ``CampaignOutcome``.
 
     With a ``console`` (``hcat_pipeline.console.CampaignConsole``) Dagster's DEBUG console log is replaced by
     one line per stage, progress bars on LLM stages and a closing summary; every record still goes to the
@@ -224,21 +241,25 @@ def run_campaign(
         print("generating the golden set (test_generation_job) …")
         gen = _execute("test_generation_job", loggers, instance=instance, tags=tags)
         if not _report(gen, quiet=loggers is not None):
-            return False, None
+            return CampaignOutcome(False, None)
         version = version_for_candidates(pl.read_parquet(Path(candidates_path or WAREHOUSE_DIR / "golden_candidates.parquet")))
     _ensure_partition(instance, version)
     print(f"golden-set version: {version}")
     frozen = _execute("golden_set_job", loggers, instance=instance, partition_key=version, tags=tags)
     if not _report(frozen, quiet=loggers is not None):
-        return False, version
+        return CampaignOutcome(False, version)
     print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
     result = _execute("campaign_run_job", loggers, run_config=campaign_run_config(spec), instance=instance,
                       partition_key=campaign_run_key(version, night), tags={**tags, "golden_set_version": version, "night": night})  # fmt: skip
     ok = _report(result, quiet=loggers is not None)
+    blocked = not ok and release_blocked_only(result)
+    ok = ok or blocked  # a blocked release is a verdict of a completed campaign, not a failed campaign
+    if blocked:
+        print("release gates: BLOCKED (blocking hard gates failed or INDETERMINATE; see gate_verdicts and the report)")
     if console is not None:
         from hcat_pipeline.console import format_summary
 
         console.say(format_summary(version=version, night=night, systems=[s.system_id for s in spec.systems], ok=ok, console=console,
                                    log_path=str(log_path), seconds=time.perf_counter() - t0,
                                    **run_summary_inputs(result, version, night)))  # fmt: skip
-    return ok, version
+    return CampaignOutcome(ok, version, blocked)

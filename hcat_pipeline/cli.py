@@ -28,6 +28,7 @@ def _campaign_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--night", default=None, help="night key YYYY-MM-DD (default: today, UTC); re-running a night resumes it")
     p.add_argument("--regenerate", action="store_true", help="generate and freeze a new golden set first")
     p.add_argument("--verbose", action="store_true", help="print Dagster's full DEBUG log instead of one line per stage")
+    p.add_argument("--strict-gates", action="store_true", help="exit 3 when a blocking release gate fails (for CI pipelines)")
 
 
 @command("campaign", "run tonight's campaign run (generating a golden set first when none is frozen) as real Dagster runs", _campaign_args)
@@ -38,14 +39,15 @@ def _campaign(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
-        ok, version = run_campaign(version=args.version, campaign_file=args.config, max_cases=args.max_cases,
+        ok, version, blocked = run_campaign(version=args.version, campaign_file=args.config, max_cases=args.max_cases,
                                    night=args.night, regenerate=args.regenerate,
                                    console=None if args.verbose else CampaignConsole())  # fmt: skip
     except (CampaignFileError, ValueError) as e:
         print(f"hcat campaign: {e}", file=sys.stderr)
         return 2
-    print(f"campaign {'succeeded' if ok else 'FAILED'} (golden-set version {version}) in {time.perf_counter() - t0:.1f}s")
-    return 0 if ok else 1
+    print(f"campaign {'completed' if ok else 'FAILED'} (golden-set version {version}) in {time.perf_counter() - t0:.1f}s"
+          + ("; release BLOCKED by its gates" if blocked else ""))
+    return 1 if not ok else 3 if blocked and args.strict_gates else 0
 
 
 def main(argv: list[str] | None = None) -> int:

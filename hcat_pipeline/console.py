@@ -143,7 +143,7 @@ def format_summary(
     """The closing block of ``hcat campaign``: version, systems, headline scores with CIs (the
     ``means`` metadata of metric_tables: {system: {rows, failed, metric: mean_ci}}), gate verdicts
     (rows of gate_verdicts: gate, kind, system_id, verdict, blocking), report path, how to open the UI."""
-    lines = ["", "─" * 72, f"campaign {'succeeded' if ok else 'FAILED'}" + (f" in {_dur(seconds)}" if seconds is not None else "")]
+    lines = ["", "─" * 72, f"campaign {'completed' if ok else 'FAILED'}" + (f" in {_dur(seconds)}" if seconds is not None else "")]
     lines.append(f"golden-set version: {version or '-'}   night: {night or '-'}")
     lines.append(f"systems ({len(systems)}): {', '.join(systems) if systems else '-'}")
     if console is not None:

@@ -67,6 +67,10 @@ def test_failing_hard_gate_blocks_downstream():
     materialized = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events() and
                     [e.event_specific_data.materialization for e in result.get_asset_materialization_events()]}  # fmt: skip
     assert "gate_verdicts" in materialized and "release_decision" not in materialized
+    # what `hcat campaign` reads from it: the campaign completed, its release is blocked
+    from hcat_pipeline.campaign import release_blocked_only
+
+    assert not result.success and release_blocked_only(result)
 
 
 def test_passing_hard_gates_let_downstream_through():
@@ -77,3 +81,6 @@ def test_passing_hard_gates_let_downstream_through():
     decision = io.written["release_decision"]
     assert decision.sort("system_id")["cleared"].to_list() == [True, True]
     assert result.success
+    from hcat_pipeline.campaign import release_blocked_only
+
+    assert not release_blocked_only(result)  # nothing failed
