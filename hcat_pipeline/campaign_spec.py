@@ -22,6 +22,7 @@ import dagster as dg
 import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
+from hcat_pipeline.core.yaml_errors import validation_problems
 from hcat_pipeline.paths import PROJECT_ROOT
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))
@@ -104,24 +105,6 @@ def campaign_sha256(spec: CampaignSpec) -> str:
     return hashlib.sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
 
 
-def _line_of(node, loc: tuple) -> int | None:
-    """The 1-based line of the YAML node at pydantic's error location ``loc`` (deepest node found)."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if k.value == str(part)), None)
-            if nxt is None:
-                key = next((k for k, _ in node.value if k.value == str(part)), None)
-                return key.start_mark.line + 1 if key is not None else line
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-        else:
-            break
-        line = node.start_mark.line + 1
-    return line
-
-
 def parse_campaign(text: str, source: str = "<campaign>") -> CampaignSpec:
     """Validate campaign YAML text; raise ``CampaignFileError`` listing every problem with its line."""
     try:
@@ -136,12 +119,7 @@ def parse_campaign(text: str, source: str = "<campaign>") -> CampaignSpec:
     try:
         return CampaignSpec(**data)
     except ValidationError as e:
-        problems = []
-        for err in e.errors():
-            loc = tuple(err["loc"])
-            field = ".".join(str(p) for p in loc) or "(top level)"
-            reason = "unknown key (typo?)" if err["type"] == "extra_forbidden" else err["msg"]
-            problems.append(f"{source}:{_line_of(root, loc)}: {field}: {reason}")
+        problems = validation_problems(e, root, source)
         raise CampaignFileError("invalid campaign file:\n  " + "\n  ".join(problems)) from None
     except TypeError as e:  # e.g. a non-string key
         raise CampaignFileError(f"{source}: {e}") from None

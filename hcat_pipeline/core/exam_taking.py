@@ -24,7 +24,6 @@ question × taker again. No dagster import.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -157,15 +156,7 @@ class ExamCheckpoint(CheckpointStore):
     """The ``rag_responses`` checkpoint store (append-only JSONL, fsync per record, torn lines skipped)
     holding exam-response records."""
 
-    def put(self, record: dict) -> None:
-        record = {k: record.get(k) for k in _FIELDS}
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock:
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(line)
-                f.flush()
-                os.fsync(f.fileno())
-            self._records[self.key(record["case_id"], record["system_id"], record["config_hash"])] = record
+    FIELDS = _FIELDS
 
 
 def exam_cases(exam: pl.DataFrame) -> list[dict]:

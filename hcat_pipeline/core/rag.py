@@ -147,8 +147,11 @@ class CheckpointStore:
     """Append-only JSONL of finished responses under ``directory`` (one file per golden-set version).
 
     The latest record of a key wins. A torn last line (crash mid-write) is ignored and counted in
-    ``torn_lines``. Thread-safe appends.
+    ``torn_lines``. Thread-safe appends. ``FIELDS``: the columns of a record (a subclass storing
+    other records overrides it).
     """
+
+    FIELDS: list[str] = RESPONSE_FIELDS
 
     def __init__(self, directory: str | Path):
         self.dir = Path(directory)
@@ -184,7 +187,7 @@ class CheckpointStore:
         return self._records.get((case_id, system_id, cfg_hash))
 
     def put(self, record: dict) -> None:
-        record = {k: record.get(k) for k in RESPONSE_FIELDS}  # the same shape in memory as on disk
+        record = {k: record.get(k) for k in self.FIELDS}  # the same shape in memory as on disk
         line = json.dumps(record, ensure_ascii=False) + "\n"
         with self._lock:
             with self.path.open("a", encoding="utf-8") as f:

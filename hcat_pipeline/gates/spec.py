@@ -30,6 +30,7 @@ from typing import Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hcat_pipeline.core.yaml_errors import validation_problems
 from hcat_pipeline.gates.uncertainty import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_SEED, MIN_N_FOR_CLAIM
 from hcat_pipeline.paths import PROJECT_ROOT
 
@@ -109,23 +110,6 @@ class GatesFile(BaseModel):
         return self
 
 
-def _line_of(node, loc: tuple) -> int | None:
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if k.value == str(part)), None)
-            if nxt is None:
-                key = next((k for k, _ in node.value if k.value == str(part)), None)
-                return key.start_mark.line + 1 if key is not None else line
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-        else:
-            break
-        line = node.start_mark.line + 1
-    return line
-
-
 def parse_gates(text: str, source: str = "<gates>") -> GatesFile:
     """Validate gates YAML text; raise ``GatesFileError`` listing every problem with its line."""
     try:
@@ -139,16 +123,14 @@ def parse_gates(text: str, source: str = "<gates>") -> GatesFile:
     try:
         return GatesFile(**data)
     except ValidationError as e:
-        problems = []
-        for err in e.errors():
-            loc = tuple(err["loc"])
-            name = ""
+
+        def gate_name(loc: tuple) -> str:
             if len(loc) >= 2 and loc[0] == "gates" and isinstance(loc[1], int) and loc[1] < len(data.get("gates") or []):
                 entry = data["gates"][loc[1]]
-                name = f" ({entry.get('name')})" if isinstance(entry, dict) and entry.get("name") else ""
-            field = ".".join(str(p) for p in loc) or "(top level)"
-            reason = "unknown key (typo?)" if err["type"] == "extra_forbidden" else err["msg"]
-            problems.append(f"{source}:{_line_of(root, loc)}: {field}{name}: {reason}")
+                return f" ({entry.get('name')})" if isinstance(entry, dict) and entry.get("name") else ""
+            return ""
+
+        problems = validation_problems(e, root, source, gate_name)
         raise GatesFileError("invalid gates file:\n  " + "\n  ".join(problems)) from None
 
 

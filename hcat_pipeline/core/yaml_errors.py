@@ -1,0 +1,37 @@
+"""Line-numbered errors for YAML files validated by pydantic (campaign file, gates file)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import yaml
+from pydantic import ValidationError
+
+
+def yaml_line_of(node, loc: tuple) -> int | None:
+    """The 1-based line of the YAML node at pydantic's error location ``loc`` (deepest node found)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == str(part)), None)
+            if nxt is None:
+                key = next((k for k, _ in node.value if k.value == str(part)), None)
+                return key.start_mark.line + 1 if key is not None else line
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def validation_problems(error: ValidationError, root, source: str, label: Callable[[tuple], str] | None = None) -> list[str]:
+    """One ``source:line: field[label]: reason`` per pydantic error; ``root`` is ``yaml.compose(text)``."""
+    problems = []
+    for err in error.errors():
+        loc = tuple(err["loc"])
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        reason = "unknown key (typo?)" if err["type"] == "extra_forbidden" else err["msg"]
+        problems.append(f"{source}:{yaml_line_of(root, loc)}: {field}{label(loc) if label else ''}: {reason}")
+    return problems
