@@ -13,7 +13,6 @@ split conformal; golden-eval §5.5 judge / metric validation). Core: ``hcat_pipe
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
-import base64
 import json
 from pathlib import Path
 from typing import Literal
@@ -27,6 +26,7 @@ from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, campaign_label
 from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA, CalibrationResult, fit_calibration
 from hcat_pipeline.calibration.plots import figure4_png, reliability_png
 from hcat_pipeline.calibration.reference import REFERENCE_SETS, load_reference, reference_manifest
+from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.metrics.registry import MetricUnavailable
 from hcat_pipeline.core.metrics.scoring import score_frame
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -107,7 +107,7 @@ def stored_runs(warehouse: Path, dimension_metrics: dict) -> pl.DataFrame:
 
 
 def _png_md(png: bytes, title: str) -> str:
-    return f"**{title}**\n\n![{title}](data:image/png;base64,{base64.b64encode(png).decode()})"
+    return f"**{title}**\n\n{png_markdown(png, title)}"
 
 
 def _row(res: CalibrationResult, active: bool) -> dict:

@@ -38,11 +38,11 @@ from hcat_pipeline.core.exam_report import (
     accuracy_table,
     component_table,
     plot_accuracy,
-    png_markdown,
 )
 from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
 from hcat_pipeline.core.golden import corpus_hash
 from hcat_pipeline.core.ids import json_hash
+from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.core.retrieval import build_retriever
 from hcat_pipeline.core.sampling import stratified_sample

@@ -27,10 +27,11 @@ import polars as pl
 from pydantic import Field, create_model
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.judge import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
 from hcat_pipeline.core.judge_audit import wilson
 from hcat_pipeline.core.judge_data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
-from hcat_pipeline.core.judge_plots import png_markdown, validation_figures
+from hcat_pipeline.core.judge_plots import validation_figures
 from hcat_pipeline.core.judge_validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
 from hcat_pipeline.core.retrieval import without_planted
 from hcat_pipeline.partitions import campaign_run

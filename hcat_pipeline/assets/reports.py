@@ -30,9 +30,10 @@ import polars as pl
 from pydantic import Field, create_model
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.core.campaign_report import png_data_uri, render_report
+from hcat_pipeline.core.campaign_report import render_report
 from hcat_pipeline.core.failures import failure_cases as failure_table
 from hcat_pipeline.core.golden import MANIFEST_NAME, table_sha256
+from hcat_pipeline.core.images import png_data_uri
 from hcat_pipeline.core.report_sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
 from hcat_pipeline.core.weakness import (
     DEFAULT_PAIRS,

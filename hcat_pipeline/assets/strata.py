@@ -8,7 +8,6 @@ stratum) that query generation starts from.
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
-import base64
 import dataclasses
 from pathlib import Path
 from typing import Optional
@@ -18,6 +17,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.sampling import coverage_table, stratified_sample
 from hcat_pipeline.core.strata import StrataParams, build_strata, plot_strata
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -70,8 +70,7 @@ class SamplingConfig(dg.Config):
 
 
 def _png_markdown(path: Path) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f"![topic strata](data:image/png;base64,{data})"
+    return png_markdown(path.read_bytes(), "topic strata")
 
 
 @dg.asset(

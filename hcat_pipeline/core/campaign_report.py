@@ -12,12 +12,13 @@ No dagster import.
 
 from __future__ import annotations
 
-import base64
 import math
 from dataclasses import dataclass, field
 
 import polars as pl
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from hcat_pipeline.core.images import png_data_uri
 
 TEMPLATE = "campaign_report.html.j2"
 MAX_CELL_CHARS = 300
@@ -52,10 +53,6 @@ class Plot:
         return png_data_uri(self.png)
 
 
-def png_data_uri(png: bytes) -> str:
-    if not png.startswith(b"\x89PNG"):
-        raise ValueError("png_data_uri: not PNG bytes")
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def fmt(v, digits: int = 3) -> str:

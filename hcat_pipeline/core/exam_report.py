@@ -3,7 +3,7 @@
 * ``accuracy_table`` — per taker: accuracy with n and a Wilson 95 % interval, unparseable / failed counts,
   beside the exam's baselines (fixed position, longest answer, chance).
 * ``component_table`` — per component value (llm / retriever / icl): mean accuracy with n and interval.
-* ``plot_accuracy`` — matplotlib (Agg) PNG bytes; ``png_markdown`` embeds them (information curves per
+* ``plot_accuracy`` — matplotlib (Agg) PNG bytes; ``core.images.png_markdown`` embeds them (information curves per
   category and pruning step: ``hcat_pipeline.irt.plots``).
 
 No dagster import.
@@ -11,7 +11,6 @@ No dagster import.
 
 from __future__ import annotations
 
-import base64
 import io
 from collections.abc import Mapping, Sequence
 
@@ -57,8 +56,6 @@ def component_table(responses: pl.DataFrame) -> pl.DataFrame:
     return _with_ci(out).with_columns((pl.col("correct") / pl.col("n")).alias("accuracy")).sort("component", "value")
 
 
-def png_markdown(png: bytes, alt: str) -> str:
-    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
 def _figure():

@@ -8,7 +8,7 @@ import io
 import numpy as np
 import polars as pl
 
-__all__ = ["validation_figures", "png_markdown"]
+__all__ = ["validation_figures"]
 
 
 def _png(fig) -> bytes:
@@ -20,10 +20,6 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def png_markdown(png: bytes, alt: str) -> str:
-    import base64
-
-    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
 def _plt():
