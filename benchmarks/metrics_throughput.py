@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -113,6 +114,11 @@ def answer_sentences(frame: pl.DataFrame) -> int:
     return sum(len(split_sentences(a)) for a in frame["answer"].to_list())
 
 
+def _load() -> str:
+    """The 1 / 5 / 15 min load averages (other work on the machine slows wall-clock figures)."""
+    return " / ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
 def _vm_kib(field: str) -> int:
     """VmRSS / VmHWM of this process (VmHWM starts afresh at exec, unlike ru_maxrss)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -167,25 +173,28 @@ def stage_score(args, workdir: Path) -> dict:
             "means": {m: round(float(out[m].mean()), 4) for m in EMBEDDING_METRICS}}  # fmt: skip
 
 
-def _metric_stage(args, workdir: Path, metric: str, rows: int, resources: dict) -> dict:
+def _metric_stage(args, workdir: Path, metric: str, rows: int, resources=lambda cache_dir: {}) -> dict:
+    """``resources(cache_dir)``: the metric's resources, given the stage's fresh (cold) embedding cache."""
     from hcat_pipeline.metrics import MetricUnavailable, score
     from hcat_pipeline.resources.embedding import EmbeddingModel
 
     sub = pl.read_parquet(workdir / "triples.parquet").head(rows)
     with tempfile.TemporaryDirectory() as cache_dir:
         emb = EmbeddingModel(backend=args.backend, cache_dir=cache_dir)
+        res = resources(cache_dir)
         try:
             t0 = time.perf_counter()
-            score(pl.DataFrame([WARM_ROW]), [metric], embedding_model=emb, **resources)  # load the models
+            score(pl.DataFrame([WARM_ROW]), [metric], embedding_model=emb, **res)  # load the models
             load = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            out = score(sub, [metric], embedding_model=emb, **resources)
-            took = time.perf_counter() - t0
+            t0, c0 = time.perf_counter(), time.process_time()
+            out = score(sub, [metric], embedding_model=emb, **res)
+            took, cpu = time.perf_counter() - t0, time.process_time() - c0
         except MetricUnavailable as e:
             return {"unavailable": e.reason}
     n_sent = answer_sentences(sub)
-    return {"seconds": took, "load_seconds": load, "items": n_sent, "rate": n_sent / took, "unit": "answer sentences/s",
-            "rows": sub.height, "rows_per_s": sub.height / took, "out": out}  # fmt: skip
+    return {"seconds": took, "cpu_seconds": cpu, "load_seconds": load, "items": n_sent, "rate": n_sent / took,
+            "unit": "answer sentences/s", "cpu_ms_per_item": 1000 * cpu / max(1, n_sent), "rows": sub.height,
+            "rows_per_s": sub.height / took, "out": out}  # fmt: skip
 
 
 def stage_nli(args, workdir: Path) -> dict:
@@ -193,7 +202,9 @@ def stage_nli(args, workdir: Path) -> dict:
         from hcat_pipeline.resources.nli import NLIModel
     except ImportError as e:
         return {"unavailable": f"NLI resource not importable: {e}"}
-    res = _metric_stage(args, workdir, "groundedness_nli", args.nli_rows, {"nli": NLIModel()})
+    # the NLI scorer embeds through its own EmbeddingModel: point it at the stage's empty cache (cold)
+    res = _metric_stage(args, workdir, "groundedness_nli", args.nli_rows,
+                        lambda cache_dir: {"nli": NLIModel(embedding_cache_dir=cache_dir)})
     out = res.pop("out", None)
     if out is not None and "nli_sigma" in out.columns:
         scored = int(out["nli_sigma"].list.len().sum() or 0)
@@ -204,7 +215,7 @@ def stage_nli(args, workdir: Path) -> dict:
 
 
 def stage_toxicity(args, workdir: Path) -> dict:
-    res = _metric_stage(args, workdir, "toxicity", args.tox_rows, {})
+    res = _metric_stage(args, workdir, "toxicity", args.tox_rows)
     out = res.pop("out", None)
     if out is not None:
         res.update(mean=out["toxicity"].mean(), flagged_share=float((out["toxicity"] >= 0.5).mean() or 0.0))
@@ -219,7 +230,7 @@ def run_child(args) -> None:
     workdir = Path(args.workdir)
     rss_start = _vm_kib("VmRSS")
     res = STAGES[args.stage](args, workdir)
-    res.update(rss_start_mib=rss_start / 1024, peak_rss_mib=_vm_kib("VmHWM") / 1024)
+    res.update(rss_start_mib=rss_start / 1024, peak_rss_mib=_vm_kib("VmHWM") / 1024, load_average=_load())
     print("RESULT " + json.dumps(res, default=float))
 
 
@@ -240,8 +251,9 @@ def report(name: str, r: dict) -> None:
     if "failed" in r or "unavailable" in r:
         print(f"[{name}] {'FAILED' if 'failed' in r else 'not available'}: {r.get('failed') or r.get('unavailable')}")
         return
-    print(f"[{name}] {r['items']} in {r['seconds']:.1f} s = {r['rate']:.1f} {r['unit']}  (load {r['load_seconds']:.1f} s, "
-          f"peak RSS {r['peak_rss_mib']:.0f} MiB, at start {r['rss_start_mib']:.0f} MiB)")  # fmt: skip
+    cpu = f", CPU {r['cpu_seconds']:.1f} s = {r['cpu_ms_per_item']:.1f} ms per item" if "cpu_seconds" in r else ""
+    print(f"[{name}] {r['items']} in {r['seconds']:.1f} s = {r['rate']:.1f} {r['unit']}{cpu}  (load {r['load_seconds']:.1f} s, "
+          f"peak RSS {r['peak_rss_mib']:.0f} MiB, at start {r['rss_start_mib']:.0f} MiB; load average {r['load_average']})")  # fmt: skip
 
 
 def main() -> int:
@@ -310,7 +322,9 @@ def main() -> int:
         ok = "OK" if nli["rate"] >= NLI_TARGET else "MISSED"
         extra = f", {nli['pairs']} (answer sentence, context) pairs = {nli['pairs_per_s']:.1f}/s" if "pairs" in nli else ""
         print(
-            f"NLI: {nli['items']} answer sentences in {nli['seconds']:.1f} s = {nli['rate']:.1f}/s (target >= {NLI_TARGET:.0f}) {ok}{extra}"
+            f"NLI: {nli['items']} answer sentences in {nli['seconds']:.1f} s = {nli['rate']:.1f}/s (target >= {NLI_TARGET:.0f}) {ok}{extra}; "
+            f"CPU {nli['cpu_seconds']:.1f} s = {nli['cpu_ms_per_item']:.1f} ms per answer sentence "
+            f"(load-independent: 2 idle cores give at most {2000 / nli['cpu_ms_per_item']:.0f}/s); load average {_load()}"
         )
     tox = results.get("toxicity", {})
     if "seconds" in tox:

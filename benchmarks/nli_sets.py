@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -177,16 +178,18 @@ def speed(items, weights: str, n: int) -> None:
         rows = [(_sents(it.answer), _sents(it.context)) for it in part]
         k = sum(len(a) for a, _ in rows)
         m = NLIModel(weights_path=weights, use_embedding_cache=False)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         groundedness_nli_batch(rows, m)
-        cold = time.perf_counter() - t0
+        cold, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
         m2 = NLIModel(weights_path=weights, embedding_cache_dir=tempfile.mkdtemp())
         groundedness_nli_batch(rows, m2)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         groundedness_nli_batch(rows, m2)
-        warm = time.perf_counter() - t0
+        warm, warm_cpu = time.perf_counter() - t0, time.process_time() - c0
         print(f"speed {name}: {k} answer sentences, {sum(len(c) for _, c in rows)} context sentences: "
-              f"cold {k / cold:.1f} sentences/s, warm {k / warm:.1f} sentences/s")
+              f"cold {k / cold:.1f} sentences/s ({1000 * cold_cpu / k:.1f} ms CPU each), "
+              f"warm {k / warm:.1f} sentences/s ({1000 * warm_cpu / k:.1f} ms CPU each); "
+              f"load average {' / '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 def qa_check(model: NLIModel, ratio: float, n_pairs: int = 1000, seed: int = 1) -> None:

@@ -35,6 +35,18 @@ from hcat_pipeline.resources.nli_backends import Contradiction, LLMJudge, load, 
 PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "core" / "metrics" / "nli_head.json"
 
 
+def _widen(raw: np.ndarray, got: list[str], names: list[str], used: set[str]) -> np.ndarray:
+    """``raw`` (columns ``got``) as the head's columns ``names``; a feature not computed must weigh 0 (filled with 0)."""
+    if got == names:
+        return raw
+    if not set(got) <= set(names) or (set(names) - set(got)) & used:
+        raise ValueError(f"the head expects features {names}, this scorer builds {got}")
+    out = np.zeros((raw.shape[0], len(names)), dtype=np.float64)
+    for j, n in enumerate(got):
+        out[:, names.index(n)] = raw[:, j]
+    return out
+
+
 class NLIModel(dg.ConfigurableResource):
     """Entailment scorer giving the paper's z, D = z/‖w‖ and σ(D) per (context, answer sentence)."""
 
@@ -115,11 +127,11 @@ class NLIModel(dg.ConfigurableResource):
             return self._cross_encoder_decision(premise_sentence_lists, hypotheses)
         head = self.head()
         names = head.feature_names
+        used = {n for n, w in zip(names, head.w) if w != 0}  # a model whose features all weigh 0 is not run
         raw, got, aligned = self.pair_features(premise_sentence_lists, hypotheses,
-                                               use_parse=PARSE_FEATURES[0] in names,
-                                               use_contradiction=CONTRADICTION_FEATURE in names, return_aligned=True)
-        if got != names:
-            raise ValueError(f"the head expects features {names}, this scorer builds {got}")
+                                               use_parse=bool(used & set(PARSE_FEATURES)),
+                                               use_contradiction=CONTRADICTION_FEATURE in used, return_aligned=True)
+        raw = _widen(raw, got, names, used)
         out = head.decision(raw)
         out["aligned"] = aligned
         out["reasons"] = head.explain(raw)
