@@ -2,10 +2,13 @@
 
 Reads the stored ``topic_strata`` and ``chunks`` tables (data/warehouse/), draws the exam's own
 stratified sample (the exam_candidates defaults), generates with the packaged local LLM and the
-a-priori filters, and prints the figures. Every candidate is appended to ``--out`` (JSONL) as it is
-made, so a long run can be read while it goes and resumed (``--resume`` skips chunks already done).
+a-priori filters exactly as the ``exam_candidates`` asset does (``generate_exam_candidates``), and
+prints the figures. Every raw candidate is appended to ``--out`` (JSONL) as it is made, so a long run
+can be read while it goes and resumed (``--resume``: raw candidates in the file are filtered again,
+not asked again).
 
     nice -n 19 python benchmarks/exam_generation.py --out /tmp/exam_gen.jsonl [--sample-size 64] [--max-chunks N]
+    [--free-only]   # the previous method: the model chooses the fact and writes the key (no answer targets)
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.exam import filter_candidate, generate_candidate, reason_counts, select_per_chunk, survival
+from hcat_pipeline.core.exam import generate_exam_candidates, reason_counts, survival
 from hcat_pipeline.core.exam_filters import FilterConfig, baselines
+from hcat_pipeline.core.exam_spans import TermIndex
 from hcat_pipeline.core.sampling import stratified_sample
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -35,6 +39,7 @@ def main() -> None:
     ap.add_argument("--sample-size", type=int, default=defaults.sample_size)
     ap.add_argument("--candidates-per-chunk", type=int, default=defaults.candidates_per_chunk)
     ap.add_argument("--max-chunks", type=int, default=0)
+    ap.add_argument("--free-only", action="store_true", help="no answer targets, no mined distractors (the previous method)")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
 
@@ -46,38 +51,40 @@ def main() -> None:
     if args.max_chunks:
         sample = sample.head(args.max_chunks)
     cfg = FilterConfig(**{f.name: getattr(defaults, f.name) for f in dataclasses.fields(FilterConfig)})
+    if args.free_only:
+        cfg = dataclasses.replace(cfg, mined_distractors=0)
     llm, emb = LLM(provider="local"), EmbeddingModel()
     out = Path(args.out)
-    done: dict[str, list[dict]] = {}
+    done: dict[tuple[str, int], dict] = {}
     if args.resume and out.exists():
         for line in out.read_text().splitlines():
-            r = json.loads(line)
-            done.setdefault(r["chunk_id"], []).append(r)
+            if line.strip():
+                r = json.loads(line)
+                done[(r["chunk_id"], r["candidate_no"])] = r
     elif out.exists():
         out.unlink()
-    texts = dict(zip(sample["chunk_id"], sample["text"], strict=True))
     t0 = time.perf_counter()
-    rows: list[dict] = [r for rs in done.values() for r in rs]
-    for chunk in sample.to_dicts():
-        if chunk["chunk_id"] in done:
-            continue
-        for k in range(args.candidates_per_chunk):
-            raw = generate_candidate(chunk, k, llm, defaults.seed, defaults.sample_temperature, defaults.max_passage_chars, (LLMCallFailed,))
-            row = filter_candidate(raw, chunk["text"], emb.embed, cfg, defaults.seed)
-            rows.append(row)
-            with out.open("a") as f:
-                f.write(json.dumps(row, default=str) + "\n")
-            print(f"[{time.perf_counter() - t0:7.0f}s] {chunk['chunk_id']} #{k}: {'PASS' if row['passed'] else row['reasons']} "
-                  f"| {row['question']} -> {row['answer']} | {row['distractors']}", flush=True)  # fmt: skip
-            if row["passed"]:
-                break
+
+    def on_raw(r: dict) -> None:
+        with out.open("a") as f:
+            f.write(json.dumps(r, default=str) + "\n")
+
+    def on_row(r: dict) -> None:
+        print(f"[{time.perf_counter() - t0:7.0f}s] {r['chunk_id']} #{r['candidate_no']} {r.get('target_kind')}: "
+              f"{'PASS' if r['passed'] else r['reasons']} | {r['question']} -> {r['answer']} | {r['distractors']} "
+              f"{r.get('distractor_sources')}", flush=True)  # fmt: skip
+
+    rows = generate_exam_candidates(
+        sample.to_dicts(), llm, emb.embed, args.candidates_per_chunk, defaults.seed, cfg, defaults.sample_temperature,
+        defaults.max_passage_chars, (LLMCallFailed,), on_row=on_row, done=done, on_raw=on_raw,
+        answer_targets_first=not args.free_only, term_index=TermIndex(chunks["text"].to_list()),
+    )  # fmt: skip
     seconds = time.perf_counter() - t0
-    for r in rows:  # filter again with the current thresholds (a resumed file may predate a change)
-        r.update(filter_candidate(r, texts[r["chunk_id"]], emb.embed, cfg, defaults.seed))
-    rows = select_per_chunk(rows, emb.embed, cfg)
     sel = [r for r in rows if r["selected"]]
-    s = survival(rows)
-    print(json.dumps({**s, "seconds_this_run": round(seconds, 1), "rejections_by_reason": reason_counts(rows),
+    new = [r for r in rows if (r["chunk_id"], r["candidate_no"]) not in done]
+    print(json.dumps({**survival(rows), "seconds_this_run": round(seconds, 1), "new_candidates_this_run": len(new),
+                      "llm_seconds_new": round(sum(r.get("latency_s") or 0 for r in new), 1),
+                      "rejections_by_reason": reason_counts(rows),
                       "baselines": baselines([r["options"] for r in sel], [r["correct_index"] for r in sel]) if sel else None,
                       "strata_covered": len({r["stratum"] for r in sel}), "n_strata": strata["stratum"].n_unique()},
                      indent=1, default=str))  # fmt: skip

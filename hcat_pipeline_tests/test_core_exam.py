@@ -131,7 +131,7 @@ def _generated(chunk_id: str, no: int, answer="Nothing happens", wrong=None, que
     return {
         "chunk_id": chunk_id, "stratum": 0, "stratum_label": "s", "candidate_no": no,
         "question": question or f"What happens when a pass statement is executed in case {chunk_id}?", "answer": answer,
-        "evidence": "", "wrong_pool": wrong or ["An exception is raised", "The loop stops", "The function returns"],
+        "evidence": "The pass statement is a null operation: when it is executed, nothing happens.", "wrong_pool": wrong or ["An exception is raised", "The loop stops", "The function returns"],
         "question_prompt_hash": "h1", "distractor_prompt_hash": "h2", "model": "m", "seed": 1, "error": None,
     }  # fmt: skip
 

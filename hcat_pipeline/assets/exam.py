@@ -31,7 +31,14 @@ from pydantic import Field, create_model
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, load_campaign
 from hcat_pipeline.core.campaign_run import index_fingerprint
-from hcat_pipeline.core.exam import DISTRACTOR_PROMPT, QUESTION_PROMPT, generate_exam_candidates, reason_counts, survival
+from hcat_pipeline.core.exam import (
+    DISTRACTOR_PROMPT,
+    QUESTION_PROMPT,
+    SPAN_QUESTION_PROMPT,
+    generate_exam_candidates,
+    reason_counts,
+    survival,
+)
 from hcat_pipeline.core.exam_filters import FilterConfig, baselines
 from hcat_pipeline.core.exam_freeze import ExamError, exam_table, freeze_exam, load_exam
 from hcat_pipeline.core.exam_report import (
@@ -39,6 +46,7 @@ from hcat_pipeline.core.exam_report import (
     component_table,
     plot_accuracy,
 )
+from hcat_pipeline.core.exam_spans import TermIndex
 from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
 from hcat_pipeline.core.golden import corpus_hash
 from hcat_pipeline.core.ids import json_hash
@@ -54,8 +62,9 @@ EXAMS_DIR = DATA_DIR / "exams"
 CHECKPOINT_DIR = WAREHOUSE_DIR / "_checkpoints" / "exam_responses"
 CANDIDATES = {
     "chunk_id": pl.String, "stratum": pl.Int32, "stratum_label": pl.String, "sample_rank": pl.Int32, "candidate_no": pl.Int32,
-    "question_id": pl.String, "question": pl.String, "answer": pl.String, "evidence": pl.String, "wrong_pool": pl.List(pl.String),
-    "distractors": pl.List(pl.String), "options": pl.List(pl.String), "correct_index": pl.Int32, "passed": pl.Boolean,
+    "target_kind": pl.String, "question_form": pl.String, "question_id": pl.String, "question": pl.String,
+    "llm_question": pl.String, "answer": pl.String, "evidence": pl.String, "wrong_pool": pl.List(pl.String),
+    "mined_pool": pl.List(pl.String), "distractors": pl.List(pl.String), "distractor_sources": pl.List(pl.String), "options": pl.List(pl.String), "correct_index": pl.Int32, "passed": pl.Boolean,
     "selected": pl.Boolean, "reasons": pl.List(pl.String), "filter_figures": pl.String, "subsets_tried": pl.Int32,
     "question_prompt_hash": pl.String, "distractor_prompt_hash": pl.String, "model": pl.String, "seed": pl.Int64,
     "temperature": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "latency_s": pl.Float64, "error": pl.String,
@@ -65,11 +74,13 @@ CANDIDATES = {
 ExamGenerationConfig = create_model(
     "ExamGenerationConfig",
     __base__=dg.Config,
-    sample_size=(int, Field(default=64, description="chunks drawn for the exam (its own sample, golden-set strata)")),
+    sample_size=(int, Field(default=80, description="chunks drawn for the exam (its own sample, golden-set strata)")),
     allocation=(Literal["proportional", "equal", "weighted"], "proportional"),
     min_per_stratum=(int, 1),
     sample_seed=(int, Field(default=13, description="the exam sample's seed (not the golden set's)")),
-    candidates_per_chunk=(int, Field(default=2, description="candidates tried per chunk until one passes the filters")),
+    candidates_per_chunk=(int, Field(default=3, description="candidates tried per chunk until one passes the filters")),
+    answer_targets_first=(bool, Field(default=True, description="ask about the chunk's answer targets (a term of a sentence; "
+                                      "the model writes only the question) before free questions")),
     sample_temperature=(float, Field(default=0.7, description="temperature of the 2nd+ candidates (the 1st is greedy)")),
     seed=(int, 0),
     max_passage_chars=(int, 1200),
@@ -143,8 +154,9 @@ def exam_candidates(
     cfg = FilterConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(FilterConfig)})
     # generated candidates are checkpointed (a crash or a threshold change does not pay for generation again);
     # the key covers everything that changes a generated candidate, not the filter thresholds
-    key = json_hash({"model": llm.fingerprint(), "prompts": [load_prompt(QUESTION_PROMPT).hash, load_prompt(DISTRACTOR_PROMPT).hash],
-                     "seed": config.seed, "t": config.sample_temperature, "chars": config.max_passage_chars})  # fmt: skip
+    prompts = [load_prompt(p).hash for p in (QUESTION_PROMPT, DISTRACTOR_PROMPT, SPAN_QUESTION_PROMPT)]
+    key = json_hash({"model": llm.fingerprint(), "prompts": prompts, "seed": config.seed, "t": config.sample_temperature,
+                     "chars": config.max_passage_chars, "targets": config.answer_targets_first})  # fmt: skip
     store = Path(config.checkpoint_dir) / f"{key}.jsonl"
     done = {(r["chunk_id"], r["candidate_no"]): r for r in _read_jsonl(store)}
     t0 = time.perf_counter()
@@ -152,7 +164,8 @@ def exam_candidates(
         sample.to_dicts(), llm, embedding_model.embed, config.candidates_per_chunk, config.seed, cfg, config.sample_temperature,
         config.max_passage_chars, (LLMCallFailed,),
         on_row=lambda r: context.log.info(f"{r['chunk_id']} #{r['candidate_no']}: {'pass' if r['passed'] else r['reasons']}"),
-        done=done, on_raw=lambda r: _append_jsonl(store, r),
+        done=done, on_raw=lambda r: _append_jsonl(store, r), answer_targets_first=config.answer_targets_first,
+        term_index=TermIndex(chunks["text"].to_list()),
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     out = pl.DataFrame([{k: r.get(k) for k in CANDIDATES} for r in rows], schema=CANDIDATES, orient="row")

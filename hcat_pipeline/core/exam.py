@@ -1,17 +1,21 @@
 """Exam generation (exam-generation paper §3.2, App. A.1-A.2): multiple-choice questions from the corpus.
 
 For each chunk of the stratified sample (the golden set's strata and sampling, with the exam's own
-sample size and seed), ``candidates_per_chunk`` candidates, each made of two LLM calls:
+sample size and seed), up to ``candidates_per_chunk`` candidates, each made of two LLM calls:
 
-1. ``exam_question_v1`` — a question, its short correct answer and the evidence sentence (few-shot,
-   JSON-schema validated). Candidate 0 is greedy (temperature 0); further candidates are sampled at
-   ``sample_temperature`` with their own seed, so they differ.
+1. the question call. Candidate k of a chunk with an answer target (``core.exam_spans.answer_targets``:
+   a term of a readable sentence) uses ``exam_question_span_v1``: the passage, the sentence and the term
+   are given, the model writes the question (greedy); the term is the key and the sentence its evidence.
+   Beyond the chunk's targets, ``exam_question_v1``: question, short key and evidence sentence all by
+   the model (few-shot), greedy for the first free candidate, then sampled at ``sample_temperature``.
+   (The 0.5B model asked to choose the fact itself wrote keys that were whole sentences or
+   not answers at all; told the fact, it writes a usable question — measured, see the README.)
 2. ``exam_distractors_v1`` — a pool of five wrong answers for that question and answer (few-shot).
-   A small model writes plausible wrong answers far better when asked for them alone than when it
-   has to write the question, the key and three distractors at once (measured: see the README).
 
-``core.exam_filters.choose_distractors`` keeps the best 3 wrong answers of the pool that pass the
-a-priori filters (App. A.2); per chunk the best passing candidate is kept (``select_per_chunk``).
+The pool is widened with *mined* distractors (``core.exam_spans.mined_distractors``: terms of the key's
+shape from other chunks, absent from this one, deterministic), and ``core.exam_filters.choose_distractors``
+keeps the best 3 wrong answers that pass the a-priori filters (App. A.2); where each chosen distractor came
+from (``llm`` / ``corpus``) is recorded. Per chunk the best passing candidate is kept (``select_per_chunk``).
 Options are shuffled with a generator seeded by (seed, question id), the correct position recorded.
 Every row carries the prompt hashes, model, seed, tokens and latency; an LLM failure is a row with
 ``error`` (reason ``unparseable``), and the batch goes on.
@@ -24,16 +28,29 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
-from hcat_pipeline.core.exam_filters import FILTER_REASONS, Candidate, FilterConfig, choose_distractors, duplicate_questions
+from hcat_pipeline.core.exam_filters import (
+    FILTER_REASONS,
+    QUESTION_LEVEL,
+    Candidate,
+    FilterConfig,
+    choose_distractors,
+    duplicate_questions,
+    jaccard,
+    topic_overlap,
+)
+from hcat_pipeline.core.exam_spans import Target, TermIndex, answer_targets, cloze_question, mined_distractors, sources
 from hcat_pipeline.core.generation import item_seed
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
 
 QUESTION_PROMPT = "exam_question_v1"
+SPAN_QUESTION_PROMPT = "exam_question_span_v1"
 DISTRACTOR_PROMPT = "exam_distractors_v1"
 LETTERS = ("A", "B", "C", "D", "E", "F")
 _STR = {"type": "string", "minLength": 1}
@@ -42,6 +59,7 @@ QUESTION_SCHEMA = {
     "properties": {"question": _STR, "answer": _STR, "evidence": _STR},
     "required": ["question", "answer", "evidence"],
 }
+SPAN_QUESTION_SCHEMA = {"type": "object", "properties": {"question": _STR}, "required": ["question"]}
 DISTRACTOR_SCHEMA = {
     "type": "object",
     "properties": {"wrong_answers": {"type": "array", "items": _STR, "minItems": 3, "maxItems": 6}},
@@ -76,6 +94,16 @@ def _call(llm, messages, schema, temperature, seed, max_tokens, failed_exception
         return None, f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}"
 
 
+def _passage_around(text: str, sentence: str, max_chars: int) -> str:
+    """The chunk clipped to ``max_chars``, keeping the target sentence inside the window."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= max_chars:
+        return flat
+    i = max(0, flat.find(sentence))
+    start = max(0, min(i - max_chars // 3, len(flat) - max_chars))
+    return _clip(flat[start:], max_chars)
+
+
 def generate_candidate(
     chunk: dict,
     candidate_no: int,
@@ -84,27 +112,40 @@ def generate_candidate(
     sample_temperature: float = 0.7,
     max_passage_chars: int = MAX_PASSAGE_CHARS,
     failed_exceptions: tuple[type[BaseException], ...] = (),
+    target: Target | None = None,
+    free_no: int = 0,
 ) -> dict:
-    """Two LLM calls for one candidate of ``chunk`` (chunk_id, text, stratum, stratum_label): question + key, then wrong answers."""
-    qt, dt = load_prompt(QUESTION_PROMPT), load_prompt(DISTRACTOR_PROMPT)
-    temperature = 0.0 if candidate_no == 0 else sample_temperature
+    """Two LLM calls for one candidate of ``chunk`` (chunk_id, text, stratum, stratum_label): question (+ key), then wrong answers.
+
+    With a ``target`` the key is its term and the model writes only the question (greedy); without, the model writes
+    question, key and evidence (greedy for ``free_no`` 0, sampled after)."""
+    qt = load_prompt(SPAN_QUESTION_PROMPT if target else QUESTION_PROMPT)
+    dt = load_prompt(DISTRACTOR_PROMPT)
+    temperature = 0.0 if target or free_no == 0 else sample_temperature
     s = item_seed(seed, "exam_question", chunk["chunk_id"], str(candidate_no))
     row = {
         "chunk_id": chunk["chunk_id"], "stratum": chunk.get("stratum"), "stratum_label": chunk.get("stratum_label"),
-        "candidate_no": candidate_no, "question": None, "answer": None, "evidence": None, "wrong_pool": [],
+        "candidate_no": candidate_no, "target_kind": f"span:{target.shape}" if target else "free", "question": None,
+        "answer": target.answer if target else None, "evidence": target.sentence if target else None, "wrong_pool": [],
         "question_prompt_hash": qt.hash, "distractor_prompt_hash": dt.hash, "model": None, "seed": s,
         "temperature": temperature, "input_tokens": 0, "output_tokens": 0, "latency_s": 0.0, "error": None,
     }  # fmt: skip
-    r1, err = _call(llm, qt.render(passage=_clip(chunk["text"], max_passage_chars)), QUESTION_SCHEMA, temperature, s,
-                    QUESTION_MAX_TOKENS, failed_exceptions)  # fmt: skip
+    if target:
+        messages = qt.render(passage=_passage_around(chunk["text"], target.sentence, max_passage_chars),
+                             sentence=target.sentence, answer=target.answer)  # fmt: skip
+        r1, err = _call(llm, messages, SPAN_QUESTION_SCHEMA, temperature, s, QUESTION_MAX_TOKENS, failed_exceptions)
+    else:
+        r1, err = _call(llm, qt.render(passage=_clip(chunk["text"], max_passage_chars)), QUESTION_SCHEMA, temperature, s,
+                        QUESTION_MAX_TOKENS, failed_exceptions)  # fmt: skip
     if r1 is None:
         return {**row, "error": f"question: {err}"}
     data = r1.data or {}
     row.update(
-        question=str(data.get("question", "")).strip(), answer=str(data.get("answer", "")).strip(),
-        evidence=str(data.get("evidence", "")).strip(), model=r1.model, input_tokens=r1.input_tokens,
+        question=str(data.get("question", "")).strip(), model=r1.model, input_tokens=r1.input_tokens,
         output_tokens=r1.output_tokens, latency_s=r1.latency_s,
     )  # fmt: skip
+    if not target:
+        row.update(answer=str(data.get("answer", "")).strip(), evidence=str(data.get("evidence", "")).strip())
     if not row["question"] or not row["answer"]:
         return {**row, "error": "question: empty question or answer"}
     s2 = item_seed(seed, "exam_distractors", chunk["chunk_id"], str(candidate_no))
@@ -120,19 +161,67 @@ def generate_candidate(
     return row
 
 
-def filter_candidate(row: dict, passage: str, embed: Callable[[list[str]], np.ndarray], cfg: FilterConfig, seed: int) -> dict:
-    """Apply the a-priori filters to a generated candidate; add options, correct position, verdict and reasons."""
+@lru_cache(maxsize=8)
+def _example_questions(prompt_hashes: tuple[str, ...]) -> tuple[str, ...]:
+    out = []
+    for name in (QUESTION_PROMPT, SPAN_QUESTION_PROMPT):
+        for m in load_prompt(name).render(passage="", sentence="", answer=""):
+            if m["role"] == "assistant":
+                out.append(str(json.loads(m["content"]).get("question", "")))
+    return tuple(out)
+
+
+def copies_example(question: str, threshold: float = 0.7) -> bool:
+    """The question is (nearly) a few-shot example question of the prompts: the model copied instead of asking."""
+    hashes = tuple(load_prompt(n).hash for n in (QUESTION_PROMPT, SPAN_QUESTION_PROMPT))
+    return any(jaccard(question, q, 1) >= threshold for q in _example_questions(hashes))
+
+
+def _judge(question: str, row: dict, passage: str, pool: list[str], embed, cfg: FilterConfig) -> tuple[dict, list[str]]:
+    """choose_distractors for ``question`` plus the question-level checks of this module (example copy, topic)."""
+    verdict = choose_distractors(Candidate(question, row["answer"], passage, pool), embed, cfg)
+    reasons = list(verdict["reasons"])
+    if copies_example(question):
+        reasons.insert(0, "copies_prompt_example")
+    overlap = topic_overlap(question, row.get("evidence") or "")
+    verdict["figures"] = {**verdict["figures"], "question_evidence_overlap": round(overlap, 3)}
+    if overlap < cfg.question_evidence_overlap_min:
+        reasons.append("question_off_topic")
+    return verdict, reasons
+
+
+def filter_candidate(
+    row: dict, passage: str, embed: Callable[[list[str]], np.ndarray], cfg: FilterConfig, seed: int,
+    term_index: TermIndex | None = None,
+) -> dict:  # fmt: skip
+    """Apply the a-priori filters to a generated candidate; add options, correct position, verdict and reasons.
+
+    With a ``term_index`` the LLM's wrong answers are joined by up to ``cfg.mined_distractors`` mined ones
+    (deterministic: the same row and corpus give the same pool). A span candidate whose LLM question fails only
+    question-level filters (``QUESTION_LEVEL``) is asked as a cloze of its evidence sentence instead
+    (``question_form`` "cloze", the model's question kept in ``llm_question``) when that passes."""
     out = {**row, "question_id": None, "options": [], "correct_index": -1, "distractors": [], "passed": False,
-           "reasons": [], "filter_figures": "{}", "subsets_tried": 0}  # fmt: skip
+           "reasons": [], "filter_figures": "{}", "subsets_tried": 0, "mined_pool": [], "distractor_sources": [],
+           "question_form": "llm", "llm_question": row.get("question")}  # fmt: skip
     if row.get("error"):
         return {**out, "reasons": ["unparseable"]}
-    verdict = choose_distractors(Candidate(row["question"], row["answer"], passage, list(row["wrong_pool"])), embed, cfg)
-    qid = question_id_for(row["chunk_id"], row["question"], row["answer"])
+    llm_pool = list(row["wrong_pool"])
+    mined = (mined_distractors(row["answer"], passage, term_index, embed, cfg.mined_distractors)
+             if term_index is not None and cfg.mined_distractors > 0 else [])  # fmt: skip
+    question = row["question"]
+    verdict, reasons = _judge(question, row, passage, llm_pool + mined, embed, cfg)
+    cloze = cloze_question(row["evidence"], row["answer"]) if str(row.get("target_kind", "")).startswith("span") else None
+    if reasons and cloze and set(reasons) <= QUESTION_LEVEL | {"question_off_topic"}:
+        c_verdict, c_reasons = _judge(cloze, row, passage, llm_pool + mined, embed, cfg)
+        if not c_reasons:
+            question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"
+    qid = question_id_for(row["chunk_id"], question, row["answer"])
     options, correct = shuffle_options(row["answer"], verdict["distractors"], seed, qid)
     return {
-        **out, "question_id": qid, "options": options, "correct_index": correct, "distractors": verdict["distractors"],
-        "passed": verdict["ok"], "reasons": verdict["reasons"], "filter_figures": json.dumps(verdict["figures"], sort_keys=True),
-        "subsets_tried": verdict["subsets_tried"],
+        **out, "question": question, "question_id": qid, "options": options, "correct_index": correct,
+        "distractors": verdict["distractors"], "passed": not reasons, "reasons": reasons,
+        "filter_figures": json.dumps(verdict["figures"], sort_keys=True), "subsets_tried": verdict["subsets_tried"],
+        "mined_pool": mined, "distractor_sources": sources(verdict["distractors"], llm_pool),
     }  # fmt: skip
 
 
@@ -182,23 +271,32 @@ def generate_exam_candidates(
     on_row: Callable[[dict], None] | None = None,
     done: dict[tuple[str, int], dict] | None = None,
     on_raw: Callable[[dict], None] | None = None,
+    answer_targets_first: bool = True,
+    term_index: TermIndex | None = None,
 ) -> list[dict]:
     """Every candidate of every chunk, filtered, with ``selected`` marking the exam's questions.
 
-    With ``stop_after_passing`` a chunk's further candidates are generated only while none has passed
-    (saves LLM calls: the second candidate is asked for the chunks the first one failed on).
+    Candidate k of a chunk asks about the chunk's k-th answer target while there is one (``answer_targets_first``),
+    then free questions. With ``stop_after_passing`` a chunk's further candidates are generated only while none has
+    passed. ``term_index`` (mined distractors) defaults to the terms of ``chunks``' texts.
     ``done`` — raw candidates already generated ((chunk_id, candidate_no) -> row, e.g. from a checkpoint):
     they are filtered again, not asked again; ``on_raw`` receives each newly generated raw row (to checkpoint it)."""
     rows: list[dict] = []
     done = done or {}
+    if term_index is None and cfg.mined_distractors > 0:
+        term_index = TermIndex(c["text"] for c in chunks)
+    n = max(1, candidates_per_chunk)
     for chunk in chunks:
-        for k in range(max(1, candidates_per_chunk)):
+        targets = answer_targets(chunk["text"], n) if answer_targets_first else []
+        for k in range(n):
             raw = done.get((chunk["chunk_id"], k))
             if raw is None:
-                raw = generate_candidate(chunk, k, llm, seed, sample_temperature, max_passage_chars, failed_exceptions)
+                target = targets[k] if k < len(targets) else None
+                raw = generate_candidate(chunk, k, llm, seed, sample_temperature, max_passage_chars, failed_exceptions,
+                                         target, free_no=k - len(targets))  # fmt: skip
                 if on_raw:
                     on_raw(raw)
-            row = filter_candidate(raw, chunk["text"], embed, cfg, seed)
+            row = filter_candidate(raw, chunk["text"], embed, cfg, seed, term_index)
             row["sample_rank"] = chunk.get("sample_rank")
             rows.append(row)
             if on_row:
@@ -231,4 +329,8 @@ def survival(rows: Sequence[dict]) -> dict:
         "chunk_survival_rate": selected / len(chunks) if chunks else float("nan"),
         "unparseable": sum(1 for r in rows if r.get("error")),
         "llm_calls": sum(2 if r.get("wrong_pool") else 1 for r in rows),
+        "candidates_by_kind": dict(Counter(str(r.get("target_kind") or "free").split(":")[0] for r in rows)),
+        "selected_by_kind": dict(Counter(str(r.get("target_kind") or "free").split(":")[0] for r in rows if r.get("selected"))),
+        "selected_by_form": dict(Counter(str(r.get("question_form") or "llm") for r in rows if r.get("selected"))),
+        "selected_distractor_sources": dict(Counter(s for r in rows if r.get("selected") for s in r.get("distractor_sources") or [])),
     }  # fmt: skip

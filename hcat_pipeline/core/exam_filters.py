@@ -20,11 +20,16 @@ Filters (each a reason, counted; thresholds in ``FilterConfig``):
 * ``extra_similarity_high`` — a wrong answer is closer to the source passage than the correct answer
   by more than a margin, in Jaccard or in embedding (paper: extra-candidate similarity): it is probably
   also true.
-* ``extra_similarity_low`` — the correct answer itself is far from the passage (cosine below the floor):
-  the key is not grounded.
-* ``answer_in_question`` — the correct answer is answerable from the question alone (its content words
-  all appear in the question).
+* ``extra_similarity_low`` — the correct answer itself is far from the passage (cosine below the floor) and
+  does not occur in it verbatim: the key is not grounded.
+* ``answer_in_question`` — the correct answer is answerable from the question alone (≥ 75 % of its content
+  words appear in the question; this also catches a key that restates the question).
 * ``length_giveaway`` — the correct option is the longest by a ratio (or the shortest by a ratio).
+* ``duplicate_question`` — a near-duplicate (embedding cosine) of a question already selected.
+* ``copies_prompt_example`` — the question is (nearly) one of the prompts' few-shot example questions.
+* ``question_off_topic`` — under ``question_evidence_overlap_min`` of the question's topic words (content
+  words other than generic ones: "difference", "purpose", "python" …) occur in the evidence sentence: the
+  question is not about the fact its key was taken from.
 
 Jaccard is over word n-grams with n = round(mean option length in words), capped at ``max_ngram``
 (the paper picks n as the mean candidate answer length; the cap keeps long answers comparable to a
@@ -58,6 +63,15 @@ FILTER_REASONS = (
     "answer_in_question",
     "length_giveaway",
     "duplicate_question",
+    "copies_prompt_example",
+    "question_off_topic",
+)
+# reasons about the question's wording alone: a span candidate failing only these can be asked as a cloze instead
+QUESTION_LEVEL = frozenset({"not_self_contained", "answer_in_question", "copies_prompt_example", "question_off_topic"})
+# words of a question that say nothing about its topic
+_GENERIC = frozenset(
+    "what which when how who whom whose why where does do did is are was were difference between purpose meaning used use "
+    "python type kind name called following happens happen mean means".split()
 )
 
 # references to the generating document (App. A.2 "self-contained constraint")
@@ -86,6 +100,8 @@ class FilterConfig:
     length_ratio_max: float = 1.8  # correct longer than every wrong answer by this ratio (chars)
     length_ratio_min: float = 0.45  # correct shorter than every wrong answer by this ratio
     duplicate_question_cosine: float = 0.95
+    question_evidence_overlap_min: float = 0.5  # share of the question's topic words found in its evidence sentence
+    mined_distractors: int = 5  # same-shape corpus terms added to the LLM's wrong answers (0 = LLM only)
 
 
 def words(text: str) -> list[str]:
@@ -118,11 +134,19 @@ def self_contained(question: str) -> bool:
     return SELF_REFERENCE.search(question or "") is None
 
 
-def answer_in_question(question: str, answer: str) -> bool:
-    """Every content word of the answer already appears in the question (answerable from the question alone)."""
+def answer_in_question(question: str, answer: str, share: float = 0.75) -> bool:
+    """At least ``share`` of the answer's content words already appear in the question (answerable from the question
+    alone, or a key that restates the question)."""
     content = [w for w in words(answer) if w not in STOPWORDS]
     q = set(words(question))
-    return bool(content) and all(w in q for w in content)
+    return bool(content) and sum(w in q for w in content) / len(content) >= share
+
+
+def topic_overlap(question: str, evidence: str) -> float:
+    """Share of the question's topic words (content words, not generic) that occur in the evidence (0 when it has none)."""
+    topic = {w for w in words(question) if w not in STOPWORDS and w not in _GENERIC}
+    ev = set(words(evidence))
+    return len(topic & ev) / len(topic) if topic else 0.0
 
 
 def _contains(a: str, b: str) -> bool:
@@ -201,8 +225,8 @@ def choose_distractors(cand: Candidate, embed: Callable[[list[str]], np.ndarray]
         return {"ok": False, "distractors": pool[: cfg.n_distractors], "reasons": base, "figures": {}, "subsets_tried": 0}
     vec = _vectors(embed, [a, cand.question + " " + a, cand.passage, *pool])
     ground = float(vec[a] @ vec[cand.passage])
-    if ground < cfg.extra_cosine_min:
-        base.append("extra_similarity_low")
+    if ground < cfg.extra_cosine_min and f" {normalise(a)} " not in f" {normalise(cand.passage)} ":
+        base.append("extra_similarity_low")  # a key found verbatim in the passage is grounded, whatever its embedding
     best = None
     tried = 0
     for subset in itertools.combinations(pool, cfg.n_distractors):
