@@ -38,6 +38,8 @@ EXAM_COLUMNS = {
     "correct_index": pl.Int32,
     "answer": pl.String,
     "evidence": pl.String,
+    "question_form": pl.String,
+    "distractor_sources": pl.List(pl.String),
     "chunk_id": pl.String,
     "stratum": pl.Int32,
     "stratum_label": pl.String,
@@ -68,6 +70,7 @@ def exam_table(selected: list[dict], corpus_hash: str | None = None) -> pl.DataF
         rows.append({
             "question_id": r["question_id"], "exam_version": None, "question": r["question"], "options": list(r["options"]),
             "correct_index": int(r["correct_index"]), "answer": r["answer"], "evidence": r.get("evidence"),
+            "question_form": r.get("question_form") or "llm", "distractor_sources": list(r.get("distractor_sources") or []),
             "chunk_id": r["chunk_id"], "stratum": r.get("stratum"), "stratum_label": r.get("stratum_label"),
             "model": r.get("model"), "question_prompt_hash": r.get("question_prompt_hash"),
             "distractor_prompt_hash": r.get("distractor_prompt_hash"), "seed": r.get("seed"), "corpus_hash": corpus_hash,
