@@ -274,6 +274,25 @@ def test_featurize_calls_each_model_once_per_batch_on_unique_texts():
     np.testing.assert_array_equal(raw[0], raw[2])
 
 
+def test_contradiction_skips_quotations_and_reads_k_premise_aligned_sentences():
+    seen = []
+
+    def contra(p, h):
+        seen.extend(zip(p, h))
+        return np.full(len(h), 0.8)
+
+    hyps = ["the eiffel tower  was completed in 1889 in Paris.",  # a context sentence (case / spaces aside)
+            "The Eiffel Tower was completed in 1889 in Madrid."]
+    for k in (1, 2):
+        seen.clear()
+        raw, names, aligned = nli.featurize([CONTEXT] * 2, hyps, _fake_embed, contradiction=contra, k_candidates=3, k_premise=k)
+        c = raw[:, names.index("contradiction")]
+        assert c[0] == 0.0 and c[1] == 0.8  # the quotation contradicts nothing and is never sent to the model
+        assert [h for _, h in seen] == [hyps[1]]
+        assert seen[0][0] == " ".join(CONTEXT[j] for j in sorted(aligned[1][:k]))
+        assert len(aligned[1]) == 2  # the other features still see k_aligned sentences
+
+
 def test_parse_summary_normalises_voice_and_finds_role_swaps():
     from types import SimpleNamespace as T
 

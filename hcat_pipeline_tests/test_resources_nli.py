@@ -111,6 +111,34 @@ def test_missing_weights_and_feature_mismatch_are_clear(tmp_path, nli_model):
             [CONTEXT], ["The tower is tall."])
 
 
+def test_models_whose_features_weigh_zero_are_not_run(tmp_path, nli_model, monkeypatch):
+    from hcat_pipeline.core.metrics.nli_parse import PARSE_FEATURES
+
+    d = json.loads(PACKAGED_HEAD.read_text())
+    names = d["feature_names"]
+    for f in PARSE_FEATURES + ["contradiction"]:
+        d["w"][names.index(f)] = 0.0
+    (tmp_path / "zero.json").write_text(json.dumps(d))
+    hyps = ["The Eiffel Tower was completed in 1889.", "The Eiffel Tower is not in Paris."]
+    m = NLIModel(weights_path=str(tmp_path / "zero.json"), embedding_cache_dir=nli_model.embedding_cache_dir)
+    full, got = m.pair_features([CONTEXT] * 2, hyps)  # every feature, both models run
+    assert got == names and m._parse_cache
+    m._parse_cache.clear()
+
+    def no_call(*a, **k):
+        raise AssertionError("a model with zero-weight features was run")
+
+    monkeypatch.setattr(NLIModel, "contradiction", no_call)
+    out = m.decision([CONTEXT] * 2, hyps)
+    assert not m._parse_cache  # spaCy not run either
+    np.testing.assert_allclose(out["z"], m.head().decision(full)["z"], rtol=0, atol=1e-12)  # same scores
+    d["w"][names.index("role_swap")] = -0.1  # a parse feature that weighs: spaCy runs again
+    (tmp_path / "parse.json").write_text(json.dumps(d))
+    m2 = NLIModel(weights_path=str(tmp_path / "parse.json"), embedding_cache_dir=nli_model.embedding_cache_dir)
+    m2.decision([CONTEXT] * 2, hyps)
+    assert m2._parse_cache
+
+
 def test_asset_and_cli_take_their_defaults_from_the_recipe():
     import argparse
 

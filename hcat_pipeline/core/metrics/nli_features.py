@@ -43,6 +43,7 @@ ALIGN_FEATURES = [
 CONTRADICTION_FEATURE = "contradiction"
 K_CANDIDATES = 4
 K_ALIGNED = 2
+K_PREMISE = 2  # aligned sentences (best first) that form the contradiction model's premise
 
 
 def feature_names(use_parse: bool = True, use_contradiction: bool = True) -> list[str]:
@@ -65,6 +66,11 @@ class _Context:
     bigrams: set[tuple[str, str]]
     nums: set[str]
     words: set[str]
+    quoted: set[str]  # the sentences, normalised (``_norm``): an answer sentence equal to one is a quotation
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def _context(sentences: Sequence[str]) -> _Context:
@@ -78,7 +84,7 @@ def _context(sentences: Sequence[str]) -> _Context:
     text = " ".join(sentences)
     pc = [lx.stem(t) for t in lx.content_tokens(text)]
     return _Context(list(sentences), stems, idf, set(pc), set(zip(pc, pc[1:])), set(lx.numbers(text)),
-                    {lx.stem(t) for t in lx.tokens(text)})
+                    {lx.stem(t) for t in lx.tokens(text)}, {_norm(s) for s in sentences})
 
 
 def candidates(ctx: _Context, hypothesis: str, k: int = K_CANDIDATES) -> list[int]:
@@ -128,6 +134,7 @@ def featurize(
     contradiction: Callable[[list[str], list[str]], np.ndarray] | None = None,
     k_candidates: int = K_CANDIDATES,
     k_aligned: int = K_ALIGNED,
+    k_premise: int = K_PREMISE,
 ) -> tuple[np.ndarray, list[str], list[list[int]]]:
     """Raw features (one row per pair, columns ``feature_names(parse given, contradiction given)``),
     their names, and per pair the indices of the aligned context sentences (best first)."""
@@ -161,11 +168,13 @@ def featurize(
         parses = dict(zip(need, parse(need)))
     contra = None
     if contradiction is not None:
-        prem_texts = [" ".join(p[j] for j in sorted(a)) for p, a in zip(prem, aligned_idx)]
-        keys = list(dict.fromkeys(zip(prem_texts, hyps)))
+        # a quotation (the answer sentence is one of the context's sentences) contradicts nothing: 0, model not run
+        quoted = [_norm(h) in contexts[tuple(p)].quoted for p, h in zip(prem, hyps)]
+        prem_texts = [" ".join(p[j] for j in sorted(a[:k_premise])) for p, a in zip(prem, aligned_idx)]
+        keys = list(dict.fromkeys((pt, h) for pt, h, q in zip(prem_texts, hyps, quoted) if not q))
         probs = np.asarray(contradiction([k[0] for k in keys], [k[1] for k in keys]), dtype=np.float64) if keys else []
         got = dict(zip(keys, probs))
-        contra = [got[(pt, h)] for pt, h in zip(prem_texts, hyps)]
+        contra = [0.0 if q else got[(pt, h)] for pt, h, q in zip(prem_texts, hyps, quoted)]
     rows = []
     for i, (p, h, a) in enumerate(zip(prem, hyps, aligned_idx)):
         s = sims_all[i]
