@@ -7,7 +7,9 @@ from __future__ import annotations
 import polars as pl
 
 from hcat_pipeline.core.exam import generate_candidate
+from hcat_pipeline.core.exam_spans import answer_targets
 from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, take_exam
+from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.core.retrieval import build_retriever
 from hcat_pipeline.resources.llm import LLMCallFailed
 
@@ -66,3 +68,16 @@ def test_one_generated_candidate_is_schema_valid(local_llm):
     assert row["question"].endswith("?") and row["answer"]
     assert 3 <= len(row["wrong_pool"]) <= 6
     assert row["question_prompt_hash"] and row["distractor_prompt_hash"] and row["model"]
+
+
+def test_span_targeted_candidate_keeps_the_target_as_key(local_llm):
+    text = ('The "with" statement wraps a block. The context manager\'s "__exit__()" method is called when the block is '
+            "left, even if an exception occurred inside it.")  # fmt: skip
+    target = answer_targets(text, 1)[0]
+    chunk = {"chunk_id": "c-with", "text": text, "stratum": 0, "stratum_label": "with"}
+    row = generate_candidate(chunk, 0, local_llm, seed=0, failed_exceptions=(LLMCallFailed,), target=target)
+    assert row["error"] is None, row["error"]
+    assert row["target_kind"] == "span:dunder" and row["answer"] == "__exit__()" and row["evidence"] == target.sentence
+    assert row["question"].strip() and row["question_prompt_hash"] == load_prompt("exam_question_span_v1").hash
+    again = generate_candidate(chunk, 0, local_llm, seed=0, failed_exceptions=(LLMCallFailed,), target=target)
+    assert again["question"] == row["question"]  # greedy: the same question every time
