@@ -9,6 +9,8 @@ not asked again).
 
     nice -n 19 python benchmarks/exam_generation.py --out /tmp/exam_gen.jsonl [--sample-size 64] [--max-chunks N]
     [--free-only]   # the previous method: the model chooses the fact and writes the key (no answer targets)
+    [--asset-checkpoint]  # read / append the exam_candidates asset's own checkpoint instead of --out, so that
+                          # `hcat exam` afterwards reuses every candidate generated here
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def main() -> None:
     ap.add_argument("--max-chunks", type=int, default=0)
     ap.add_argument("--free-only", action="store_true", help="no answer targets, no mined distractors (the previous method)")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--asset-checkpoint", action="store_true", help="use the exam_candidates asset's checkpoint file (implies --resume)")
     args = ap.parse_args()
 
     strata = pl.read_parquet(WAREHOUSE_DIR / "topic_strata.parquet")
@@ -55,6 +58,11 @@ def main() -> None:
         cfg = dataclasses.replace(cfg, mined_distractors=0)
     llm, emb = LLM(provider="local"), EmbeddingModel()
     out = Path(args.out)
+    if args.asset_checkpoint:
+        from hcat_pipeline.assets.exam import candidates_checkpoint
+
+        out, args.resume = candidates_checkpoint(defaults, llm), True
+        out.parent.mkdir(parents=True, exist_ok=True)
     done: dict[tuple[str, int], dict] = {}
     if args.resume and out.exists():
         for line in out.read_text().splitlines():

@@ -135,6 +135,16 @@ def _png_md(png: bytes, alt: str) -> dg.MetadataValue:
     return dg.MetadataValue.md(png_markdown(png, alt))
 
 
+def candidates_checkpoint(config: ExamGenerationConfig, llm: LLM) -> Path:
+    """The JSONL of generated raw candidates (a crash or a threshold change does not pay for generation again):
+    keyed by everything that changes a generated candidate (model, prompts, seed, temperature, passage length,
+    answer targets), not by the filter thresholds."""
+    prompts = [load_prompt(p).hash for p in (QUESTION_PROMPT, DISTRACTOR_PROMPT, SPAN_QUESTION_PROMPT)]
+    key = json_hash({"model": llm.fingerprint(), "prompts": prompts, "seed": config.seed, "t": config.sample_temperature,
+                     "chars": config.max_passage_chars, "targets": config.answer_targets_first})  # fmt: skip
+    return Path(config.checkpoint_dir) / f"{key}.jsonl"
+
+
 @dg.asset(
     group_name="exam",
     pool="llm",
@@ -152,12 +162,7 @@ def exam_candidates(
         raise dg.Failure(f"exam_candidates: {e}") from e
     sample = sample.join(chunks.select("chunk_id", "text"), on="chunk_id", how="inner").sort("sample_rank")
     cfg = FilterConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(FilterConfig)})
-    # generated candidates are checkpointed (a crash or a threshold change does not pay for generation again);
-    # the key covers everything that changes a generated candidate, not the filter thresholds
-    prompts = [load_prompt(p).hash for p in (QUESTION_PROMPT, DISTRACTOR_PROMPT, SPAN_QUESTION_PROMPT)]
-    key = json_hash({"model": llm.fingerprint(), "prompts": prompts, "seed": config.seed, "t": config.sample_temperature,
-                     "chars": config.max_passage_chars, "targets": config.answer_targets_first})  # fmt: skip
-    store = Path(config.checkpoint_dir) / f"{key}.jsonl"
+    store = candidates_checkpoint(config, llm)
     done = {(r["chunk_id"], r["candidate_no"]): r for r in _read_jsonl(store)}
     t0 = time.perf_counter()
     rows = generate_exam_candidates(

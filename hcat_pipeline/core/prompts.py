@@ -53,10 +53,10 @@ class PromptTemplate:
             role = role.strip()
             if role not in ROLES:
                 raise ValueError(f"prompt {self.name}: unknown section {role!r}")
-            for key, value in values.items():
-                body = body.replace("{{" + key + "}}", value)
-            if "{{" in body:
-                raise ValueError(f"prompt {self.name}: no value for {_PLACEHOLDER.findall(body)}")
+            missing = [k for k in _PLACEHOLDER.findall(body) if k not in values]
+            if missing:  # checked on the template, not after filling: a value may itself contain "{{" (format strings)
+                raise ValueError(f"prompt {self.name}: no value for {missing}")
+            body = _PLACEHOLDER.sub(lambda m: values[m.group(1)], body)  # one pass: values are never re-scanned
             messages.append({"role": role, "content": body.strip()})
         return messages
 
