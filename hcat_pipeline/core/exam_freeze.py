@@ -6,7 +6,7 @@ as ``exam.parquet`` (rows sorted by question_id) + ``manifest.json`` with the SH
 exam's statistics (App. A.3 table: candidates, rejections by reason, survivors, baselines, mean
 question length) and the provenance (prompt hashes, model, seed, corpus hash). The default version
 name is ``ex-<table_sha256[:12]>``: the same candidates and seed give the same version. The directory
-is written aside and renamed into place, manifest last; a frozen version is never rewritten
+is written aside and renamed into place (``core.frozen``, shared with golden sets); a frozen version is never rewritten
 (identical content returns the stored manifest, different content raises ``ExamVersionConflict``).
 Every downstream row (exam responses, IRT tables, report) carries ``exam_version``.
 
@@ -16,17 +16,13 @@ No dagster import.
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-import shutil
-import uuid
 from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.golden import check_version_name, file_sha256, table_sha256
+from hcat_pipeline.core.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
+from hcat_pipeline.core.golden import check_version_name
 
-MANIFEST_NAME = "manifest.json"
 TABLE_NAME = "exam.parquet"
 MANIFEST_FORMAT = "hcat-exam/1"
 
@@ -61,6 +57,9 @@ class ExamVersionConflict(ExamError):
 
 class ExamIntegrityError(ExamError):
     """A frozen exam's files do not match its manifest."""
+
+
+_KIND = FrozenKind("exam version", TABLE_NAME, ExamError, ExamIntegrityError, ExamVersionConflict, "a frozen exam is never rewritten")
 
 
 def exam_table(selected: list[dict], corpus_hash: str | None = None) -> pl.DataFrame:
@@ -101,66 +100,17 @@ def freeze_exam(frame: pl.DataFrame, exam_dir: str | Path, version: str | None =
         raise ExamError("refusing to freeze an exam with no questions")
     version = version or default_version(frame)
     frame = frame.select(list(EXAM_COLUMNS)).with_columns(pl.lit(version, pl.String).alias("exam_version")).sort("question_id")
-    t_hash = table_sha256(frame)
-    vdir = _dir(version, exam_dir)
-    if (vdir / MANIFEST_NAME).exists():
-        stored = verify_exam(version, exam_dir)
-        if stored["table_sha256"] != t_hash:
-            raise ExamVersionConflict(
-                f"exam version {version!r} is already frozen at {vdir} with different content (stored table_sha256 "
-                f"{stored['table_sha256'][:12]}…, offered {t_hash[:12]}…); a frozen exam is never rewritten"
-            )
-        return stored
-    if vdir.exists() and any(vdir.iterdir()):
-        raise ExamError(f"{vdir} exists without a {MANIFEST_NAME}: remove it or choose another version")
-    Path(exam_dir).mkdir(parents=True, exist_ok=True)
-    tmp = Path(exam_dir) / f".{version}.{uuid.uuid4().hex}.tmp"
-    tmp.mkdir()
-    try:
-        frame.write_parquet(tmp / TABLE_NAME, compression="zstd", statistics=True)
-        manifest = {
-            "format": MANIFEST_FORMAT, "version": version, "file": TABLE_NAME,
-            "content_sha256": file_sha256(tmp / TABLE_NAME), "table_sha256": t_hash, "n_questions": frame.height,
-            "frozen_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "statistics": stats or {}, "provenance": provenance or {},
-            "columns": {c: str(t) for c, t in frame.schema.items()},
-        }  # fmt: skip
-        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-        if vdir.exists():
-            vdir.rmdir()
-        try:
-            os.rename(tmp, vdir)
-        except OSError:  # frozen concurrently by someone else
-            if (vdir / MANIFEST_NAME).exists():
-                return freeze_exam(frame, exam_dir, version, stats, provenance)
-            raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return manifest
+
+    def fields() -> dict:
+        return {"n_questions": frame.height, "frozen_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "statistics": stats or {}, "provenance": provenance or {}}  # fmt: skip
+
+    return freeze_table(frame, version, _dir(version, exam_dir), _KIND, fields, MANIFEST_FORMAT)
 
 
 def verify_exam(version: str, exam_dir: str | Path) -> dict:
     """Check a frozen exam's file against its manifest; return the manifest."""
-    path = _dir(version, exam_dir) / MANIFEST_NAME
-    if not path.exists():
-        raise ExamError(f"exam version {version!r} is not frozen: no {path}")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ExamIntegrityError(f"{path}: not valid JSON ({e})") from e
-    table = path.parent / manifest.get("file", TABLE_NAME)
-    if not table.exists():
-        raise ExamIntegrityError(f"exam version {version!r}: {table} is missing")
-    got = file_sha256(table)
-    if got != manifest.get("content_sha256"):
-        raise ExamIntegrityError(
-            f"exam version {version!r}: {table} has SHA-256 {got[:12]}… but the manifest says "
-            f"{str(manifest.get('content_sha256'))[:12]}…; the frozen file was modified"
-        )
-    if manifest.get("version") != version:
-        raise ExamIntegrityError(f"{path}: manifest is for version {manifest.get('version')!r}, not {version!r}")
-    return manifest
+    return verify_frozen(_dir(version, exam_dir), version, _KIND)
 
 
 def load_exam(version: str, exam_dir: str | Path) -> tuple[pl.DataFrame, dict]:

@@ -28,20 +28,19 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import hashlib
 import json
 import os
 import re
-import shutil
-import uuid
 from pathlib import Path
 
 import polars as pl
 
+from hcat_pipeline.core.content_hash import file_sha256  # noqa: F401  (re-exported: callers import it from here)
+from hcat_pipeline.core.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
+from hcat_pipeline.core.frozen import read_manifest as _read_manifest
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.schemas import GOLDEN_SET, conform
 
-MANIFEST_NAME = "manifest.json"
 TABLE_NAME = "golden_set.parquet"
 MANIFEST_FORMAT = "hcat-golden-set/1"
 
@@ -80,7 +79,13 @@ class CaseImportError(GoldenSetError):
         super().__init__(f"{path}: {len(errors)} problem(s), nothing imported:\n{lines}{more}")
 
 
+_KIND = FrozenKind("golden-set version", TABLE_NAME, GoldenSetError, GoldenSetIntegrityError, VersionConflict,
+                   "a frozen version is never rewritten: freeze the new cases under a new version")  # fmt: skip
+
+
 # ---------------------------------------------------------------- cases
+
+
 def _canonical(value) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -140,24 +145,6 @@ def cases_frame(cases: list[dict], extra_schema: dict | None = None) -> pl.DataF
 def corpus_hash(doc_ids) -> str:
     """Hash of the corpus: SHA-256 over its sorted document ids (which are content hashes)."""
     return short_hash(*sorted(set(doc_ids)), n=16, sep="\n")
-
-
-def table_sha256(frame: pl.DataFrame) -> str:
-    """SHA-256 of the canonical JSON of the rows (column order as given, rows as stored)."""
-    h = hashlib.sha256()
-    h.update(_canonical(frame.columns).encode())
-    for row in frame.iter_rows():
-        h.update(_canonical(list(row)).encode())
-        h.update(b"\n")
-    return h.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def resolve_created_at(created_at: str | None = None) -> str:
@@ -255,88 +242,27 @@ def freeze_version(
     ``VersionConflict`` if the version exists with different content. ``inputs_sha256`` defaults
     to the hash of the candidate rows.
     """
-    vdir = version_dir(version, golden_dir)
     frame = _prepare(candidates, version, created_at)
-    t_hash = table_sha256(frame)
-    if (vdir / MANIFEST_NAME).exists():
-        stored = verify_version(version, golden_dir)
-        if stored["table_sha256"] != t_hash:
-            raise VersionConflict(
-                f"golden-set version {version!r} is already frozen at {vdir} with different content "
-                f"(stored table_sha256 {stored['table_sha256'][:12]}…, offered {t_hash[:12]}…); "
-                "a frozen version is never rewritten: freeze the new cases under a new version"
-            )
-        return stored
-    if vdir.exists() and any(vdir.iterdir()):
-        raise GoldenSetError(f"{vdir} exists without a {MANIFEST_NAME}: remove it or choose another version")
-    Path(golden_dir).mkdir(parents=True, exist_ok=True)
-    tmp = Path(golden_dir) / f".{version}.{uuid.uuid4().hex}.tmp"
-    tmp.mkdir()
-    try:
-        frame.write_parquet(tmp / TABLE_NAME, compression="zstd", statistics=True)
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "version": version,
-            "file": TABLE_NAME,
-            "content_sha256": file_sha256(tmp / TABLE_NAME),
-            "table_sha256": t_hash,
-            "inputs_sha256": inputs_sha256 or table_sha256(candidates.sort("case_id")),
-            "n_cases": frame.height,
-            "created_at": frame["created_at"].min(),
-            "frozen_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "frozen_by": frozen_by(provenance, source),
-            "source": source,
-            "columns": {c: str(t) for c, t in frame.schema.items()},
+
+    def fields() -> dict:
+        return {
+            "inputs_sha256": inputs_sha256 or table_sha256(candidates.sort("case_id")), "n_cases": frame.height,
+            "created_at": frame["created_at"].min(), "frozen_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "frozen_by": frozen_by(provenance, source), "source": source,
             "counts": {c: _counts(frame, c) for c in ("category", "query_type", "variant_kind", "expected_behavior")},
             "provenance": provenance or {},
-        }
-        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if vdir.exists():  # an empty directory left by a person: replace it
-            vdir.rmdir()
-        try:
-            os.rename(tmp, vdir)
-        except OSError:  # someone froze the same version concurrently
-            if (vdir / MANIFEST_NAME).exists():
-                return freeze_version(candidates, version, golden_dir, inputs_sha256, created_at, source, provenance)
-            raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return manifest
+        }  # fmt: skip
+
+    return freeze_table(frame, version, version_dir(version, golden_dir), _KIND, fields, MANIFEST_FORMAT)
 
 
 def read_manifest(version: str, golden_dir: str | Path) -> dict:
-    path = version_dir(version, golden_dir) / MANIFEST_NAME
-    if not path.exists():
-        raise GoldenSetError(f"golden-set version {version!r} is not frozen: no {path}")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise GoldenSetIntegrityError(f"{path}: not valid JSON ({e})") from e
-    for key in ("content_sha256", "file"):
-        if key not in manifest:
-            raise GoldenSetIntegrityError(f"{path}: manifest has no {key!r}")
-    return manifest
+    return _read_manifest(version_dir(version, golden_dir), version, _KIND)
 
 
 def verify_version(version: str, golden_dir: str | Path) -> dict:
     """Check the version's file against its manifest (SHA-256 of the bytes; table hash if given). Returns the manifest."""
-    manifest = read_manifest(version, golden_dir)
-    vdir = version_dir(version, golden_dir)
-    table = vdir / manifest["file"]
-    if not table.exists():
-        raise GoldenSetIntegrityError(f"golden-set version {version!r}: {table} is missing")
-    got = file_sha256(table)
-    if got != manifest["content_sha256"]:
-        raise GoldenSetIntegrityError(
-            f"golden-set version {version!r}: {table} has SHA-256 {got[:12]}… but the manifest says "
-            f"{manifest['content_sha256'][:12]}…; the frozen file was modified"
-        )
-    if manifest.get("version", version) != version:
-        raise GoldenSetIntegrityError(f"{vdir / MANIFEST_NAME}: manifest is for version {manifest['version']!r}, not {version!r}")
-    if "table_sha256" not in manifest:
-        manifest = {**manifest, "table_sha256": table_sha256(pl.read_parquet(table))}
-    return manifest
+    return verify_frozen(version_dir(version, golden_dir), version, _KIND)
 
 
 def load_version(version: str, golden_dir: str | Path) -> tuple[pl.DataFrame, dict]:
