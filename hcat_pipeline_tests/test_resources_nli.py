@@ -39,7 +39,9 @@ def test_packaged_head_is_shipped_and_matches_the_scorer(nli_model):
     head = nli_model.head()
     assert head.w_norm > 0 and head.info["n_train"] >= 1000
     assert head.info["config"] == dataclasses.asdict(TrainConfig())  # built with the recipe's defaults
-    _, names = nli_model.pair_features([CONTEXT], ["The tower is tall."])
+    cfg = TrainConfig()
+    _, names = nli_model.pair_features([CONTEXT], ["The tower is tall."], use_parse=cfg.use_parse,
+                                       use_contradiction=cfg.use_contradiction)
     assert names == head.feature_names
 
 
@@ -115,6 +117,10 @@ def test_models_whose_features_weigh_zero_are_not_run(tmp_path, nli_model, monke
     from hcat_pipeline.core.metrics.nli_parse import PARSE_FEATURES
 
     d = json.loads(PACKAGED_HEAD.read_text())
+    if PARSE_FEATURES[0] not in d["feature_names"]:  # a head with the parse features, weighing 0
+        k = d["feature_names"].index("contradiction")
+        for key, fill in (("feature_names", PARSE_FEATURES), ("w", [0.0] * 4), ("mean", [0.0] * 4), ("scale", [1.0] * 4)):
+            d[key][k:k] = fill
     names = d["feature_names"]
     for f in PARSE_FEATURES + ["contradiction"]:
         d["w"][names.index(f)] = 0.0

