@@ -293,6 +293,31 @@ def test_contradiction_skips_quotations_and_reads_k_premise_aligned_sentences():
         assert len(aligned[1]) == 2  # the other features still see k_aligned sentences
 
 
+def test_featurize_embeds_only_where_the_best_candidate_changes_a_needed_feature():
+    hyps = ["The tower was completed in 2019.",  # the number is in one candidate only: the best one matters
+            "Ticket prices for the tower fell.",  # same needed features whichever candidate is best
+            "The Louvre is a museum in Lyon."]
+    needed = {"content_novelty", "aligned_number_novelty", "negation_mismatch", "contradiction"}
+    seen = []
+
+    def embed(texts):
+        seen.extend(texts)
+        return _fake_embed(texts)
+
+    full, names, al_full = nli.featurize([CONTEXT] * 3, hyps, _fake_embed, k_candidates=2)
+    part, names2, al = nli.featurize([CONTEXT] * 3, hyps, embed, k_candidates=2, needed=needed)
+    assert names2 == names
+    cols = [names.index(n) for n in needed if n in names]
+    np.testing.assert_array_equal(part[:, cols], full[:, cols])  # the needed features are the same
+    assert hyps[0] in seen and hyps[1] not in seen and len(seen) < len(set(hyps) | set(CONTEXT))
+    assert al[0] == al_full[0] and sorted(al[1]) == sorted(al_full[1])
+    assert part[1, names.index("max_sim")] == 0.0  # not needed, not computed
+    # a needed similarity feature: everything is embedded again
+    seen.clear()
+    nli.featurize([CONTEXT] * 3, hyps, embed, k_candidates=2, needed=needed | {"max_sim"})
+    assert set(hyps) <= set(seen)
+
+
 def test_parse_summary_normalises_voice_and_finds_role_swaps():
     from types import SimpleNamespace as T
 

@@ -108,12 +108,14 @@ class NLIModel(dg.ConfigurableResource):
 
     # -- features and decision --
     def pair_features(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str],
-                      use_parse: bool = True, use_contradiction: bool = True, return_aligned: bool = False):
-        """Raw pair features and their names (for training a head or scoring with one)."""
+                      use_parse: bool = True, use_contradiction: bool = True, return_aligned: bool = False,
+                      needed: set[str] | None = None):
+        """Raw pair features and their names (for training a head or scoring with one; ``needed``: see ``featurize``)."""
         raw, names, aligned = featurize(
             premise_sentence_lists, hypotheses, self.embed,
             parse=self.parse if use_parse else None,
             contradiction=self.contradiction if use_contradiction else None,
+            needed=needed,
         )
         return (raw, names, aligned) if return_aligned else (raw, names)
 
@@ -132,7 +134,8 @@ class NLIModel(dg.ConfigurableResource):
         used = {n for n, w in zip(names, head.w) if w != 0}  # a model whose features all weigh 0 is not run
         raw, got, aligned = self.pair_features(premise_sentence_lists, hypotheses,
                                                use_parse=bool(used & set(PARSE_FEATURES)),
-                                               use_contradiction=CONTRADICTION_FEATURE in used, return_aligned=True)
+                                               use_contradiction=CONTRADICTION_FEATURE in used, return_aligned=True,
+                                               needed=used)
         raw = _widen(raw, got, names, used)
         out = head.decision(raw)
         out["aligned"] = aligned

@@ -131,6 +131,20 @@ def _lexical(ctx: _Context, hyp: str, aligned: list[str], best: str) -> list[flo
     ]
 
 
+def _order_matters(prem, hyps, cands, contexts, needed: set[str]) -> list[bool]:
+    """Per pair: would another candidate as the best one change a needed lexical / alignment feature?"""
+    check = [j for j, n in enumerate(LEX_FEATURES + ALIGN_FEATURES) if n in needed]
+    out = []
+    for p, h, c in zip(prem, hyps, cands):
+        if len(c) < 2:
+            out.append(False)
+            continue
+        ctx, aligned = contexts[tuple(p)], [p[j] for j in c]
+        rows = [_lexical(ctx, h, aligned, p[j]) for j in c]
+        out.append(any(row[j] != rows[0][j] for row in rows[1:] for j in check))
+    return out
+
+
 def featurize(
     premise_sentence_lists: Sequence[Sequence[str]],
     hypotheses: Sequence[str],
@@ -140,9 +154,16 @@ def featurize(
     k_candidates: int = K_CANDIDATES,
     k_aligned: int = K_ALIGNED,
     k_premise: int = K_PREMISE,
+    needed: set[str] | None = None,
 ) -> tuple[np.ndarray, list[str], list[list[int]]]:
     """Raw features (one row per pair, columns ``feature_names(parse given, contradiction given)``),
-    their names, and per pair the indices of the aligned context sentences (best first)."""
+    their names, and per pair the indices of the aligned context sentences (best first).
+
+    ``needed``: the features a head uses (None: all). When the similarity features are not needed,
+    no parse is given and every candidate is aligned (``k_candidates <= k_aligned``), the embedding
+    only decides which candidate is the best one; a pair whose needed features are the same whichever
+    candidate is best is not embedded (lexical order kept, similarity columns 0): same scores, less time.
+    """
     if len(premise_sentence_lists) != len(hypotheses):
         raise ValueError("premise_sentence_lists and hypotheses differ in length")
     prem = [[s for s in p if s and s.strip()] for p in premise_sentence_lists]
@@ -154,14 +175,17 @@ def featurize(
         if key not in contexts:
             contexts[key] = _context(p)
         cands.append(candidates(contexts[key], h, k_candidates))
-    uniq = list(dict.fromkeys(hyps + [p[j] for p, c in zip(prem, cands) for j in c]))
+    ranked = _order_matters(prem, hyps, cands, contexts, needed) if (
+        needed is not None and not needed & set(SIM_FEATURES) and parse is None and k_candidates <= k_aligned
+    ) else [True] * len(hyps)
+    uniq = list(dict.fromkeys([h for h, r in zip(hyps, ranked) if r] + [p[j] for p, c, r in zip(prem, cands, ranked) if r for j in c]))
     E = np.asarray(embed(uniq), dtype=np.float64) if uniq else np.zeros((0, 1))
     pos = {t: i for i, t in enumerate(uniq)}
     aligned_idx, sims_all = [], []
-    for p, h, c in zip(prem, hyps, cands):
-        if not c:
-            aligned_idx.append([])
-            sims_all.append(np.zeros(1))
+    for p, h, c, r in zip(prem, hyps, cands, ranked):
+        if not c or not r:
+            aligned_idx.append(c[:k_aligned])
+            sims_all.append(np.zeros(2))
             continue
         sims = E[[pos[p[j]] for j in c]] @ E[pos[h]]
         order = sorted(range(len(c)), key=lambda i: (-sims[i], c[i]))
