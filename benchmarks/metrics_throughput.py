@@ -202,9 +202,15 @@ def stage_nli(args, workdir: Path) -> dict:
         from hcat_pipeline.resources.nli import NLIModel
     except ImportError as e:
         return {"unavailable": f"NLI resource not importable: {e}"}
-    # the NLI scorer embeds through its own EmbeddingModel: point it at the stage's empty cache (cold)
-    res = _metric_stage(args, workdir, "groundedness_nli", args.nli_rows,
-                        lambda cache_dir: {"nli": NLIModel(embedding_cache_dir=cache_dir)})
+    def resources(cache_dir: str) -> dict:
+        # the NLI scorer embeds through its own EmbeddingModel: point it at the stage's empty cache (cold); load
+        # every model it may use (the warm-up row alone may not need them all: quotations, order-free pairs)
+        nli = NLIModel(embedding_cache_dir=cache_dir)
+        nli._embedding_model().encode_uncached(["warm-up sentence for the model"])
+        nli.contradiction(["The model is loaded first."], ["The model is never loaded."])
+        return {"nli": nli}
+
+    res = _metric_stage(args, workdir, "groundedness_nli", args.nli_rows, resources)
     out = res.pop("out", None)
     if out is not None and "nli_sigma" in out.columns:
         scored = int(out["nli_sigma"].list.len().sum() or 0)

@@ -225,6 +225,8 @@ def main(argv=None) -> int:
         items = [it for s in sets for it in [x for x in items if x.set == s][: args.limit]]
     model = NLIModel(weights_path=args.weights)
     t0 = time.perf_counter()
+    model.embed(["The tower is in Paris."])  # load every model (a quotation alone would need none of them)
+    model.contradiction(["The tower is in Paris."], ["The tower is in Rome."])
     model.decision([["The tower is in Paris."]], ["The tower is in Paris."])
     print(f"model load + first call: {time.perf_counter() - t0:.1f} s")
     if args.load:
