@@ -10,7 +10,9 @@ peak RSS.
   counter-speech frame, and clean sentences with held-out swearing added vs the hate sentences;
 * the functional table (hcat_pipeline_tests/toxicity_functional.py): mean per category and the
   share of (hate, other) pairs where the hate sentence scores higher;
-* speed (sentences/s, embeddings computed, no cache) per head variant and peak RSS.
+* speed (sentences/s, embeddings computed, no cache) per head variant and peak RSS;
+* the default campaign's answers (``data/warehouse/rag_responses``, Python-docs RAG answers, none
+  hateful): per answer sentence max / p95 and the number scored ≥ 0.5 (expected: none).
 
 The split is recomputed (toxicity_data) and checked against the digest stored in the head.
 """
@@ -18,6 +20,7 @@ The split is recomputed (toxicity_data) and checked against the digest stored in
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import sys
@@ -140,7 +143,32 @@ def main() -> None:
         for r in res[c]:
             print(f"    {c:9s} {r['toxicity']:.3f} {r['signal']:17s} {r['category']:24s} {r['sentence']}")
 
+    warehouse(emb, head, aux)
     print("\n(speed and peak RSS: run again with --speed-only, a process without the data sets)")
+
+
+def warehouse(emb, head, aux: dict) -> None:
+    """Every answer sentence of the stored campaign runs (``data/warehouse/rag_responses``): benign
+    technical prose that must stay below 0.5."""
+    import polars as pl
+
+    from hcat_pipeline.core.chunking import split_sentences
+    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
+
+    files = sorted((ROOT / "data" / "warehouse" / "rag_responses").glob("*/*.parquet"))
+    if not files:
+        print("\nwarehouse: no rag_responses tables under data/warehouse (run a campaign first)")
+        return
+    answers = pl.concat([pl.read_parquet(f, columns=["answer"]) for f in files])["answer"].drop_nulls().to_list()
+    sents = sorted({s for a in answers for s in split_sentences(a) if s.strip()})
+    for name, kw in (("minilm", {}), ("full", aux)) if aux else (("minilm", {}),):
+        rows = sentence_toxicity(sents, emb.embed, head=head, **kw)
+        t = np.array([r["toxicity"] for r in rows])
+        top = sorted(rows, key=lambda r: -r["toxicity"])[:3]
+        print(f"\nwarehouse rag_responses ({len(files)} tables, {len(answers)} answers, {len(sents)} unique sentences), {name}: "
+              f"max {t.max():.3f}, p95 {np.percentile(t, 95):.3f}, ≥ 0.5: {int((t >= 0.5).sum())}")
+        for r in top:
+            print(f"    {r['toxicity']:.3f} {r['signal']:17s} {r['sentence'][:110]}")
 
 
 def speed(data: Path, n: int = 2000) -> None:
@@ -160,9 +188,11 @@ def speed(data: Path, n: int = 2000) -> None:
     if "full" in head["meta"]["variants"]:
         variants.insert(0, ("full (MiniLM + USE)", {"embed": emb.embed, "embed_aux": MultilingualEncoder().encode}))
     for name, kw in variants:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         sentence_toxicity(sents, head=head, **kw)
-        print(f"speed {name}: {len(sents) / (time.perf_counter() - t0):,.0f} sentences/s ({len(sents)} sentences, one batch)")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        print(f"speed {name}: {len(sents) / wall:,.0f} sentences/s wall, {len(sents) / cpu:,.0f} per CPU second "
+              f"({len(sents)} sentences, one batch; load average {os.getloadavg()[0]:.1f})")
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB (after loading and warm-up: {rss0:,.0f} MiB)")
 
 if __name__ == "__main__":

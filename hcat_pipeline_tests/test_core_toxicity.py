@@ -15,6 +15,7 @@ from hcat_pipeline.core.metrics.toxicity import (
 )
 from hcat_pipeline.core.metrics.toxicity_data import Example, assign_splits, dedupe, near_duplicate_groups
 from hcat_pipeline.core.metrics.toxicity_rules import deobfuscate, rule_signals
+from hcat_pipeline.core.metrics.toxicity_tfidf import tfidf_vocabulary
 from hcat_pipeline_tests.toxicity_functional import FUNCTIONAL, HATE, NOT_HATE
 
 
@@ -69,12 +70,14 @@ def test_rule_signals_threat_dehumanising_counter_and_reclaimed():
 def test_head_loads_without_pickle_and_records_its_training():
     head = load_toxicity_head()
     meta = head["meta"]
-    assert meta["format"] == "hcat-toxicity-head/1"
+    assert meta["format"] == "hcat-toxicity-head/2"
     assert {"minilm", "lexical"} <= set(meta["variants"]) <= {"full", "minilm", "lexical"}
     counts = meta["counts"]
     assert sum(counts["test"].values()) > 4000 and sum(counts["train"].values()) > 12000
-    assert head["minilm_mlp_w1"].shape[0] == 384
-    assert "full" not in meta["variants"] or head["full_mlp_w1"].shape[0] == 384 + 512
+    assert head["minilm_emb_coef"].shape == (384,)
+    assert "full" not in meta["variants"] or head["full_emb_coef"].shape == (384 + 512,)
+    assert all(head[k].dtype != object for k in head if k != "meta")  # plain arrays only
+    assert len(tfidf_vocabulary(head, "word")) + len(tfidf_vocabulary(head, "char")) == head["tfidf_coef"].size
 
 
 def _scores(sentences, **kw):
@@ -201,7 +204,7 @@ def test_training_never_sees_the_test_split():
     head, report = train_toxicity_head(ex, splits, np.arange(len(ex)), embed, seed=0, log=lambda _: None)
     test_texts = {e.text for e, s in zip(ex, splits) if s == "test"}
     assert test_texts and not test_texts & set(seen)
-    assert report["augmented"]["aug_counter"] > 0 and head["minilm_mlp_w1"].shape[0] == 24
+    assert report["augmented"]["aug_counter"] > 0 and head["minilm_emb_coef"].shape == (24,)
     assert report["variants"]["minilm"]["val_auroc"] > 0.9
 
 

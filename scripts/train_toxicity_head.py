@@ -7,7 +7,7 @@ groups kept in one split, seeded), embeds with the packaged MiniLM (EmbeddingMod
 calibrates (hcat_pipeline.core.metrics.toxicity_train; with the packaged USE-M3 encoder as the
 second embedding of the ``full`` variant) and writes the head with its report as
 metadata. The test split is not touched: benchmarks/safety_toxicity.py reports on it.
-Measured here (2 shared cores, warm embedding cache): ~4 min.
+Measured here (2 cores shared with two other heavy jobs, warm embedding cache): see the README.
 """
 
 from __future__ import annotations

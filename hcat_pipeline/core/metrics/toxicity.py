@@ -6,9 +6,11 @@ Per sentence (``sentence_toxicity``):
 1. ``deobfuscate`` spells out obfuscated lexicon words (``n1gg3r``, ``f a g``, ``sc*m``);
 2. signals: the packaged alt-profanity-check probability (``profanity``), the lexical rule
    features of ``toxicity_rules`` (slur, dehumanising comparison, threat, identity × negative tone,
-   counter-speech cues …) and — when ``embed`` is given — the logit of a small MLP over the
-   sentence embedding (MiniLM, 384-d) trained on the public labelled sets in ``../shared/validation``
-   (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
+   counter-speech cues …), the logit of a word + character n-gram TF-IDF logistic model
+   (``toxicity_tfidf``) and — when ``embed`` is given — the logit of a logistic model over the
+   sentence embedding (MiniLM, 384-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of
+   a counter-speech frame, all trained on the train split of the public labelled sets in
+   ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
 3. a logistic stack over those signals, Platt-calibrated on a validation split → ``toxicity`` in
    [0, 1] (probability that the sentence is hateful / toxic toward a person or group);
 4. explanation: the signal with the largest positive contribution to the logit, and a category —
@@ -33,9 +35,10 @@ import numpy as np
 from scipy.special import expit
 
 from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, rule_signals
+from hcat_pipeline.core.metrics.toxicity_tfidf import has_tfidf, tfidf_logit
 
 HEAD_PATH = Path(__file__).with_name("toxicity_head.npz")
-HEAD_FORMAT = "hcat-toxicity-head/1"
+HEAD_FORMAT = "hcat-toxicity-head/2"  # /2: TF-IDF signal, logistic embedding model
 
 # row-level output columns (name -> polars dtype name), in order
 TOXICITY_COLUMNS: dict[str, str] = {
@@ -49,7 +52,7 @@ TOXICITY_COLUMNS: dict[str, str] = {
     "toxicity_evidence": "String",
     "toxicity_head": "String",  # which head scored: "full" (MiniLM + USE), "minilm" or "lexical"
 }
-SIGNAL_NAMES = {"emb_logit": "embedding", "frame": "counter_speech_frame", "profanity": "profanity"} | {f: f for f in RULE_FEATURES}
+SIGNAL_NAMES = {"emb_logit": "embedding", "frame": "counter_speech_frame", "profanity": "profanity", "tfidf": "ngram_tfidf"} | {f: f for f in RULE_FEATURES}
 CATEGORY_THRESHOLD = 0.5  # below it the category is "none" (no harm detected)
 # Person-directed abuse is outside what the public hate-speech sets teach the head (they label hate
 # toward groups), so two explicit policy rules put a floor under the calibrated score — not fitted,
@@ -93,15 +96,9 @@ def load_profanity_classifier() -> Callable[[list[str]], np.ndarray]:
     return predict_prob
 
 
-def mlp_logit(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray) -> np.ndarray:
-    """One hidden ReLU layer, one output logit (the layout of sklearn's ``MLPClassifier``)."""
-    h = np.maximum(x @ w1.astype(np.float32) + b1, 0.0)
-    return (h @ w2.astype(np.float32)).reshape(-1) + float(np.asarray(b2).reshape(-1)[0])
-
-
 def stack_inputs(cols: dict[str, np.ndarray], rules: np.ndarray, names: Sequence[str]) -> np.ndarray:
     """The stack's input matrix, columns in ``names`` order (``a*b`` is an interaction).
-    ``cols``: profanity and, for the embedding variants, emb_logit and frame."""
+    ``cols``: profanity, tfidf and, for the embedding variants, emb_logit and frame."""
     cols = dict(cols) | {f: rules[:, i] for i, f in enumerate(RULE_FEATURES)}
     out = []
     for n in names:
@@ -142,9 +139,9 @@ def embedding_matrix(feats: dict, variant: str) -> np.ndarray | None:
 
 
 def embedding_signals(x: np.ndarray, head: dict, variant: str) -> dict[str, np.ndarray]:
-    """``emb_logit`` (content MLP) and ``frame`` (probability of a counter-speech frame)."""
+    """``emb_logit`` (content logistic model) and ``frame`` (probability of a counter-speech frame)."""
     v = variant
-    emb = mlp_logit(x, head[f"{v}_mlp_w1"], head[f"{v}_mlp_b1"], head[f"{v}_mlp_w2"], head[f"{v}_mlp_b2"])
+    emb = x @ head[f"{v}_emb_coef"].astype(np.float32) + float(head[f"{v}_emb_intercept"])
     frame = expit(x @ head[f"{v}_frame_coef"].astype(np.float32) + float(head[f"{v}_frame_intercept"]))
     return {"emb_logit": emb, "frame": frame}
 
@@ -154,6 +151,8 @@ def score_features(feats: dict, head: dict) -> dict:
     A contribution is coef × value / scale: what the signal adds over its absence (value 0)."""
     v = variant_of(feats)
     cols = {"profanity": feats["profanity"]}
+    if has_tfidf(head):
+        cols["tfidf"] = tfidf_logit(feats["normalised"], head)
     x_emb = embedding_matrix(feats, v)
     if x_emb is not None:
         cols |= embedding_signals(x_emb, head, v)

@@ -3,11 +3,13 @@
 through ``embed``; scikit-learn fits, numpy arrays come out (no pickle).
 
 * train split (60 %) + augmentation derived from its own sentences (below): every choice of
-  hyperparameters is made by stratified group 5-fold cross-validation on it (AUROC). Per embedding
-  variant (``full`` = MiniLM ⊕ USE, ``minilm``) two embedding signals are fitted: a content MLP
-  (hate vs not, trained without the counter-speech frames) and a frame LR (counter-speech frame vs
-  anything else); the logistic stack over them, the profanity probability and the rule features is
-  fitted on their out-of-fold values. The ``lexical`` variant stacks profanity and rules only;
+  hyperparameters is made by stratified group 5-fold cross-validation on it (AUROC). A word + char
+  n-gram TF-IDF logistic model (``toxicity_tfidf``; hate vs not, trained without the counter-speech
+  frames) is shared by every variant. Per embedding variant (``full`` = MiniLM ⊕ USE, ``minilm``) two
+  embedding signals are fitted: a content logistic model (hate vs not, without the frames) and a
+  frame LR (counter-speech frame vs anything else); the logistic stack over them, the TF-IDF logit,
+  the profanity probability and the rule features is fitted on their out-of-fold values. The
+  ``lexical`` variant stacks TF-IDF, profanity and rules;
 * val split (15 %, original sentences only): Platt calibration of each stack, nothing else;
 * test split (25 %): never seen here (``benchmarks/safety_toxicity.py`` reports on it).
 
@@ -33,11 +35,11 @@ from hcat_pipeline.core.metrics.toxicity import (
     embedding_matrix,
     embedding_signals,
     featurise,
-    mlp_logit,
     stack_inputs,
 )
 from hcat_pipeline.core.metrics.toxicity_data import Example, text_key
 from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES
+from hcat_pipeline.core.metrics.toxicity_tfidf import TFIDF_MODEL_KEY, fit_tfidf, predict_tfidf, tfidf_arrays, tfidf_logit
 
 COUNTER_FRAMES = (
     'Saying "{q}" is hateful, and it has no place here.',
@@ -61,19 +63,21 @@ COUNTER_FRAMES_HELDOUT = (
 SWEAR_PREFIXES = ("Fuck, ", "Holy shit, ", "Damn, ", "What the hell, ", "Oh crap, ", "Bloody hell, ", "Fucking hell, ")
 SWEAR_SUFFIXES = (" Fuck this.", " What a load of crap.", " Damn it.", " Shit.", " For fuck's sake.")
 SWEAR_HELDOUT = ("Goddamn, ", "Shit, ", "Jesus fucking christ, ")
-# Earlier runs' grouped CV on the train split (never val / test) put hidden 256, alpha 0.1 first
-# (h256_a0.1 0.841 vs h128_a0.1 0.827-0.834, h256_a0.01 0.837, h256_a1.0 0.793), so the recipe fits
-# that one configuration: each MLP fit takes minutes on 2 cores. Its CV AUROC is still reported.
-MLP_GRID = ({"hidden": 256, "alpha": 0.1},)
+# Content model over the embedding: a logistic model. Grouped CV on the train split (implicit vs
+# not_hate, out of fold): MiniLM LR C=1 0.765 / C=10 0.765; MiniLM ⊕ USE C=1 0.805 / C=10 0.802; stacked
+# with the TF-IDF logit 0.831 (MiniLM) / 0.839 (⊕ USE). The earlier MLP (h256, minutes per fit on
+# 2 shared cores) was not re-measured in the stack with TF-IDF.
+EMB_C_GRID = (1.0,)
 FRAME_C_GRID = (0.1, 1.0, 10.0)
 C_GRID = (0.01, 0.1, 1.0, 10.0)
 _RULES = tuple(f for f in RULE_FEATURES if f != "slur_reclaimed")  # no training evidence for it
 STACK_SETS = {
     "embedding": {
-        "plain": ("emb_logit", "frame", "profanity", *_RULES),
-        "interactions": ("emb_logit", "frame", "profanity", *_RULES, "frame*emb_logit", "denounce*emb_logit", "reported*emb_logit", "negation*emb_logit"),
+        "plain": ("emb_logit", "tfidf", "frame", "profanity", *_RULES),
+        "interactions": ("emb_logit", "tfidf", "frame", "profanity", *_RULES, "frame*emb_logit", "denounce*emb_logit", "reported*emb_logit",
+                         "negation*emb_logit", "frame*tfidf", "denounce*tfidf", "reported*tfidf"),
     },
-    "lexical": {"plain": ("profanity", *_RULES)},
+    "lexical": {"plain": ("tfidf", "profanity", *_RULES), "interactions": ("tfidf", "profanity", *_RULES, "denounce*tfidf", "reported*tfidf")},
 }
 MAX_WORDS = 30
 
@@ -118,21 +122,6 @@ def _folds(y: np.ndarray, groups: np.ndarray, seed: int, k: int = 5) -> list[tup
     return list(StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(len(y)), y, groups))
 
 
-def _fit_mlp(x: np.ndarray, y: np.ndarray, hidden: int, alpha: float, seed: int):
-    from sklearn.neural_network import MLPClassifier
-
-    return MLPClassifier(hidden_layer_sizes=(hidden,), alpha=alpha, early_stopping=True, random_state=seed, max_iter=300).fit(x, y)
-
-
-def _mlp_arrays(m) -> dict:
-    return {
-        "mlp_w1": m.coefs_[0].astype(np.float16),
-        "mlp_b1": m.intercepts_[0].astype(np.float32),
-        "mlp_w2": m.coefs_[1].reshape(-1).astype(np.float16),
-        "mlp_b2": np.asarray(m.intercepts_[1], dtype=np.float32).reshape(1),
-    }
-
-
 def _fit_lr(x: np.ndarray, y: np.ndarray, c: float):
     from sklearn.linear_model import LogisticRegression
 
@@ -158,20 +147,20 @@ def _platt(logit: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def _embedding_signals(x, y, content, is_counter, folds, seed, log) -> tuple[dict, dict, dict]:
-    """Content MLP (hate vs not, trained without the counter-speech frames) and frame LR (counter-
-    speech frame vs anything else): configurations by grouped CV AUROC; out-of-fold signals for the
-    stack; final models refitted on the whole train split."""
-    report, oof_by = {"mlp_cv_auroc": {}, "frame_cv_auroc": {}}, {}
-    for cfg in MLP_GRID:
+    """Content LR (hate vs not, trained without the counter-speech frames) and frame LR (counter-
+    speech frame vs anything else): C by grouped CV AUROC; out-of-fold signals for the stack; final
+    models refitted on the whole train split."""
+    report: dict = {"emb_cv_auroc": {}, "frame_cv_auroc": {}}
+    embs = {}
+    for c in EMB_C_GRID:
         oof = np.zeros(len(y))
         for a, b in folds:
             a = a[content[a]]
-            oof[b] = mlp_logit(x[b], *_mlp_arrays(_fit_mlp(x[a], y[a], cfg["hidden"], cfg["alpha"], seed)).values())
-        key = f"h{cfg['hidden']}_a{cfg['alpha']}"
-        report["mlp_cv_auroc"][key], oof_by[key] = _auroc(y[content], oof[content]), (cfg, oof)
-        log(f"    content mlp {key}: CV AUROC {report['mlp_cv_auroc'][key]:.4f}")
-    best = max(report["mlp_cv_auroc"], key=report["mlp_cv_auroc"].get)
-    cfg, oof_emb = oof_by[best]
+            oof[b] = _fit_lr(x[a], y[a], c).decision_function(x[b])
+        embs[c] = (_auroc(y[content], oof[content]), oof)
+        report["emb_cv_auroc"][str(c)] = embs[c][0]
+        log(f"    content lr C={c}: CV AUROC {embs[c][0]:.4f}")
+    ec = max(embs, key=lambda c: embs[c][0])
     frames = {}
     for c in FRAME_C_GRID:
         oof = np.zeros(len(y))
@@ -182,10 +171,24 @@ def _embedding_signals(x, y, content, is_counter, folds, seed, log) -> tuple[dic
         log(f"    frame lr C={c}: CV AUROC {frames[c][0]:.4f}")
     fc = max(frames, key=lambda c: frames[c][0])
     fr = _fit_lr(x, is_counter, fc)
-    arrays = _mlp_arrays(_fit_mlp(x[content], y[content], cfg["hidden"], cfg["alpha"], seed))
-    arrays |= {"frame_coef": fr.coef_[0].astype(np.float32), "frame_intercept": np.array(float(fr.intercept_[0]))}
-    report |= {"mlp": cfg, "frame_C": fc}
-    return arrays, {"emb_logit": oof_emb, "frame": frames[fc][1]}, report
+    em = _fit_lr(x[content], y[content], ec)
+    arrays = {"emb_coef": em.coef_[0].astype(np.float32), "emb_intercept": np.array(float(em.intercept_[0])),
+              "frame_coef": fr.coef_[0].astype(np.float32), "frame_intercept": np.array(float(fr.intercept_[0]))}
+    report |= {"emb_C": ec, "frame_C": fc}
+    return arrays, {"emb_logit": embs[ec][1], "frame": frames[fc][1]}, report
+
+
+def _tfidf_signal(texts, y, content, folds, log) -> tuple[dict, np.ndarray, dict]:
+    """TF-IDF logistic model (vectorizers fitted inside each fold): out-of-fold logits for the
+    stack, final model on every content row of the train split."""
+    oof = np.zeros(len(y))
+    for a, b in folds:
+        a = a[content[a]]
+        oof[b] = predict_tfidf(fit_tfidf([texts[i] for i in a], y[a]), [texts[i] for i in b])
+    auc = _auroc(y[content], oof[content])
+    log(f"  tfidf lr: CV AUROC {auc:.4f}")
+    fitted = fit_tfidf([t for t, k in zip(texts, content) if k], y[content])
+    return tfidf_arrays(fitted), oof, {"tfidf_cv_auroc": auc, "tfidf_features": int(fitted[1].coef_.shape[1])}
 
 
 def train_toxicity_head(
@@ -221,12 +224,13 @@ def train_toxicity_head(
     fv = featurise([examples[i].text for i in va_idx], embed, predict_prob, embed_aux)
     yv = np.array([examples[i].label for i in va_idx])
     folds = _folds(y, grp, seed)
-    head: dict = {}
-    report: dict = {"variants": {}}
+    head, tfidf_oof, tfidf_rep = _tfidf_signal(f["normalised"], y, content, folds, log)
+    tfidf_val = tfidf_logit(fv["normalised"], head)
+    report: dict = {"variants": {}, "tfidf": tfidf_rep}
     for v in ("full", "minilm", "lexical") if embed_aux is not None else ("minilm", "lexical"):
         log(f"  variant {v}")
         x = embedding_matrix(f, v)
-        cols, rep = {"profanity": f["profanity"]}, {}
+        cols, rep = {"profanity": f["profanity"], "tfidf": tfidf_oof}, {}
         if x is not None:
             arrays, oof_cols, rep = _embedding_signals(x, y, content, is_counter, folds, seed, log)
             head |= {f"{v}_{k}": a for k, a in arrays.items()}
@@ -244,7 +248,7 @@ def train_toxicity_head(
         mean, scale, coef, intercept = _fit_stack(stack_inputs(cols, f["rules"], names), y, c)
         head |= {f"{v}_names": np.array(names), f"{v}_mean": mean, f"{v}_scale": scale, f"{v}_coef": coef, f"{v}_intercept": np.array(intercept)}
         # Platt calibration on the val split (original sentences only)
-        cols_v = {"profanity": fv["profanity"]} | ({} if x is None else embedding_signals(embedding_matrix(fv, v), head, v))
+        cols_v = {"profanity": fv["profanity"], "tfidf": tfidf_val} | ({} if x is None else embedding_signals(embedding_matrix(fv, v), head, v))
         zv = _stack_logit(stack_inputs(cols_v, fv["rules"], names), mean, scale, coef, intercept)
         head[f"{v}_platt"] = np.array(_platt(zv, yv))
         rep |= {"stack": vname, "stack_C": c, "stack_cv_auroc": results[(vname, c)], "val_auroc": _auroc(yv, zv), "coef": dict(zip(names, np.round(coef, 4).tolist()))}
@@ -273,6 +277,7 @@ def train_toxicity_head(
         "split_digest": digests,
         "category_classes": classes,
     }
+    head.pop(TFIDF_MODEL_KEY, None)  # the rebuilt vectorizers (an object, never saved)
     head["meta_json"] = np.array(json.dumps(report))
     return head, report
 
