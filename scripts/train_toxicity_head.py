@@ -7,7 +7,8 @@ groups kept in one split, seeded), embeds with the packaged MiniLM (EmbeddingMod
 calibrates (hcat_pipeline.core.metrics.toxicity_train; with the packaged USE-M3 encoder as the
 second embedding of the ``full`` variant) and writes the head with its report as
 metadata. The test split is not touched: benchmarks/safety_toxicity.py reports on it.
-Measured here (2 cores shared with two other heavy jobs, warm embedding cache): see the README.
+The shipped head was built with `--with-use` (seed 0). Measured 2026-11-23: 1,565 s wall with
+--with-use on 2 cores shared with two other developers' heavy jobs (load ~5; this process got ~10 % of a core).
 """
 
 from __future__ import annotations
