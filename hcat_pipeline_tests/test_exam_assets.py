@@ -121,6 +121,7 @@ def test_analyse_exam_prunes_low_discrimination_and_fits_better_than_the_mean():
     kept = res.items.filter(pl.col("kept"))
     assert kept.height == [r for r in res.rounds if r["accepted"]][-1]["n_items"]
     dropped = res.items.filter(~pl.col("kept"))
+    assert np.isfinite(res.items.select("a", "b", "c").to_numpy()).all()  # a pruned question keeps the parameters it was dropped with
     if dropped.height:  # pruned questions are the truly less discriminating ones, on average
         idx = [int(q[1:]) for q in dropped["question_id"]]
         assert a[idx].mean() < a.mean()

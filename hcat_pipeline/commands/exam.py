@@ -53,7 +53,7 @@ def _exam(args: argparse.Namespace) -> int:
         return 1
     gen, ex, irt = _meta(result, "exam_candidates"), _meta(result, "exam"), _meta(result, "irt_model")
     print(f"exam {ex.get('exam_version')}: {ex.get('questions')} questions from {gen.get('chunks')} chunks "
-          f"({gen.get('candidates')} candidates, survival {gen.get('candidate_survival_rate')}; {gen.get('llm_seconds')} s generating)")
+          f"({gen.get('candidates')} candidates, survival {gen.get('candidate_survival_rate')}; {gen.get('llm_seconds')} s of generation this run, the rest from its checkpoint)")
     print(f"rejections: {json.dumps(gen.get('rejections_by_reason'))}")
     print(f"baselines: fixed position {ex.get('fixed_position_baseline')}; longest answer {ex.get('longest_answer_baseline')}")
     report = result.output_for_node("exam_report")

@@ -60,6 +60,9 @@ def analyse_exam(
     for s in history.steps:
         if s.accepted:
             dropped_after[s.dropped_next] = s.step
+            if s.dropped_next is not None and len(s.dropped_next):  # a dropped question keeps the parameters it was dropped with
+                pos = np.array([np.flatnonzero(s.items == q)[0] for q in s.dropped_next])
+                a[s.dropped_next], b[s.dropped_next], c[s.dropped_next] = s.result.a[pos], s.result.b[pos], s.result.c[pos]
     dropped_after[kept] = -1
     items = pl.DataFrame({"question_id": list(questions), "a": a, "b": b, "c": c, "kept": kept, "dropped_after_step": dropped_after})
     answered = ~np.isnan(y)
