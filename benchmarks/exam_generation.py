@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from hcat_pipeline.core.exam import generate_exam_candidates, reason_counts, survival
-from hcat_pipeline.core.exam_filters import FilterConfig, baselines
+from hcat_pipeline.core.exam_filters import baselines
 from hcat_pipeline.core.exam_spans import TermIndex
 from hcat_pipeline.core.sampling import stratified_sample
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -33,7 +33,7 @@ from hcat_pipeline.resources.llm import LLM, LLMCallFailed
 
 
 def main() -> None:
-    from hcat_pipeline.assets.exam import ExamGenerationConfig
+    from hcat_pipeline.assets.exam import ExamGenerationConfig, filter_config
 
     defaults = ExamGenerationConfig()
     ap = argparse.ArgumentParser()
@@ -53,7 +53,7 @@ def main() -> None:
     sample = sample.join(chunks.select("chunk_id", "text"), on="chunk_id").sort("sample_rank")
     if args.max_chunks:
         sample = sample.head(args.max_chunks)
-    cfg = FilterConfig(**{f.name: getattr(defaults, f.name) for f in dataclasses.fields(FilterConfig)})
+    cfg = filter_config(defaults)
     if args.free_only:
         cfg = dataclasses.replace(cfg, mined_distractors=0)
     llm, emb = LLM(provider="local"), EmbeddingModel()

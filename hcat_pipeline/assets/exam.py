@@ -135,6 +135,11 @@ def _png_md(png: bytes, alt: str) -> dg.MetadataValue:
     return dg.MetadataValue.md(png_markdown(png, alt))
 
 
+def filter_config(config: ExamGenerationConfig) -> FilterConfig:
+    """The core's filter thresholds from the asset config (its FilterConfig fields)."""
+    return FilterConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(FilterConfig)})
+
+
 def candidates_checkpoint(config: ExamGenerationConfig, llm: LLM) -> Path:
     """The JSONL of generated raw candidates (a crash or a threshold change does not pay for generation again):
     keyed by everything that changes a generated candidate (model, prompts, seed, temperature, passage length,
@@ -161,7 +166,7 @@ def exam_candidates(
     except ValueError as e:
         raise dg.Failure(f"exam_candidates: {e}") from e
     sample = sample.join(chunks.select("chunk_id", "text"), on="chunk_id", how="inner").sort("sample_rank")
-    cfg = FilterConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(FilterConfig)})
+    cfg = filter_config(config)
     store = candidates_checkpoint(config, llm)
     done = {(r["chunk_id"], r["candidate_no"]): r for r in _read_jsonl(store)}
     t0 = time.perf_counter()

@@ -211,7 +211,7 @@ def filter_candidate(
     question = row["question"]
     verdict, reasons = _judge(question, row, passage, llm_pool + mined, embed, cfg)
     cloze = cloze_question(row["evidence"], row["answer"]) if str(row.get("target_kind", "")).startswith("span") else None
-    if reasons and cloze and set(reasons) <= QUESTION_LEVEL | {"question_off_topic"}:
+    if reasons and cloze and set(reasons) <= QUESTION_LEVEL:
         c_verdict, c_reasons = _judge(cloze, row, passage, llm_pool + mined, embed, cfg)
         if not c_reasons:
             question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"

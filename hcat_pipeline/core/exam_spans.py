@@ -65,30 +65,28 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+# (shape, pattern), first match wins: the order puts specific shapes before general ones
+_SHAPES = (
+    ("dunder", re.compile(r"__\w+__(\(.*\))?")),
+    ("call", re.compile(r"[\w.]+\(.*\)")),
+    ("exception", re.compile(r"[A-Z]\w*(Error|Exception|Warning|Exit|Iteration|Interrupt)")),
+    ("version", re.compile(r"\d+(\.\d+)+")),
+    ("number", re.compile(r"-?\d+")),
+    ("dotted", re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")),
+    ("camel", re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+")),
+    ("operator", re.compile(r"[^\w\s]{1,4}")),
+    ("identifier", re.compile(r"[A-Za-z_]\w*")),
+)
+_PHRASE = re.compile(r"[\w' -]+")
+
+
 def shape(term: str) -> str:
     """A coarse type of a term, so that a distractor is the same kind of thing as the key."""
     t = term.strip()
-    if re.fullmatch(r"__\w+__(\(.*\))?", t):
-        return "dunder"
-    if re.fullmatch(r"[\w.]+\(.*\)", t):
-        return "call"
-    if re.fullmatch(r"[A-Z]\w*(Error|Exception|Warning|Exit|Iteration|Interrupt)", t):
-        return "exception"
-    if re.fullmatch(r"\d+(\.\d+)+", t):
-        return "version"
-    if re.fullmatch(r"-?\d+", t):
-        return "number"
-    if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", t):
-        return "dotted"
-    if re.fullmatch(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+", t):
-        return "camel"
-    if re.fullmatch(r"[^\w\s]{1,4}", t):
-        return "operator"
-    if re.fullmatch(r"[A-Za-z_]\w*", t):
-        return "identifier"
-    if 2 <= len(t.split()) <= 6 and re.fullmatch(r"[\w' -]+", t):
-        return "phrase"
-    return "other"
+    for name, pattern in _SHAPES:
+        if pattern.fullmatch(t):
+            return name
+    return "phrase" if 2 <= len(t.split()) <= 6 and _PHRASE.fullmatch(t) else "other"
 
 
 def terms(sentence: str) -> list[str]:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.content_hash import file_sha256  # noqa: F401  (re-exported: callers import it from here)
+from hcat_pipeline.core.content_hash import file_sha256
 from hcat_pipeline.core.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
 from hcat_pipeline.core.frozen import read_manifest as _read_manifest
 from hcat_pipeline.core.ids import short_hash
