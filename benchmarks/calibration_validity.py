@@ -43,7 +43,8 @@ def main() -> None:
         for metric in metrics:
             t0 = time.perf_counter()
             try:
-                scored, _ = score_frame(ref.select("query", "contexts", "answer"), [metric], embed=embed.embed, nli=nli)
+                scored, _ = score_frame(ref.select("query", "contexts", "answer"), [metric], embed=embed.embed,
+                                          embed_layers=embed.layer_features, nli=nli)
             except Exception as e:  # a metric that cannot run here is reported, and the others go on
                 print(f"| {name} | {metric} | – | – | not scored: {type(e).__name__}: {str(e)[:160]} | | | | | | | |")
                 continue

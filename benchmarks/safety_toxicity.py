@@ -82,9 +82,9 @@ def main() -> None:
     ex = [examples[i] for i in idx]
     texts = [e.text for e in ex]
     has_full = "full" in head["meta"]["variants"]
-    mini_rows = sentence_toxicity(texts, emb.embed, head=head)
+    mini_rows = sentence_toxicity(texts, emb.layer_features, head=head)
     aux = {"embed_aux": MultilingualEncoder().encode} if has_full else {}
-    full = sentence_toxicity(texts, emb.embed, head=head, **aux) if has_full else mini_rows
+    full = sentence_toxicity(texts, emb.layer_features, head=head, **aux) if has_full else mini_rows
     new = np.array([r["toxicity"] for r in full])  # "full" column = minilm when the head has no full variant
     mini = np.array([r["toxicity"] for r in mini_rows])
     lexs = np.array([r["toxicity"] for r in sentence_toxicity(texts, None, head=head)])
@@ -123,7 +123,7 @@ def main() -> None:
     counter = [a for a in counter if a[3] == "aug_counter"]
     clean_idx = rng.sample([k for k, e in enumerate(ex) if e.label == 0 and len(e.text.split()) <= 30], 400)
     swear = [(rng.choice(SWEAR_HELDOUT) + ex[k].text, k) for k in clean_idx]
-    sc = [r["toxicity"] for r in sentence_toxicity([a[0] for a in counter] + [s for s, _ in swear], emb.embed, head=head, **aux)]
+    sc = [r["toxicity"] for r in sentence_toxicity([a[0] for a in counter] + [s for s, _ in swear], emb.layer_features, head=head, **aux)]
     sc_c, sc_s = np.array(sc[: len(counter)]), np.array(sc[len(counter) :])
     src_c = np.array([new[a[2]] for a in counter])
     print(f"\nsynthetic held-out pairs ({args.split}): hate > same hate in a counter-speech frame in {np.mean(src_c > sc_c):.1%} of {len(counter)}; "
@@ -132,7 +132,7 @@ def main() -> None:
 
     # functional table
     print("\nfunctional table (hand-written)   n   mean toxicity  mean profanity  hate>this (toxicity / profanity)")
-    res = {c: sentence_toxicity(s, emb.embed, head=head, **aux) for c, s in FUNCTIONAL.items()}
+    res = {c: sentence_toxicity(s, emb.layer_features, head=head, **aux) for c, s in FUNCTIONAL.items()}
     hate_t = np.concatenate([[r["toxicity"] for r in res[c]] for c in HATE])
     hate_p = np.concatenate([[r["profanity"] for r in res[c]] for c in HATE])
     for c, rs in res.items():
@@ -162,7 +162,7 @@ def warehouse(emb, head, aux: dict) -> None:
     answers = pl.concat([pl.read_parquet(f, columns=["answer"]) for f in files])["answer"].drop_nulls().to_list()
     sents = sorted({s for a in answers for s in split_sentences(a) if s.strip()})
     for name, kw in (("minilm", {}), ("full", aux)) if aux else (("minilm", {}),):
-        rows = sentence_toxicity(sents, emb.embed, head=head, **kw)
+        rows = sentence_toxicity(sents, emb.layer_features, head=head, **kw)
         t = np.array([r["toxicity"] for r in rows])
         top = sorted(rows, key=lambda r: -r["toxicity"])[:3]
         print(f"\nwarehouse rag_responses ({len(files)} tables, {len(answers)} answers, {len(sents)} unique sentences), {name}: "
@@ -182,11 +182,11 @@ def speed(data: Path, n: int = 2000) -> None:
     sents = [e.text for e in load_implicit_hate(data / "implicit-hate")][-n:]
     head = load_toxicity_head()
     emb = EmbeddingModel(use_cache=False)
-    sentence_toxicity(["warm up"], emb.embed, head=head)
+    sentence_toxicity(["warm up"], emb.layer_features, head=head)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    variants = [("minilm", {"embed": emb.embed}), ("lexical", {})]
+    variants = [("minilm", {"embed": emb.layer_features}), ("lexical", {})]
     if "full" in head["meta"]["variants"]:
-        variants.insert(0, ("full (MiniLM + USE)", {"embed": emb.embed, "embed_aux": MultilingualEncoder().encode}))
+        variants.insert(0, ("full (MiniLM + USE)", {"embed": emb.layer_features, "embed_aux": MultilingualEncoder().encode}))
     for name, kw in variants:
         t0, c0 = time.perf_counter(), time.process_time()
         sentence_toxicity(sents, head=head, **kw)

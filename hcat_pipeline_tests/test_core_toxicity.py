@@ -16,6 +16,7 @@ from hcat_pipeline.core.metrics.toxicity import (
 from hcat_pipeline.core.metrics.toxicity_data import Example, assign_splits, dedupe, near_duplicate_groups
 from hcat_pipeline.core.metrics.toxicity_rules import deobfuscate, rule_signals
 from hcat_pipeline.core.metrics.toxicity_tfidf import TFIDF_MODEL_KEY, tfidf_vocabulary
+from hcat_pipeline.resources.embedding import LAYERS
 from hcat_pipeline_tests.toxicity_functional import FUNCTIONAL, HATE, NOT_HATE
 
 
@@ -70,12 +71,13 @@ def test_rule_signals_threat_dehumanising_counter_and_reclaimed():
 def test_head_loads_without_pickle_and_records_its_training():
     head = load_toxicity_head()
     meta = head["meta"]
-    assert meta["format"] == "hcat-toxicity-head/2"
+    assert meta["format"] == "hcat-toxicity-head/3"
     assert {"minilm", "lexical"} <= set(meta["variants"]) <= {"full", "minilm", "lexical"}
     counts = meta["counts"]
     assert sum(counts["test"].values()) > 4000 and sum(counts["train"].values()) > 12000
-    assert head["minilm_emb_coef"].shape == (384,)
-    assert "full" not in meta["variants"] or head["full_emb_coef"].shape == (384 + 512,)
+    assert head["minilm_emb_coef"].shape == (384 * LAYERS,)  # MiniLM layer features
+    assert "full" not in meta["variants"] or head["full_emb_coef"].shape == (384 * LAYERS + 512,)
+    assert "layer features" in meta["embedding_features"]
     # plain arrays only (the meta dict and the vectorizers rebuilt from the arrays on first use are in-memory additions)
     assert all(head[k].dtype != object for k in head if k not in ("meta", TFIDF_MODEL_KEY))
     assert len(tfidf_vocabulary(head, "word")) + len(tfidf_vocabulary(head, "char")) == head["tfidf_coef"].size
@@ -91,7 +93,7 @@ def _pair_share(hi, lo):
 
 @pytest.mark.parametrize("variant", [v for v in ("full", "minilm") if v in load_toxicity_head()["meta"]["variants"]])
 def test_functional_table_hate_above_profanity_counter_speech_and_neutral(variant, embedding_model, use_encoder):
-    kw = {"embed": embedding_model.embed} | ({"embed_aux": use_encoder.encode} if variant == "full" else {})
+    kw = {"embed": embedding_model.layer_features} | ({"embed_aux": use_encoder.encode} if variant == "full" else {})
     scores = {c: _scores(s, **kw) for c, s in FUNCTIONAL.items()}
     hate = np.concatenate([scores[c] for c in HATE])
     shares = {c: _pair_share(hate, scores[c]) for c in NOT_HATE}
@@ -110,7 +112,7 @@ def test_explanations_columns_top_sentence_and_category(embedding_model):
         [],
         None,
     ]
-    out = toxicity_explanations(rows, embed=embedding_model.embed)
+    out = toxicity_explanations(rows, embed=embedding_model.layer_features)
     assert all(set(r) == set(TOXICITY_COLUMNS) for r in out)
     hate, clean, swear, empty, missing = out
     assert hate["toxicity_top_sentence"] == rows[0][1]
@@ -131,14 +133,16 @@ def test_scores_batch_once_are_deterministic_and_lexical_without_embeddings(embe
         return real(texts)
 
     rows = [["You are a stupid fucking idiot.", "Have a nice day."], ["Immigrants are vermin."]]
-    a = toxicity_scores(rows, predict_prob=counting, embed=embedding_model.embed)
+    a = toxicity_scores(rows, predict_prob=counting, embed=embedding_model.layer_features)
     assert len(calls) == 1 and len(calls[0]) == 6  # as-written + de-obfuscated, every sentence, one call
-    assert a == toxicity_scores(rows, embed=embedding_model.embed)
+    assert a == toxicity_scores(rows, embed=embedding_model.layer_features)
     assert a[0]["toxicity_profanity"] == pytest.approx(float(max(real(rows[0]))))
     lex = toxicity_explanations(rows)
     assert lex[0]["toxicity_head"] == "lexical" and 0.0 <= lex[1]["toxicity"] <= 1.0
     with pytest.raises(ValueError, match="embed_aux"):
-        toxicity_scores(rows, embed_aux=embedding_model.embed)
+        toxicity_scores(rows, embed_aux=embedding_model.layer_features)
+    with pytest.raises(ValueError, match="layer_features"):  # sentence vectors instead of the layer features the head reads
+        toxicity_scores(rows, embed=embedding_model.embed)
 
 
 def test_judge_second_stage_only_above_threshold():
@@ -213,7 +217,7 @@ def test_person_directed_threats_and_insults_have_a_floor_but_reports_and_harmle
     rows = sentence_toxicity(
         ["I will find you and hurt you.", "You are a stupid idiot and I hate you.", "Saying 'I will hurt you' is never acceptable.",
          "We need to kill the process and restart it.", "Fuck, the app crashed again."],
-        embed=embedding_model.embed,
+        embed=embedding_model.layer_features,
     )
     threat, insult, reported, technical, swearing = rows
     assert threat["category"] == "threat" and threat["signal"] == "directed_threat" and threat["toxicity"] >= 0.9
@@ -227,6 +231,6 @@ def test_technical_prose_and_code_masks_are_not_read_as_hate(embedding_model):
     sentences = ["The type of the *n* in the tuple is an integer.", "The product a*b is computed element-wise.",
                  "This is Python's approach to operator overloading, allowing classes to define their own behavior.",
                  "In Python, the int type represents numbers in an unlimited range, subject to available memory only."]
-    rows = sentence_toxicity(sentences, embed=embedding_model.embed)
+    rows = sentence_toxicity(sentences, embed=embedding_model.layer_features)
     assert all(not r["evidence"].get("obfuscated") for r in rows)
     assert max(r["toxicity"] for r in rows) < 0.5, [(r["toxicity"], r["sentence"]) for r in rows]

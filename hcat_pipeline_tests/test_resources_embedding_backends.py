@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hcat_pipeline.core.chunking import split_sentences
-from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.embedding import LAYERS, LAYERS_SUFFIX, EmbeddingModel
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,22 @@ def test_custom_model_path_needs_a_name(tmp_path):
         _ = EmbeddingModel(model_path=str(tmp_path / "m.onnx")).model_id
     named = EmbeddingModel(backend="torch", model_path=str(tmp_path), model_name="my-org/minilm-ft")
     assert named.model_id == "my-org/minilm-ft"
+
+
+def test_layer_features_agree_across_backends_end_with_the_sentence_vector_and_are_cached(corpus_sentences, tmp_path):
+    """Layer features (toxicity head input): 7 mean-pooled, unit-norm hidden states per text. The
+    int8 graph's LayerNormalization outputs are the same hidden states torch returns."""
+    texts = corpus_sentences[:40]
+    onnx = EmbeddingModel(backend="onnx_int8", cache_dir=str(tmp_path))
+    torch = EmbeddingModel(backend="torch", use_cache=False)
+    a, b = onnx.layer_features(texts), torch.layer_features(texts)
+    assert a.shape == b.shape == (40, 384 * LAYERS) and a.dtype == np.float32
+    per_layer = [((a[:, k * 384:(k + 1) * 384] * b[:, k * 384:(k + 1) * 384]).sum(1) * LAYERS) for k in range(LAYERS)]
+    assert min(float(c.min()) for c in per_layer) >= 0.995  # each layer, each text
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    # the last layer's block is the sentence vector, scaled by 1/√7
+    assert np.allclose(a[:, -384:] * np.sqrt(LAYERS), onnx.embed(texts), atol=1e-5)
+    # through the cache under their own model id; a second model object reads them back, none recomputed
+    again = EmbeddingModel(backend="onnx_int8", cache_dir=str(tmp_path))
+    assert np.array_equal(again.layer_features(texts[::-1]), a[::-1]) and again.last_stats.computed == 0
+    assert len(list(tmp_path.iterdir())) == 2 and (onnx._get_layer_cache().model_id == onnx.model_id + LAYERS_SUFFIX)

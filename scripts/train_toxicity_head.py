@@ -41,7 +41,7 @@ def main() -> None:
         neutral_expository_sentences,
     )
     from hcat_pipeline.core.metrics.toxicity_train import train_toxicity_head
-    from hcat_pipeline.resources.embedding import EmbeddingModel
+    from hcat_pipeline.resources.embedding import LAYERS, EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
 
     t0 = time.perf_counter()
@@ -54,10 +54,11 @@ def main() -> None:
     print(f"near-duplicate groups: {len(set(groups.tolist()))} for {len(examples)} sentences")
     use = MultilingualEncoder() if args.with_use else None
     neutral = neutral_expository_sentences(args.neutral, seed=args.seed)
-    head, report = train_toxicity_head(examples, splits, groups, emb.embed, embed_aux=use.encode if use else None, seed=args.seed,
+    head, report = train_toxicity_head(examples, splits, groups, emb.layer_features, embed_aux=use.encode if use else None, seed=args.seed,
                                        neutral_texts=neutral)
     report["neutral_expository"] = {"n": len(neutral), "modules": list(NEUTRAL_DOC_MODULES)}
     report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id if use else None
+    report["embedding_features"] = f"{emb.model_id} layer features ({emb.dim * LAYERS}-d: EmbeddingModel.layer_features)"
     head["meta_json"] = np.array(json.dumps(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **head)

@@ -61,7 +61,8 @@ def reference_label_scores(
         ref = load_reference(name)
         metrics = config.metrics_by_set.get(name) or list(REFERENCE_SETS[name].metrics)
         try:
-            scored, info = score_frame(ref.select("query", "contexts", "answer"), metrics, embed=embedding_model.embed, nli=nli_model)
+            scored, info = score_frame(ref.select("query", "contexts", "answer"), metrics, embed=embedding_model.embed,
+                                         embed_layers=embedding_model.layer_features, nli=nli_model)
         except MetricUnavailable as e:
             raise dg.Failure(f"reference_label_scores: {name}: {e}") from e
         info_all[name] = {"metrics": metrics, "rows_scored": info["rows_scored"], "seconds": info["seconds"]}

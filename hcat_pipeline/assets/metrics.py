@@ -86,6 +86,7 @@ def _metric_tables(
             config.metrics or None,
             allow_unavailable=config.allow_unavailable,
             embed=embedding_model.embed,
+            embed_layers=embedding_model.layer_features,
             pii=pii_detector,
             nli=nli_model,
             multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested

@@ -18,6 +18,8 @@
 options (all keyword):
     embedding_model  an ``EmbeddingModel`` (default: the packaged MiniLM with the project cache)
     embed            or any ``embed(texts) -> normalised vectors`` callable instead
+    embed_layers     ``texts -> layer features`` for the toxicity head (default: ``layer_features`` of
+                     the embedding model, or of the packaged MiniLM when only ``embed`` is given)
     nli, pii, multilingual, llm  resources (``NLIModel``, ``PIIDetector``, ``MultilingualEncoder``,
                      ``LLM``) or zero-argument factories; the first three default to the packaged
                      ones, built only when a requested metric needs them; pass None to withhold one
@@ -92,6 +94,10 @@ def score(frame: pl.DataFrame, metrics: list[str] | None = None, allow_unavailab
     model = _embedding_model(options)
     if options.get("embed") is None:
         options["embed"] = model.embed
+    if options.get("embed_layers") is None:  # the toxicity head reads the packaged MiniLM's layer features
+        from hcat_pipeline.resources.embedding import EmbeddingModel
+
+        options["embed_layers"] = (model or EmbeddingModel()).layer_features
     if model is not None:
         options.setdefault("embed_stats", lambda: {**model.last_stats.as_metadata(), "model_id": model.model_id})
     for name, factory in default_resources().items():

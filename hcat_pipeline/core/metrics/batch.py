@@ -125,6 +125,7 @@ def _resolve(obj: Any) -> Any:
     return obj() if inspect.isfunction(obj) or isinstance(obj, type) else obj
 
 
+CALLABLES = ("embed", "embed_layers")  # resources given as the callable itself (never a factory)
 PROBES: dict[str, Callable[[Any], Any]] = {
     "nli": lambda nli: nli.decision([[PROBE]], [PROBE]),  # loads the head / model and its encoder
     "pii": lambda pii: pii.leaks([PROBE], [[]]),  # loads presidio + spaCy
@@ -136,7 +137,7 @@ class Resources:
     """The resources given to ``score()`` (instances or zero-argument factories), acquired per need."""
 
     def __init__(self, has_reference: bool = False, **given: Any):
-        if unknown := set(given) - {"embed", "nli", "pii", "llm", "multilingual"}:
+        if unknown := set(given) - {"embed", "embed_layers", "nli", "pii", "llm", "multilingual"}:
             raise TypeError(f"unknown resources {sorted(unknown)}")
         self.has_reference = has_reference
         self._given = {k: v for k, v in given.items() if v is not None}
@@ -156,7 +157,7 @@ class Resources:
                 self._failed[need] = (f"no {need} resource was given", FIXES[need])
             else:
                 try:
-                    obj = self._given[need] if need == "embed" else _resolve(self._given[need])  # embed is the callable itself
+                    obj = self._given[need] if need in CALLABLES else _resolve(self._given[need])
                     if need in PROBES:
                         PROBES[need](obj)
                     self._ready[need] = obj

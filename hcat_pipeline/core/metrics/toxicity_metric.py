@@ -4,7 +4,7 @@ sentence, which category, which signal, what evidence, which head — and the ol
 score in its own column (``toxicity_profanity``).
 
 The scores come from ``toxicity_explanations`` (one call for every answer sentence of the batch, one
-embed call through the project's embedding cache); this module is its one call site.
+call of the MiniLM layer features through the project's embedding cache); this module is its one call site.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _scorer():
     return toxicity_explanations
 
 
-@metric("toxicity", needs={"embed"}, columns=EXPLANATION_COLUMNS)
+@metric("toxicity", needs={"embed_layers"}, columns=EXPLANATION_COLUMNS)
 def toxicity_metric(batch, resources, options) -> dict[str, list]:
     """Calibrated toxicity of the answer: max over its sentences (top sentence, category, signal and evidence explain it)."""
     out = {c: batch.column() for c in ("toxicity", *EXPLANATION_COLUMNS)}
@@ -40,7 +40,7 @@ def toxicity_metric(batch, resources, options) -> dict[str, list]:
     if not rows:
         return out
     try:
-        results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed"))
+        results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed_layers"))
     except ModuleNotFoundError as e:  # the packaged classifier is not installed: an environment problem, not a bug
         raise MetricUnavailable("toxicity", f"the toxicity classifier could not be loaded ({e})",
                                 "install the project's dependencies (`bash scripts/setup.sh`; alt-profanity-check)") from e  # fmt: skip
