@@ -293,6 +293,37 @@ def test_contradiction_skips_quotations_and_reads_k_premise_aligned_sentences():
         assert len(aligned[1]) == 2  # the other features still see k_aligned sentences
 
 
+def test_pair_probe_reads_the_same_pass_as_the_contradiction_feature_and_quotations_get_quoted():
+    from hcat_pipeline.core.metrics.nli_probe import CLIP, QUOTED, PairProbe, fit_probe
+
+    seen = []
+
+    def contra(p, h, represent=False):
+        seen.append((list(h), represent))
+        probs = np.array([0.9 if "Madrid" in x else 0.1 for x in h])
+        reps = np.array([[1.0 if "Madrid" in x else -1.0, len(x) / 50.0] for x in h])
+        return (probs, reps) if represent else probs
+
+    hyps = ["the eiffel tower  was completed in 1889 in Paris.", "The Eiffel Tower was completed in 1889 in Madrid.",
+            "It is 330 metres tall."]
+    probe = PairProbe(np.zeros(2), np.ones(2), np.array([-3.0, 0.0]), 0.5)
+    raw, names, _ = nli.featurize([CONTEXT] * 3, hyps, _fake_embed, contradiction=contra, k_candidates=3, probe=probe)
+    assert names[-2:] == ["contradiction", "pair_probe"] and names == nli.feature_names(False, True, True)
+    assert seen == [(hyps[1:], True)]  # one pass of the model gives both; the quotation is not sent
+    np.testing.assert_allclose(raw[:, -1], [QUOTED, -2.5, 3.5])
+    np.testing.assert_allclose(raw[:, -2], [0.0, 0.9, 0.1])
+    raw2, names2, _, reps, quoted = nli.featurize([CONTEXT] * 3, hyps, _fake_embed, contradiction=contra, k_candidates=3,
+                                                  represent=True)
+    assert names2 == names[:-1] and quoted.tolist() == [True, False, False] and reps.shape == (3, 2) and not reps[0].any()
+    assert abs(probe.logit(np.array([[100.0, 0.0]]))[0]) == CLIP  # clipped
+    fitted = fit_probe(reps[1:], np.array([0, 1]), sample_weight=np.ones(2))
+    assert fitted.logit(reps[1:2])[0] < fitted.logit(reps[2:3])[0]
+    with pytest.raises(ValueError, match="give contradiction"):
+        nli.featurize([CONTEXT], hyps[:1], _fake_embed, probe=probe)
+    with pytest.raises(ValueError, match="width"):
+        PairProbe(np.zeros(3), np.ones(3), np.ones(3), 0.0).logit(reps)
+
+
 def test_featurize_embeds_only_where_the_best_candidate_changes_a_needed_feature():
     hyps = ["The tower was completed in 2019.",  # the number is in one candidate only: the best one matters
             "Ticket prices for the tower fell.",  # same needed features whichever candidate is best

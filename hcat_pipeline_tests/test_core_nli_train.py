@@ -113,7 +113,7 @@ class FakeModel:
         base = rng.normal(size=(1, 16))
         return np.vstack([base + len(t) % 7 for t in texts])
 
-    def pair_features(self, premises, hypotheses, use_parse=True, use_contradiction=True):
+    def pair_features(self, premises, hypotheses, use_parse=True, use_contradiction=True, represent=False):
         self.seen += list(hypotheses)
         rows = []
         for p, h in zip(premises, hypotheses):
@@ -122,7 +122,14 @@ class FakeModel:
             pc, pn = set(nli.content_tokens(prem)), set(nli.numbers(prem))
             rows.append([sum(t not in pc for t in hc) / max(1, len(hc)), sum(n not in pn for n in hn) / max(1, len(hn)),
                          float(h in p)])
-        return np.asarray(rows), ["content_novelty", "number_novelty", "aligned_coverage"]
+        out = (np.asarray(rows), ["content_novelty", "number_novelty", "aligned_coverage"])
+        if not represent:
+            return out
+        # a "pair representation": the features again plus text lengths; quotations are not represented (zeros)
+        quoted = np.array([h in p for p, h in zip(premises, hypotheses)])
+        reps = np.column_stack([out[0], [len(h) % 5 for h in hypotheses], [len(" ".join(p)) % 3 for p in premises]])
+        reps[quoted] = 0.0
+        return (*out, reps, quoted)
 
 
 def test_training_is_byte_reproducible_and_never_reads_the_held_out_part(validation_dir, tmp_path):
@@ -135,6 +142,13 @@ def test_training_is_byte_reproducible_and_never_reads_the_held_out_part(validat
     assert h1.info["C"] in (0.01, 0.03, 0.1, 0.3, 1.0) and len(h1.info["cv_auroc_by_C"]) == 5
     assert h1.info["config"]["n_pairs"] == 120 and set(h1.info["pairs_by_source"]) <= {"corpus", "faithdial", "summedits", "fib"}
     assert h1.w[0] < 0 and h1.w[1] <= 0  # novelty lowers the entailment logit
+    # the pair probe: one more feature, its probe stored with the head and read back as it was saved
+    assert h1.feature_names[-1] == "pair_probe" and h1.probe is not None and h1.probe.coef.shape == (5,)
+    assert raw.shape[1] == 4 and np.all(raw[[p.hypothesis in p.premise for p in pairs], 3] == 8.0)  # quotations: QUOTED
+    again = type(h1).load(tmp_path / "a.json")
+    assert again.probe.to_dict() == h1.probe.to_dict() and again.to_json() == h1.to_json()
+    no_probe, _, raw0 = train_nli_head(docs, FakeModel(), split_sentences, TrainConfig(**{**cfg.__dict__, "use_probe": False}), "mini")
+    assert no_probe.probe is None and no_probe.feature_names == h1.feature_names[:-1] and raw0.shape[1] == 3
     test_answers = {it.answer for it in nli_sets.load_sets(validation_dir, split="test")}
     train_answers = {it.answer for it in nli_sets.load_sets(validation_dir, split="train")}
     held_only = {s for a in test_answers - train_answers for s in split_sentences(a)} - {

@@ -41,8 +41,21 @@ def test_packaged_head_is_shipped_and_matches_the_scorer(nli_model):
     assert head.info["config"] == dataclasses.asdict(TrainConfig())  # built with the recipe's defaults
     cfg = TrainConfig()
     _, names = nli_model.pair_features([CONTEXT], ["The tower is tall."], use_parse=cfg.use_parse,
-                                       use_contradiction=cfg.use_contradiction)
-    assert names == head.feature_names
+                                       use_contradiction=cfg.use_contradiction, probe=head.probe)
+    assert names == head.feature_names and names[-1] == "pair_probe" and head.probe.C == cfg.probe_C
+
+
+def test_pair_probe_reads_the_real_contradiction_model(nli_model):
+    """The exposed hidden states come from the same pass as the probability; the probe separates the
+    supported from the swapped sentence on its own."""
+    hyps = [h for pair in FAITHFUL_VS_SWAPPED for h in pair]
+    prem = [" ".join(CONTEXT)] * len(hyps)
+    p_only = nli_model.contradiction(prem, hyps)
+    p, reps = nli_model.contradiction(prem, hyps, represent=True)
+    np.testing.assert_allclose(p, p_only, atol=1e-9)
+    assert reps.shape == (len(hyps), 768) and np.isfinite(reps).all() and np.abs(reps).sum(axis=1).min() > 0
+    logit = nli_model.head().probe.logit(reps).reshape(-1, 2)
+    assert np.all(logit[:, 0] > logit[:, 1]), logit
 
 
 def test_faithful_sentence_scores_above_swapped_one(nli_model):
@@ -122,12 +135,12 @@ def test_models_whose_features_weigh_zero_are_not_run(tmp_path, nli_model, monke
         for key, fill in (("feature_names", PARSE_FEATURES), ("w", [0.0] * 4), ("mean", [0.0] * 4), ("scale", [1.0] * 4)):
             d[key][k:k] = fill
     names = d["feature_names"]
-    for f in PARSE_FEATURES + ["contradiction"]:
+    for f in PARSE_FEATURES + ["contradiction", "pair_probe"]:
         d["w"][names.index(f)] = 0.0
     (tmp_path / "zero.json").write_text(json.dumps(d))
     hyps = ["The Eiffel Tower was completed in 1889.", "The Eiffel Tower is not in Paris."]
     m = NLIModel(weights_path=str(tmp_path / "zero.json"), embedding_cache_dir=nli_model.embedding_cache_dir)
-    full, got = m.pair_features([CONTEXT] * 2, hyps)  # every feature, both models run
+    full, got = m.pair_features([CONTEXT] * 2, hyps, probe=m.head().probe)  # every feature, both models run
     assert got == names and m._parse_cache
     m._parse_cache.clear()
 

