@@ -53,7 +53,7 @@ def test_pair_probe_reads_the_real_contradiction_model(nli_model):
     p_only = nli_model.contradiction(prem, hyps)
     p, reps = nli_model.contradiction(prem, hyps, represent=True)
     np.testing.assert_allclose(p, p_only, atol=1e-9)
-    assert reps.shape == (len(hyps), 768) and np.isfinite(reps).all() and np.abs(reps).sum(axis=1).min() > 0
+    assert reps.shape == (len(hyps), 4 * 384) and np.isfinite(reps).all() and np.abs(reps).sum(axis=1).min() > 0
     logit = nli_model.head().probe.logit(reps).reshape(-1, 2)
     assert np.all(logit[:, 0] > logit[:, 1]), logit
 
@@ -217,3 +217,14 @@ def test_llm_second_opinion_is_bounded_and_cached(nli_model):
     np.testing.assert_array_equal(out["D"], base["D"])  # D stays the head's distance
     again = m.decision([CONTEXT] * 2, hyps)
     np.testing.assert_array_equal(again["sigma"], out["sigma"])  # cached: same answer
+
+
+def test_pair_representation_pools_the_hypothesis_tokens_apart():
+    from hcat_pipeline.resources.nli_backends import pair_representation
+
+    last = np.array([[[1.0, 0.0], [3.0, 2.0], [5.0, -2.0], [9.0, 9.0]]])  # 4 tokens, the last one padding
+    mask, hyp = np.array([[1, 1, 1, 0]]), np.array([[False, True, True, True]])
+    r = pair_representation(np.array([[7.0, 7.0]]), last, mask, hyp)
+    np.testing.assert_allclose(r[0], [7, 7, 3, 0, 4, 0, 5, 2])  # pooler, mean, hypothesis mean, hypothesis max
+    r0 = pair_representation(np.zeros((1, 2)), last, mask, np.zeros((1, 4), dtype=bool))
+    assert np.isfinite(r0).all() and not r0[0, 4:].any()  # no hypothesis token left: zeros, not -inf

