@@ -32,6 +32,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from hcat_pipeline.resources.embedding import EmbeddingModel
+    from hcat_pipeline.resources.multilingual import MultilingualEncoder
     from hcat_pipeline.resources.nli import NLIModel
 
     embed, nli = EmbeddingModel(), NLIModel()
@@ -44,7 +45,7 @@ def main() -> None:
             t0 = time.perf_counter()
             try:
                 scored, _ = score_frame(ref.select("query", "contexts", "answer"), [metric], embed=embed.embed,
-                                          embed_layers=embed.layer_features, nli=nli)
+                                          embed_layers=embed.layer_features, nli=nli, multilingual=MultilingualEncoder)
             except Exception as e:  # a metric that cannot run here is reported, and the others go on
                 print(f"| {name} | {metric} | – | – | not scored: {type(e).__name__}: {str(e)[:160]} | | | | | | | |")
                 continue

@@ -60,7 +60,7 @@ def test_every_metric_declares_needs_columns_and_aggregations():
     assert metrics["context_relevancy"].aggregations == ("mean", "weighted", "minimax")
     assert metrics["completeness_similarity"].aggregations == ("mean", "weighted")
     assert metrics["toxicity"].aggregations == ()  # a maximum over sentences, not a configurable mean
-    assert metrics["toxicity"].needs == {"embed_layers"} and "toxicity_profanity" in metrics["toxicity"].output_columns
+    assert metrics["toxicity"].needs == {"embed_layers", "multilingual"} and "toxicity_profanity" in metrics["toxicity"].output_columns
     assert not metrics["cross_lingual_similarity"].default
     # the refusal metric needs embeddings only in the modes that use them
     assert metrics["refusal"].needs_for(ScoreOptions()) == set()

@@ -94,7 +94,7 @@ def test_every_metric_through_score(frame, embedding_model):
     # explained: the top sentence, a category, the signal, the head that scored; the old profanity score apart
     assert r["toxic"]["toxicity_top_sentence"] == "You are a stupid idiot and I hate you."
     assert r["toxic"]["toxicity_category"] != "none" and g["toxicity_category"] == "none"
-    assert r["toxic"]["toxicity_head"] == "minilm" and r["toxic"]["toxicity_signal"] != "none"
+    assert r["toxic"]["toxicity_head"] == "full" and r["toxic"]["toxicity_signal"] != "none"
     assert r["toxic"]["toxicity_profanity"] > 0.5 > g["toxicity_profanity"]
     # PII: the e-mail copied from the context is not a leak, the other one is
     assert r["leaks"]["pii_leak"] == 1 and [e["text"] for e in r["leaks"]["pii_leaks"]] == ["john.smith@example.org"]

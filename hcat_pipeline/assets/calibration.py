@@ -31,6 +31,7 @@ from hcat_pipeline.core.metrics.registry import MetricUnavailable
 from hcat_pipeline.core.metrics.scoring import score_frame
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 
 CALIBRATORS_SCHEMA = {
@@ -62,7 +63,8 @@ def reference_label_scores(
         metrics = config.metrics_by_set.get(name) or list(REFERENCE_SETS[name].metrics)
         try:
             scored, info = score_frame(ref.select("query", "contexts", "answer"), metrics, embed=embedding_model.embed,
-                                         embed_layers=embedding_model.layer_features, nli=nli_model)
+                                         embed_layers=embedding_model.layer_features, nli=nli_model,
+                                         multilingual=MultilingualEncoder)
         except MetricUnavailable as e:
             raise dg.Failure(f"reference_label_scores: {name}: {e}") from e
         info_all[name] = {"metrics": metrics, "rows_scored": info["rows_scored"], "seconds": info["seconds"]}

@@ -3,8 +3,9 @@
 sentence, which category, which signal, what evidence, which head — and the old alt-profanity-check
 score in its own column (``toxicity_profanity``).
 
-The scores come from ``toxicity_explanations`` (one call for every answer sentence of the batch, one
-call of the MiniLM layer features through the project's embedding cache); this module is its one call site.
+The scores come from ``toxicity_explanations`` with the head's ``full`` variant (one call for every
+answer sentence of the batch: one call of the MiniLM layer features through the project's embedding
+cache, one of the packaged USE-M3 encoder); this module is its one call site.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def _scorer():
     return toxicity_explanations
 
 
-@metric("toxicity", needs={"embed_layers"}, columns=EXPLANATION_COLUMNS)
+# the head's "full" variant (MiniLM layer features ⊕ USE-M3): chosen over "minilm" on the train split's
+# grouped CV (stack 0.8993 vs 0.8960) and its val split (0.844 vs 0.843)
+@metric("toxicity", needs={"embed_layers", "multilingual"}, columns=EXPLANATION_COLUMNS)
 def toxicity_metric(batch, resources, options) -> dict[str, list]:
     """Calibrated toxicity of the answer: max over its sentences (top sentence, category, signal and evidence explain it)."""
     out = {c: batch.column() for c in ("toxicity", *EXPLANATION_COLUMNS)}
@@ -40,7 +43,8 @@ def toxicity_metric(batch, resources, options) -> dict[str, list]:
     if not rows:
         return out
     try:
-        results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed_layers"))
+        results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed_layers"),
+                            embed_aux=resources.get("multilingual").encode)
     except ModuleNotFoundError as e:  # the packaged classifier is not installed: an environment problem, not a bug
         raise MetricUnavailable("toxicity", f"the toxicity classifier could not be loaded ({e})",
                                 "install the project's dependencies (`bash scripts/setup.sh`; alt-profanity-check)") from e  # fmt: skip
