@@ -3,47 +3,20 @@ real headless Chromium (Debian ``chromium`` + Python ``playwright``; never ``pla
 
 from pathlib import Path
 
-import dagster as dg
 import polars as pl
 import pytest
 from dagster import DagsterInstance
 
-from hcat_pipeline.assets.reports import campaign_report, weakness_report
-from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
-from hcat_pipeline.io import PolarsParquetIOManager
-from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
-from hcat_pipeline_tests.weakness_data import NIGHT, VERSION, run_tables
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]  # fmt: skip
-
-
-def _store(wh: Path, name: str, frame: pl.DataFrame, version: str = VERSION, night: str | None = NIGHT) -> None:
-    path = wh / name / version / f"{night}.parquet" if night else wh / name / f"{version}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.write_parquet(path)
+from hcat_pipeline_tests.weakness_data import CHROMIUM, CHROMIUM_FLAGS, NIGHT, VERSION, materialize_reports, run_tables, store_run
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     wh = tmp_path_factory.mktemp("wh")
-    t = run_tables()
-    for name in ("rag_responses", "metric_tables", "behaviour_checks"):
-        _store(wh, name, t[name])
-    _store(wh, "golden_set", t["golden_set"], night=None)
-    _store(wh, "retrieval_metrics", retrieval_metrics_table(per_case_retrieval(t["rag_responses"], t["golden_set"], refusal_mode="rules")))
-    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("rag_responses", "metric_tables", "behaviour_checks", "retrieval_metrics")]
-    upstream.append(dg.AssetSpec("golden_set", partitions_def=golden_set_version))
+    store_run(wh, run_tables())
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("golden_set_version", [VERSION])
-    cfg = {"warehouse_dir": str(wh), "reports_dir": str(wh / "reports"), "golden_sets_dir": str(wh / "gs")}
-    result = dg.materialize(
-        [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],
-        partition_key=campaign_run_key(VERSION, NIGHT), instance=instance, resources={"io_manager": PolarsParquetIOManager(base_dir=str(wh))},
-        run_config={"ops": {"weakness_report": {"config": {"warehouse_dir": str(wh), "n_boot": 300}}, "campaign_report": {"config": cfg}}},
-    )  # fmt: skip
-    assert result.success
+    result = materialize_reports(wh, instance, wh / "reports", wh / "gs", n_boot=300)
     meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
     return {"wh": wh, "meta": meta, "path": wh / "reports" / VERSION / NIGHT / "report.html"}
 
@@ -85,7 +58,7 @@ def test_report_renders_in_headless_chromium_without_network(report, tmp_path):
         route.abort()
 
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.route(lambda url: not url.startswith(("file:", "data:")), block)

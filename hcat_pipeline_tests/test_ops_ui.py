@@ -17,11 +17,9 @@ import polars as pl
 import pytest
 
 from hcat_pipeline_tests.servers import free_port
+from hcat_pipeline_tests.weakness_data import CHROMIUM, CHROMIUM_FLAGS, NIGHT, VERSION, materialize_reports, run_tables, store_run
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]  # fmt: skip
 UI_VERSION = "gs-ui"
 LOCATION = "__repository__@hcat_pipeline.definitions"
 
@@ -30,41 +28,21 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chro
 
 def _seed(tmp: Path) -> dict:
     """Temporary home + warehouse: golden candidates to freeze, and a hand-built run's report assets."""
-    from hcat_pipeline.assets.reports import campaign_report, weakness_report
-    from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
-    from hcat_pipeline.io import PolarsParquetIOManager
-    from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
-    from hcat_pipeline_tests.weakness_data import NIGHT, VERSION, run_tables
+    from hcat_pipeline.partitions import golden_set_version
+    from hcat_pipeline.schemas import GOLDEN_SET
 
     home, wh = tmp / "dagster_home", tmp / "warehouse"
     home.mkdir()
     wh.mkdir()
     (home / "dagster.yaml").write_text("telemetry: {enabled: false}\nnux: {enabled: false}\n")
     t = run_tables()
-    from hcat_pipeline.schemas import GOLDEN_SET
-
     gs = t["golden_set"]  # padded to the GOLDEN_SET contract: golden_set freezes it as version gs-ui
     gs.with_columns([pl.lit(None, dtype=d).alias(c) for c, d in GOLDEN_SET.items() if c not in gs.columns]).select(
         list(GOLDEN_SET)).cast(GOLDEN_SET).write_parquet(wh / "golden_candidates.parquet")
-    for name in ("rag_responses", "metric_tables", "behaviour_checks"):
-        (wh / name / VERSION).mkdir(parents=True)
-        t[name].write_parquet(wh / name / VERSION / f"{NIGHT}.parquet")
-    (wh / "golden_set").mkdir()
-    t["golden_set"].write_parquet(wh / "golden_set" / f"{VERSION}.parquet")
-    (wh / "retrieval_metrics" / VERSION).mkdir(parents=True)
-    retrieval_metrics_table(per_case_retrieval(t["rag_responses"], t["golden_set"], refusal_mode="rules")).write_parquet(
-        wh / "retrieval_metrics" / VERSION / f"{NIGHT}.parquet")
+    store_run(wh, t)
     instance = dg.DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions(golden_set_version.name, [VERSION, UI_VERSION])
-    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("rag_responses", "metric_tables", "behaviour_checks", "retrieval_metrics")]
-    upstream.append(dg.AssetSpec("golden_set", partitions_def=golden_set_version))
-    cfg = {"warehouse_dir": str(wh), "reports_dir": str(tmp / "reports"), "golden_sets_dir": str(tmp / "golden_sets")}
-    result = dg.materialize(
-        [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],
-        partition_key=campaign_run_key(VERSION, NIGHT), instance=instance, resources={"io_manager": PolarsParquetIOManager(base_dir=str(wh))},
-        run_config={"ops": {"weakness_report": {"config": {"warehouse_dir": str(wh), "n_boot": 200}}, "campaign_report": {"config": cfg}}},
-    )  # fmt: skip
-    assert result.success
+    materialize_reports(wh, instance, tmp / "reports", tmp / "golden_sets", n_boot=200)
     instance.dispose()
     return {"home": home, "wh": wh, "report": tmp / "reports" / VERSION / NIGHT / "report.html", "run_partition": f"{VERSION}|{NIGHT}"}
 
@@ -108,7 +86,7 @@ def ui(tmp_path_factory):
 def page(ui):
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         pg = browser.new_page(viewport={"width": 1600, "height": 1000})
         pg.set_default_timeout(90_000)
         yield pg

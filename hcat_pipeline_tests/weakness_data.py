@@ -92,3 +92,46 @@ def run_tables(seed: int = 7) -> dict[str, pl.DataFrame]:
                                           pl.lit(20, pl.Int64).alias("output_tokens"), *[pl.lit(v).alias(k) for k, v in run.items()])  # fmt: skip
     return {"golden_set": gs, "rag_responses": rag, "metric_tables": metric_tables,
             "behaviour_checks": pl.DataFrame(bc).with_columns(*[pl.lit(v).alias(k) for k, v in run.items()])}  # fmt: skip
+
+
+# headless Debian chromium for the report / UI tests (never ``playwright install``)
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+UPSTREAM = ("rag_responses", "metric_tables", "behaviour_checks", "retrieval_metrics")
+
+
+def store_run(wh, tables: dict[str, pl.DataFrame]) -> None:
+    """Write the run's tables where the Parquet IO manager reads them (version / night partitions)."""
+    from pathlib import Path
+
+    from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
+
+    wh = Path(wh)
+    frames = {k: tables[k] for k in UPSTREAM[:3]} | {"retrieval_metrics": retrieval_metrics_table(
+        per_case_retrieval(tables["rag_responses"], tables["golden_set"], refusal_mode="rules"))}
+    for name, frame in frames.items():
+        (wh / name / VERSION).mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(wh / name / VERSION / f"{NIGHT}.parquet")
+    (wh / "golden_set").mkdir(parents=True, exist_ok=True)
+    tables["golden_set"].write_parquet(wh / "golden_set" / f"{VERSION}.parquet")
+
+
+def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int):
+    """weakness_report + campaign_report of the stored run in ``instance`` (its upstream as specs)."""
+    import dagster as dg
+
+    from hcat_pipeline.assets.reports import campaign_report, weakness_report
+    from hcat_pipeline.io import PolarsParquetIOManager
+    from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
+
+    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in UPSTREAM]
+    upstream.append(dg.AssetSpec("golden_set", partitions_def=golden_set_version))
+    cfg = {"warehouse_dir": str(wh), "reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir)}
+    result = dg.materialize(
+        [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],
+        partition_key=campaign_run_key(VERSION, NIGHT), instance=instance, resources={"io_manager": PolarsParquetIOManager(base_dir=str(wh))},
+        run_config={"ops": {"weakness_report": {"config": {"warehouse_dir": str(wh), "n_boot": n_boot}}, "campaign_report": {"config": cfg}}},
+    )  # fmt: skip
+    assert result.success
+    return result
