@@ -116,3 +116,6 @@ def test_layer_features_agree_across_backends_end_with_the_sentence_vector_and_a
     again = EmbeddingModel(backend="onnx_int8", cache_dir=str(tmp_path))
     assert np.array_equal(again.layer_features(texts[::-1]), a[::-1]) and again.last_stats.computed == 0
     assert len(list(tmp_path.iterdir())) == 2 and (onnx._get_layer_cache().model_id == onnx.model_id + LAYERS_SUFFIX)
+    # garbage-collected with the sentence vectors: unreachable entries go once older than the limit
+    gc = again.cache_gc(0.0, keep_texts=texts[:10])
+    assert gc["layers_entries_after"] == 10 and gc["layers_dropped"] == 30

@@ -327,8 +327,14 @@ class EmbeddingModel(dg.ConfigurableResource):
 
     def cache_gc(self, max_age_days: float | None, keep_texts: list[str] = ()) -> dict:
         """Garbage-collect this model's cache: keep entries written within ``max_age_days`` (None: all) or for
-        one of ``keep_texts`` (still reachable), merged into one shard; returns sizes before / after (core gc)."""
+        one of ``keep_texts`` (still reachable), merged into one shard; returns sizes before / after (core gc).
+        The layer-feature cache (toxicity) is collected by the same rule; its sizes carry a ``layers_`` prefix."""
         if not self.use_cache:
             return {}
         keep = {text_key(t) for t in keep_texts}
-        return self._get_cache().gc(None if max_age_days is None else max_age_days * 86400.0, keep)
+        age = None if max_age_days is None else max_age_days * 86400.0
+        out = self._get_cache().gc(age, keep)
+        layers = self._get_layer_cache()
+        if layers.dir.is_dir():
+            out |= {f"layers_{k}": v for k, v in layers.gc(age, keep).items()}
+        return out
