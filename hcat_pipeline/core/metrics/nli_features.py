@@ -216,9 +216,10 @@ def featurize(
         keys = list(dict.fromkeys((pt, h) for pt, h, q in zip(prem_texts, hyps, quoted) if not q))
         want = probe is not None or represent
         probs, kreps = np.zeros(0), np.zeros((0, probe.coef.shape[0] if probe is not None else 0))
-        if keys:
-            res = contradiction([k[0] for k in keys], [k[1] for k in keys], **({"represent": True} if want else {}))
-            probs, kreps = (res if want else (res, kreps))
+        if keys and want:
+            probs, kreps = contradiction([k[0] for k in keys], [k[1] for k in keys], represent=True)
+        elif keys:
+            probs = contradiction([k[0] for k in keys], [k[1] for k in keys])
         key_row = {k: r for r, k in enumerate(keys)}
         pos = [-1 if q else key_row[(pt, h)] for pt, h, q in zip(prem_texts, hyps, quoted)]
         contra = [0.0 if r < 0 else float(probs[r]) for r in pos]

@@ -28,9 +28,8 @@ import polars as pl
 
 from hcat_pipeline.core.metrics.batch import LOAD_ERRORS, Batch, Resources
 from hcat_pipeline.core.metrics.options import ScoreOptions
-from hcat_pipeline.core.metrics.registry import FIXES, STR_LIST, Metric, MetricUnavailable, registered, resolve_metrics
+from hcat_pipeline.core.metrics.registry import FIXES, RESOURCES, STR_LIST, Metric, MetricUnavailable, registered, resolve_metrics
 
-RESOURCES = ("embed", "embed_layers", "nli", "pii", "multilingual", "llm")
 SENTENCE_COLUMNS = {"query_sentences": "query", "context_sentences": "context", "answer_sentences": "answer"}
 
 

@@ -9,8 +9,8 @@ Per sentence (``sentence_toxicity``):
    counter-speech cues …), the logit of a word + character n-gram TF-IDF logistic model
    (``toxicity_tfidf``) and — when ``embed`` is given — the logit of a logistic model over the
    MiniLM layer features (``EmbeddingModel.layer_features``: every layer's mean-pooled hidden state,
-   2,688-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of a counter-speech frame, all trained on the train split of the public labelled sets in
-   ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
+   2,688-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of a counter-speech frame,
+   all trained on the train split of the public labelled sets in ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
 3. a logistic stack over those signals, Platt-calibrated on a validation split → ``toxicity`` in
    [0, 1] (probability that the sentence is hateful / toxic toward a person or group);
 4. explanation: the signal with the largest positive contribution to the logit, and a category —
