@@ -7,7 +7,7 @@ groups kept in one split, seeded), embeds with the packaged MiniLM (EmbeddingMod
 calibrates (hcat_pipeline.core.metrics.toxicity_train; with the packaged USE-M3 encoder as the
 second embedding of the ``full`` variant) and writes the head with its report as
 metadata. The test split is not touched: benchmarks/safety_toxicity.py reports on it.
-The shipped head was built with `--with-use` (seed 0). Measured 2026-11-23: 1,565 s wall with
+The shipped head was built with `--with-use --finetune` (seed 0). Measured 2026-11-23: 1,565 s wall with
 --with-use on 2 cores shared with two other developers' heavy jobs (load ~5; this process got ~10 % of a core).
 """
 
@@ -31,6 +31,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=None, help="embedding cache (default: the project's)")
     ap.add_argument("--neutral", type=int, default=3000, help="neutral expository sentences added as clean negatives")
     ap.add_argument("--with-use", action="store_true", help="also train the 'full' variant (MiniLM ⊕ packaged USE-M3)")
+    ap.add_argument("--finetune", action="store_true", help="also fine-tune MiniLM (LoRA adapter, toxicity_encoder) as one more signal")
     args = ap.parse_args()
 
     from hcat_pipeline.core.metrics.toxicity_data import (
@@ -40,6 +41,7 @@ def main() -> None:
         near_duplicate_groups,
         neutral_expository_sentences,
     )
+    from hcat_pipeline.core.metrics.toxicity_encoder import FinetuneConfig
     from hcat_pipeline.core.metrics.toxicity_train import train_toxicity_head
     from hcat_pipeline.resources.embedding import LAYERS, EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -55,7 +57,7 @@ def main() -> None:
     use = MultilingualEncoder() if args.with_use else None
     neutral = neutral_expository_sentences(args.neutral, seed=args.seed)
     head, report = train_toxicity_head(examples, splits, groups, emb.layer_features, embed_aux=use.encode if use else None, seed=args.seed,
-                                       neutral_texts=neutral)
+                                       neutral_texts=neutral, finetune=FinetuneConfig(seed=args.seed) if args.finetune else None)
     report["neutral_expository"] = {"n": len(neutral), "modules": list(NEUTRAL_DOC_MODULES)}
     report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id if use else None
     report["embedding_features"] = f"{emb.model_id} layer features ({emb.dim * LAYERS}-d: EmbeddingModel.layer_features)"

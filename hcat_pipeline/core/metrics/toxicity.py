@@ -11,8 +11,10 @@ Per sentence (``sentence_toxicity``):
    MiniLM layer features (``EmbeddingModel.layer_features``: every layer's mean-pooled hidden state,
    2,688-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of a counter-speech frame,
    all trained on the train split of the public labelled sets in ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
-3. a logistic stack over those signals, Platt-calibrated on a validation split → ``toxicity`` in
-   [0, 1] (probability that the sentence is hateful / toxic toward a person or group);
+3. a logistic stack over those signals; in the embedding variants the logit of a fine-tuned MiniLM
+   (``toxicity_encoder``: LoRA adapter shipped in the head) is added with a weight fitted on the
+   validation split together with the Platt calibration → ``toxicity`` in [0, 1] (probability that
+   the sentence is hateful / toxic toward a person or group);
 4. explanation: the signal with the largest positive contribution to the logit, and a category —
    slur / threat / dehumanising comparison from the rules, otherwise the implicit-hate class
    (stereotype, inferiority, incitement, grievance, irony, threat) of a small head on the embedding.
@@ -34,11 +36,14 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
+from hcat_pipeline.core.metrics.toxicity_encoder import finetuned_logits
 from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, rule_signals
 from hcat_pipeline.core.metrics.toxicity_tfidf import has_tfidf, tfidf_logit
 
 HEAD_PATH = Path(__file__).with_name("toxicity_head.npz")
-HEAD_FORMAT = "hcat-toxicity-head/3"  # /2: TF-IDF signal, logistic embedding model; /3: over the MiniLM layer features
+HEAD_FORMAT = "hcat-toxicity-head/4"  # /2: TF-IDF signal, logistic embedding model; /3: over the MiniLM layer features; /4: + fine-tuned encoder
+
+READABLE_FORMATS = ("hcat-toxicity-head/3", HEAD_FORMAT)  # a /3 head is a /4 head without the fine-tuned encoder
 
 # row-level output columns (name -> polars dtype name), in order
 TOXICITY_COLUMNS: dict[str, str] = {
@@ -52,7 +57,7 @@ TOXICITY_COLUMNS: dict[str, str] = {
     "toxicity_evidence": "String",
     "toxicity_head": "String",  # which head scored: "full" (MiniLM + USE), "minilm" or "lexical"
 }
-SIGNAL_NAMES = {"emb_logit": "embedding", "frame": "counter_speech_frame", "profanity": "profanity", "tfidf": "ngram_tfidf"} | {f: f for f in RULE_FEATURES}
+SIGNAL_NAMES = {"emb_logit": "embedding", "ft_logit": "finetuned_encoder", "frame": "counter_speech_frame", "profanity": "profanity", "tfidf": "ngram_tfidf"} | {f: f for f in RULE_FEATURES}
 CATEGORY_THRESHOLD = 0.5  # below it the category is "none" (no harm detected)
 # Person-directed abuse is outside what the public hate-speech sets teach the head (they label hate
 # toward groups), so two explicit policy rules put a floor under the calibrated score — not fitted,
@@ -82,8 +87,8 @@ def load_toxicity_head(path: str | Path = HEAD_PATH) -> dict:
     with np.load(Path(path), allow_pickle=False) as z:
         head = {k: z[k] for k in z.files}
     meta = json.loads(str(head.pop("meta_json")))
-    if meta.get("format") != HEAD_FORMAT:
-        raise ValueError(f"{path}: format {meta.get('format')!r}, expected {HEAD_FORMAT!r}")
+    if meta.get("format") not in READABLE_FORMATS:
+        raise ValueError(f"{path}: format {meta.get('format')!r}, expected one of {READABLE_FORMATS}")
     head["meta"] = meta
     return head
 
@@ -164,13 +169,16 @@ def score_features(feats: dict, head: dict) -> dict:
     names = [str(x) for x in head[f"{v}_names"]]
     x = stack_inputs(cols, feats["rules"], names)
     logit = ((x - head[f"{v}_mean"]) / head[f"{v}_scale"]) @ head[f"{v}_coef"] + float(head[f"{v}_intercept"])
+    contrib = x / head[f"{v}_scale"] * head[f"{v}_coef"]
+    if f"{v}_ft_weight" in head:  # the fine-tuned encoder's logit, weighted on the val split (toxicity_train)
+        ft = float(head[f"{v}_ft_weight"]) * finetuned_logits(feats["normalised"], head)
+        logit, contrib, names = logit + ft, np.column_stack([contrib, ft]), [*names, "ft_logit"]
     a, b = (float(t) for t in head[f"{v}_platt"])
     prob = expit(a * logit + b)
     cats = None
     if feats["vecs"] is not None and head["cat_names"].size:
         cl = feats["vecs"] @ head["cat_coef"].T.astype(np.float32) + head["cat_intercept"]
         cats = [CATEGORY_NAMES.get(str(head["cat_names"][i]), str(head["cat_names"][i])) for i in cl.argmax(axis=1)]
-    contrib = x / head[f"{v}_scale"] * head[f"{v}_coef"]
     return {"prob": prob, "logit": logit, "contrib": contrib, "names": names, "emb_category": cats, "head": v}
 
 

@@ -26,6 +26,7 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from datetime import date
 
 import numpy as np
@@ -38,6 +39,7 @@ from hcat_pipeline.core.metrics.toxicity import (
     stack_inputs,
 )
 from hcat_pipeline.core.metrics.toxicity_data import Example, text_key
+from hcat_pipeline.core.metrics.toxicity_encoder import PREFIX, FinetuneConfig, finetuned_logits, fit_finetuned
 from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES
 from hcat_pipeline.core.metrics.toxicity_tfidf import TFIDF_MODEL_KEY, fit_tfidf, predict_tfidf, tfidf_arrays, tfidf_logit
 
@@ -148,6 +150,16 @@ def _platt(logit: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(lr.coef_[0, 0]), float(lr.intercept_[0])
 
 
+def _platt_fused(z: np.ndarray, ft: np.ndarray, y: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """σ(a·z + c·ft + b) fitted on the val split, returned as the fine-tuned logit's weight in stack
+    units (c / a) and the Platt pair (a, b) applied to z + (c / a)·ft."""
+    lr = _fit_lr(np.column_stack([z, ft]), y, 1e6)
+    a, c = (float(t) for t in lr.coef_[0])
+    if a <= 0:
+        raise ValueError(f"toxicity: the stack logit gets a non-positive weight ({a:.3g}) next to the fine-tuned logit on the val split")
+    return c / a, (a, float(lr.intercept_[0]))
+
+
 def _embedding_signals(x, y, content, is_counter, folds, seed, log) -> tuple[dict, dict, dict]:
     """Content LR (hate vs not, trained without the counter-speech frames) and frame LR (counter-
     speech frame vs anything else): C by grouped CV AUROC; out-of-fold signals for the stack; final
@@ -193,22 +205,9 @@ def _tfidf_signal(texts, y, content, folds, log) -> tuple[dict, np.ndarray, dict
     return tfidf_arrays(fitted), oof, {"tfidf_cv_auroc": auc, "tfidf_features": int(fitted[1].coef_.shape[1])}
 
 
-def train_toxicity_head(
-    examples: Sequence[Example],
-    splits: Sequence[str],
-    groups: np.ndarray,
-    embed: Callable[[list[str]], np.ndarray],
-    embed_aux: Callable[[list[str]], np.ndarray] | None = None,
-    predict_prob: Callable[[list[str]], np.ndarray] | None = None,
-    seed: int = 0,
-    log: Callable[[str], None] = print,
-    neutral_texts: Sequence[str] = (),
-) -> tuple[dict, dict]:
-    """(head arrays for ``np.savez``, report). ``splits`` from ``toxicity_data.assign_splits``.
-    Variants: ``minilm`` (``embed``), ``full`` (``embed`` + ``embed_aux``, when given), ``lexical``."""
-    splits = np.asarray(splits)
-    tr_idx = np.flatnonzero(splits == "train")
-    va_idx = np.flatnonzero(splits == "val")
+def training_rows(examples: Sequence[Example], tr_idx: np.ndarray, groups: np.ndarray, seed: int, neutral_texts: Sequence[str] = ()):
+    """The head's training rows: (texts, labels, groups, kinds) of the train split, its augmentation
+    (``augment``) and the neutral expository sentences (label 0, each its own group)."""
     aug = augment(examples, tr_idx, seed)
     texts = [examples[i].text for i in tr_idx] + [a[0] for a in aug]
     y = np.array([examples[i].label for i in tr_idx] + [a[1] for a in aug])
@@ -220,15 +219,52 @@ def train_toxicity_head(
         y = np.concatenate([y, np.zeros(len(neutral_texts), dtype=y.dtype)])
         grp = np.concatenate([grp, first + np.arange(len(neutral_texts))])
         kinds = np.concatenate([kinds, np.full(len(neutral_texts), "aug_neutral_doc")])
+    return texts, y, grp, kinds
+
+
+def train_toxicity_head(
+    examples: Sequence[Example],
+    splits: Sequence[str],
+    groups: np.ndarray,
+    embed: Callable[[list[str]], np.ndarray],
+    embed_aux: Callable[[list[str]], np.ndarray] | None = None,
+    predict_prob: Callable[[list[str]], np.ndarray] | None = None,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    neutral_texts: Sequence[str] = (),
+    finetune: FinetuneConfig | None = None,
+) -> tuple[dict, dict]:
+    """(head arrays for ``np.savez``, report). ``splits`` from ``toxicity_data.assign_splits``.
+    Variants: ``minilm`` (``embed``), ``full`` (``embed`` + ``embed_aux``, when given), ``lexical``.
+    ``finetune``: also fine-tune MiniLM (``toxicity_encoder``) on the same rows; its logit joins the
+    embedding variants with a weight fitted on the val split with the calibration."""
+    splits = np.asarray(splits)
+    tr_idx = np.flatnonzero(splits == "train")
+    va_idx = np.flatnonzero(splits == "val")
+    texts, y, grp, kinds = training_rows(examples, tr_idx, groups, seed, neutral_texts)
+    n_aug = int(sum(k.startswith("aug_") and k != "aug_neutral_doc" for k in kinds))
     content, is_counter = kinds != "aug_counter", (kinds == "aug_counter").astype(int)
-    log(f"train: {len(tr_idx)} sentences + {len(aug)} augmented + {len(neutral_texts)} neutral expository; val: {len(va_idx)}")
+    log(f"train: {len(tr_idx)} sentences + {n_aug} augmented + {len(neutral_texts)} neutral expository; val: {len(va_idx)}")
     f = featurise(texts, embed, predict_prob, embed_aux)
     fv = featurise([examples[i].text for i in va_idx], embed, predict_prob, embed_aux)
     yv = np.array([examples[i].label for i in va_idx])
+    kinds_v = np.array([examples[i].kind for i in va_idx])
+    implicit_v = (kinds_v == "implicit_hate") | (kinds_v == "not_hate")
     folds = _folds(y, grp, seed)
+    ft_val = None
+    if finetune is not None:
+        log(f"  fine-tuned encoder ({finetune})")
+        head_ft = fit_finetuned(f["normalised"], y, finetune, log)
+        ft_val = finetuned_logits(fv["normalised"], head_ft)  # from the stored float16 arrays, as scoring will
+        report_ft = {"config": asdict(finetune), "val_auroc": _auroc(yv, ft_val), "val_auroc_implicit": _auroc(yv[implicit_v], ft_val[implicit_v]),
+                     "parameters": int(sum(a.size for k, a in head_ft.items() if k.startswith(f"{PREFIX}lora/")))}
+        log(f"    fine-tuned alone: val AUROC {report_ft['val_auroc']:.4f} (implicit vs not_hate {report_ft['val_auroc_implicit']:.4f})")
     head, tfidf_oof, tfidf_rep = _tfidf_signal(f["normalised"], y, content, folds, log)
     tfidf_val = tfidf_logit(fv["normalised"], head)
     report: dict = {"variants": {}, "tfidf": tfidf_rep}
+    if ft_val is not None:
+        head |= head_ft
+        report["finetuned"] = report_ft
     for v in ("full", "minilm", "lexical") if embed_aux is not None else ("minilm", "lexical"):
         log(f"  variant {v}")
         x = embedding_matrix(f, v)
@@ -252,9 +288,17 @@ def train_toxicity_head(
         # Platt calibration on the val split (original sentences only)
         cols_v = {"profanity": fv["profanity"], "tfidf": tfidf_val} | ({} if x is None else embedding_signals(embedding_matrix(fv, v), head, v))
         zv = _stack_logit(stack_inputs(cols_v, fv["rules"], names), mean, scale, coef, intercept)
-        head[f"{v}_platt"] = np.array(_platt(zv, yv))
         rep |= {"stack": vname, "stack_C": c, "stack_cv_auroc": results[(vname, c)], "val_auroc": _auroc(yv, zv), "coef": dict(zip(names, np.round(coef, 4).tolist()))}
-        log(f"    stack {vname} C={c}: CV AUROC {results[(vname, c)]:.4f}; val AUROC {rep['val_auroc']:.4f}")
+        if ft_val is not None and x is not None:  # the fine-tuned logit joins with a weight fitted with the calibration
+            w, platt = _platt_fused(zv, ft_val, yv)
+            zv = zv + w * ft_val
+            head[f"{v}_ft_weight"] = np.array(w)
+            rep |= {"ft_weight": w, "val_auroc_with_ft": _auroc(yv, zv)}
+        else:
+            platt = _platt(zv, yv)
+        head[f"{v}_platt"] = np.array(platt)
+        rep["val_auroc_implicit"] = _auroc(yv[implicit_v], zv[implicit_v])
+        log(f"    stack {vname} C={c}: CV AUROC {results[(vname, c)]:.4f}; val AUROC {_auroc(yv, zv):.4f} (implicit vs not_hate {rep['val_auroc_implicit']:.4f})")
         report["variants"][v] = rep
 
     # category head: implicit-hate stage-2 class from the MiniLM embedding (train split, "other" left out)

@@ -1,0 +1,123 @@
+"""The fine-tuned encoder signal of the toxicity head (core/metrics/toxicity_encoder.py): trained on
+tiny data here (a few optimiser steps on the packaged MiniLM), stored as float16 arrays, rebuilt,
+deterministic; the recipe's use of it; the shipped head's adapter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hcat_pipeline.core.metrics import toxicity_train
+from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
+from hcat_pipeline.core.metrics.toxicity_data import Example, assign_splits
+from hcat_pipeline.core.metrics.toxicity_encoder import (
+    PREFIX,
+    FinetuneConfig,
+    FinetunedEncoder,
+    config_of,
+    finetuned_logits,
+    fit_finetuned,
+    has_finetuned,
+)
+from hcat_pipeline.core.metrics.toxicity_tfidf import TFIDF_MODEL_KEY
+
+HATE = [f"people from group {g} are {w}" for g in "ABCDEFGH" for w in ("vermin", "parasites")]
+CLEAN = [f"people from group {g} {w}" for g in "ABCDEFGH" for w in ("opened a bank account", "like to cook")]
+TINY = FinetuneConfig(r=4, alpha=8, lr=3e-3, epochs=4, batch=8, warmup_steps=2, max_tokens=16, seed=3)
+
+
+@pytest.fixture(scope="module")
+def tiny_adapter():
+    return fit_finetuned(HATE + CLEAN, [1] * len(HATE) + [0] * len(CLEAN), TINY, log=lambda _: None)
+
+
+def test_adapter_is_small_float16_and_records_its_config(tiny_adapter):
+    lora = {k: a for k, a in tiny_adapter.items() if k.startswith(f"{PREFIX}lora/")}
+    assert all(a.dtype == np.float16 for a in lora.values())
+    # r × (in + out) for every linear layer of the 6 blocks: 4 attention (384 → 384), FFN 384 → 1536 → 384
+    assert sum(a.size for a in lora.values()) == 6 * TINY.r * (4 * 768 + 2 * 1920)
+    assert config_of(tiny_adapter) == TINY and has_finetuned(tiny_adapter)
+
+
+def test_rebuilt_encoder_learned_the_training_labels_and_training_is_deterministic(tiny_adapter):
+    enc = FinetunedEncoder(tiny_adapter)
+    z = enc.logits(HATE + CLEAN)
+    assert z[: len(HATE)].min() > z[len(HATE) :].max()
+    # a sentence the adapter never saw, in the same pattern
+    new = enc.logits(["people from group Q are vermin", "people from group Q opened a bank account"])
+    assert new[0] > new[1]
+    again = fit_finetuned(HATE + CLEAN, [1] * len(HATE) + [0] * len(CLEAN), TINY, log=lambda _: None)
+    assert set(again) == set(tiny_adapter) and all(np.array_equal(again[k], tiny_adapter[k]) for k in again)
+    # the cached encoder: same values (up to float32 padding effects of another batch composition)
+    assert np.allclose(finetuned_logits(HATE[:3], tiny_adapter), z[:3], atol=1e-5)
+
+
+def test_adapter_missing_tensors_or_absent_is_a_clear_error(tiny_adapter):
+    broken = {k: a for i, (k, a) in enumerate(tiny_adapter.items()) if not (k.startswith(f"{PREFIX}lora/") and i == 0)}
+    with pytest.raises(ValueError, match="lacks 1 tensors"):
+        FinetunedEncoder(broken)
+    with pytest.raises(ValueError, match="no fine-tuned encoder"):
+        FinetunedEncoder({})
+    with pytest.raises(ValueError, match="2 texts and 1 labels"):
+        fit_finetuned(["a", "b"], [1], TINY)
+
+
+def test_recipe_fine_tunes_on_train_rows_only_and_weights_the_logit_on_val(monkeypatch):
+    ex = []
+    for i in range(40):
+        ex.append(Example(f"member {i} of that group is lazy and worthless", 1, "toy", "hate"))
+        ex.append(Example(f"member {i} of that group opened a savings account", 0, "toy", "neutral"))
+    seen: list[str] = []
+
+    def spy(texts, y, cfg, log):
+        seen.extend(texts)
+        return fit_finetuned(texts, y, cfg, log)
+
+    monkeypatch.setattr(toxicity_train, "fit_finetuned", spy)
+    rng = np.random.default_rng(0)
+
+    def embed(texts):
+        return rng.normal(size=(len(texts), 8))  # an uninformative embedding: the fine-tuned logit must carry it
+
+    splits = assign_splits(ex, np.arange(len(ex)))
+    cfg = FinetuneConfig(r=4, alpha=8, lr=3e-3, epochs=2, batch=16, warmup_steps=2, max_tokens=24, seed=0)
+    head, report = toxicity_train.train_toxicity_head(ex, splits, np.arange(len(ex)), embed, seed=0, log=lambda _: None, finetune=cfg)
+    test_texts = {e.text for e, s in zip(ex, splits) if s == "test"}
+    val_texts = {e.text for e, s in zip(ex, splits) if s == "val"}
+    assert seen and not (test_texts | val_texts) & set(seen)
+    assert has_finetuned(head) and float(head["minilm_ft_weight"]) > 0 and "lexical_ft_weight" not in head
+    assert report["finetuned"]["val_auroc"] > 0.9 and report["finetuned"]["config"]["r"] == 4
+    out = sentence_toxicity(["member 99 of that group is lazy and worthless", "member 99 of that group opened a savings account"],
+                            embed=embed, head=head | {"meta": report})
+    assert out[0]["toxicity"] > out[1]["toxicity"] and out[0]["signal"] == "finetuned_encoder"
+
+
+def test_shipped_head_carries_its_adapter_with_a_positive_weight():
+    head = load_toxicity_head()
+    assert has_finetuned(head) and config_of(head) == FinetuneConfig()
+    for v in ("full", "minilm"):
+        assert float(head[f"{v}_ft_weight"]) > 0
+    assert "lexical_ft_weight" not in head
+    meta = head["meta"]["finetuned"]
+    assert meta["val_auroc_implicit"] > 0.8 and meta["parameters"] == 6 * 16 * (4 * 768 + 2 * 1920)
+
+
+def test_a_head_without_the_encoder_still_scores_with_its_stack(tmp_path, embedding_model):
+    """A /3 head (no fine-tuned encoder) is read and scores with the stack alone; the shipped head adds
+    the weighted fine-tuned logit to that same stack logit."""
+    import json
+
+    from hcat_pipeline.core.metrics.toxicity import featurise, score_features
+
+    head = load_toxicity_head()
+    old = {k: a for k, a in head.items() if k != "meta" and not k.startswith(PREFIX) and not k.endswith("_ft_weight") and k != TFIDF_MODEL_KEY}
+    old["meta_json"] = np.array(json.dumps(head["meta"] | {"format": "hcat-toxicity-head/3"}))
+    np.savez_compressed(tmp_path / "head3.npz", **old)
+    head3 = load_toxicity_head(tmp_path / "head3.npz")
+    texts = ["Those people are a plague on this country.", "The branch opens at nine on Mondays."]
+    feats = featurise(texts, embedding_model.layer_features)
+    with_ft, without = score_features(feats, head), score_features(feats, head3)
+    assert without["names"][-1] != "ft_logit" and with_ft["names"][-1] == "ft_logit"
+    ft = float(head["minilm_ft_weight"]) * finetuned_logits(feats["normalised"], head)
+    assert np.allclose(with_ft["logit"], without["logit"] + ft) and np.allclose(with_ft["contrib"][:, -1], ft)
+    assert with_ft["prob"][0] > with_ft["prob"][1] and without["prob"][0] > without["prob"][1]
