@@ -1,6 +1,6 @@
 """The fine-tuned encoder signal of the toxicity head (core/metrics/toxicity_encoder.py): trained on
 tiny data here (a few optimiser steps on the packaged MiniLM), stored as float16 arrays, rebuilt,
-deterministic; the recipe's use of it; the shipped head's adapter."""
+deterministic; the recipe's use of it; a head with and without it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from hcat_pipeline.core.metrics.toxicity_encoder import (
     fit_finetuned,
     has_finetuned,
 )
-from hcat_pipeline.core.metrics.toxicity_tfidf import TFIDF_MODEL_KEY
 
 HATE = [f"people from group {g} are {w}" for g in "ABCDEFGH" for w in ("vermin", "parasites")]
 CLEAN = [f"people from group {g} {w}" for g in "ABCDEFGH" for w in ("opened a bank account", "like to cook")]
@@ -92,32 +91,18 @@ def test_recipe_fine_tunes_on_train_rows_only_and_weights_the_logit_on_val(monke
     assert out[0]["toxicity"] > out[1]["toxicity"] and out[0]["signal"] == "finetuned_encoder"
 
 
-def test_shipped_head_carries_its_adapter_with_a_positive_weight():
-    head = load_toxicity_head()
-    assert has_finetuned(head) and config_of(head) == FinetuneConfig()
-    for v in ("full", "minilm"):
-        assert float(head[f"{v}_ft_weight"]) > 0
-    assert "lexical_ft_weight" not in head
-    meta = head["meta"]["finetuned"]
-    assert meta["val_auroc_implicit"] > 0.8 and meta["parameters"] == 6 * 16 * (4 * 768 + 2 * 1920)
-
-
-def test_a_head_without_the_encoder_still_scores_with_its_stack(tmp_path, embedding_model):
-    """A /3 head (no fine-tuned encoder) is read and scores with the stack alone; the shipped head adds
-    the weighted fine-tuned logit to that same stack logit."""
-    import json
-
+def test_stack_head_with_an_adapter_adds_its_weighted_logit(tmp_path, embedding_model, tiny_adapter):
+    """The shipped head (/3, no fine-tuned encoder) scores with its stack alone; the same head with an
+    adapter and a weight adds the weighted fine-tuned logit to that same stack logit, shown as a signal."""
     from hcat_pipeline.core.metrics.toxicity import featurise, score_features
 
-    head = load_toxicity_head()
-    old = {k: a for k, a in head.items() if k != "meta" and not k.startswith(PREFIX) and not k.endswith("_ft_weight") and k != TFIDF_MODEL_KEY}
-    old["meta_json"] = np.array(json.dumps(head["meta"] | {"format": "hcat-toxicity-head/3"}))
-    np.savez_compressed(tmp_path / "head3.npz", **old)
-    head3 = load_toxicity_head(tmp_path / "head3.npz")
+    head3 = load_toxicity_head()
+    assert not has_finetuned(head3) and "minilm_ft_weight" not in head3
+    head4 = head3 | tiny_adapter | {"minilm_ft_weight": np.array(0.5)}
     texts = ["Those people are a plague on this country.", "The branch opens at nine on Mondays."]
     feats = featurise(texts, embedding_model.layer_features)
-    with_ft, without = score_features(feats, head), score_features(feats, head3)
+    with_ft, without = score_features(feats, head4), score_features(feats, head3)
     assert without["names"][-1] != "ft_logit" and with_ft["names"][-1] == "ft_logit"
-    ft = float(head["minilm_ft_weight"]) * finetuned_logits(feats["normalised"], head)
+    ft = 0.5 * finetuned_logits(feats["normalised"], tiny_adapter)
     assert np.allclose(with_ft["logit"], without["logit"] + ft) and np.allclose(with_ft["contrib"][:, -1], ft)
-    assert with_ft["prob"][0] > with_ft["prob"][1] and without["prob"][0] > without["prob"][1]
+    assert without["prob"][0] > without["prob"][1]
