@@ -11,9 +11,10 @@ Per sentence (``sentence_toxicity``):
    MiniLM layer features (``EmbeddingModel.layer_features``: every layer's mean-pooled hidden state,
    2,688-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of a counter-speech frame,
    all trained on the train split of the public labelled sets in ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
-3. a logistic stack over those signals; in the embedding variants the logit of a fine-tuned MiniLM
-   (``toxicity_encoder``: LoRA adapter shipped in the head) is added with a weight fitted on the
-   validation split together with the Platt calibration → ``toxicity`` in [0, 1] (probability that
+3. a logistic stack over those signals, Platt-calibrated on a validation split; when the head
+   carries a fine-tuned MiniLM (a /4 head, ``toxicity_encoder``: LoRA adapter in the npz — the shipped
+   /3 head does not), its logit is added in the embedding variants with a weight fitted on the
+   validation split together with the calibration → ``toxicity`` in [0, 1] (probability that
    the sentence is hateful / toxic toward a person or group);
 4. explanation: the signal with the largest positive contribution to the logit, and a category —
    slur / threat / dehumanising comparison from the rules, otherwise the implicit-hate class
