@@ -58,10 +58,11 @@ def main() -> None:
     ap.add_argument("--split", default="test", choices=("test", "val"))
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--head", type=Path, default=None, help="a head npz to read instead of the shipped one (a candidate)")
     ap.add_argument("--speed-only", action="store_true", help="only speed and peak RSS (a clean process: scorer + models, no data sets)")
     args = ap.parse_args()
     if args.speed_only:
-        return speed(args.data)
+        return speed(args.data, args.head)
 
     from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
     from hcat_pipeline.core.metrics.toxicity_data import assign_splits, load_all, near_duplicate_groups
@@ -70,7 +71,7 @@ def main() -> None:
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
     from hcat_pipeline_tests.toxicity_functional import FUNCTIONAL, HATE, NOT_HATE
 
-    head = load_toxicity_head()
+    head = load_toxicity_head(args.head) if args.head else load_toxicity_head()
     emb = EmbeddingModel(**({"cache_dir": args.cache_dir} if args.cache_dir else {}))
     examples, _ = load_all(args.data)
     splits = assign_splits(examples, near_duplicate_groups(emb.embed([e.text for e in examples])))
@@ -143,8 +144,25 @@ def main() -> None:
         for r in res[c]:
             print(f"    {c:9s} {r['toxicity']:.3f} {r['signal']:17s} {r['category']:24s} {r['sentence']}")
 
+    operational(emb, head, aux, args.seed)
     warehouse(emb, head, aux)
     print("\n(speed and peak RSS: run again with --speed-only, a process without the data sets)")
+
+
+def operational(emb, head, aux: dict, seed: int) -> None:
+    """Clean prose with violent words from the templates the head never saw (toxicity_operational):
+    the share scored ≥ 0.5 is a false-positive rate on technical / game / finance / sports prose."""
+    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
+    from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_templates
+
+    sents = operational_templates(seed=seed, split="heldout")
+    print(f"\noperational prose, held-out templates {sorted(heldout_templates(seed))} (n = {len(sents)})")
+    for name, kw in (("minilm", {}), ("full", aux)) if aux else (("minilm", {}),):
+        rows = sentence_toxicity(sents, emb.layer_features, head=head, **kw)
+        t = np.array([r["toxicity"] for r in rows])
+        print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}, max {t.max():.3f}")
+        for r in sorted(rows, key=lambda r: -r["toxicity"])[:3]:
+            print(f"    {r['toxicity']:.3f} {r['signal']:17s} {r['sentence'][:110]}")
 
 
 def warehouse(emb, head, aux: dict) -> None:
@@ -171,7 +189,7 @@ def warehouse(emb, head, aux: dict) -> None:
             print(f"    {r['toxicity']:.3f} {r['signal']:17s} {r['sentence'][:110]}")
 
 
-def speed(data: Path, n: int = 2000) -> None:
+def speed(data: Path, head_path: Path | None = None, n: int = 2000) -> None:
     """Sentences/s per head variant on n ToxiGen / implicit-hate sentences (embeddings computed, not
     cached; models warmed up first), then the process's peak RSS."""
     from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
@@ -180,7 +198,7 @@ def speed(data: Path, n: int = 2000) -> None:
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
 
     sents = [e.text for e in load_implicit_hate(data / "implicit-hate")][-n:]
-    head = load_toxicity_head()
+    head = load_toxicity_head(head_path) if head_path else load_toxicity_head()
     emb = EmbeddingModel(use_cache=False)
     sentence_toxicity(["warm up"], emb.layer_features, head=head)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -51,6 +51,7 @@ def main() -> None:
         neutral_expository_sentences,
     )
     from hcat_pipeline.core.metrics.toxicity_encoder import FinetuneConfig, FinetunedEncoder, fit_finetuned
+    from hcat_pipeline.core.metrics.toxicity_operational import operational_negatives
     from hcat_pipeline.core.metrics.toxicity_train import training_rows
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -60,7 +61,7 @@ def main() -> None:
     groups = near_duplicate_groups(emb.embed([e.text for e in ex]))
     splits = np.asarray(assign_splits(ex, groups))
     tr, va = np.flatnonzero(splits == "train"), np.flatnonzero(splits == "val")
-    texts, y, _, _ = training_rows(ex, tr, groups, args.seed, neutral_expository_sentences(3000, seed=args.seed))
+    texts, y, _, _ = training_rows(ex, tr, groups, args.seed, neutral_expository_sentences(3000, seed=args.seed) + operational_negatives(seed=args.seed))
     norm = featurise(texts, None, predict_prob=lambda t: np.zeros(len(t)))["normalised"]
     cfg = FinetuneConfig(r=args.r, lr=args.lr, epochs=args.epochs, seed=args.seed)
     t0 = time.perf_counter()

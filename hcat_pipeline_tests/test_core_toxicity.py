@@ -234,3 +234,41 @@ def test_technical_prose_and_code_masks_are_not_read_as_hate(embedding_model):
     rows = sentence_toxicity(sentences, embed=embedding_model.layer_features)
     assert all(not r["evidence"].get("obfuscated") for r in rows)
     assert max(r["toxicity"] for r in rows) < 0.5, [(r["toxicity"], r["sentence"]) for r in rows]
+
+
+@pytest.mark.parametrize(
+    "sentence, aimed",
+    [("I will find you and hurt you.", True), ("They should all be shot.", True), ("Those people must die.", True),
+     ("We will burn down your house tonight.", True), ("They should execute the nightly job after the backup.", False),
+     ("You will kill the worker if it hangs again.", False), ("We must destroy the old branch before the release.", False)],
+)  # fmt: skip
+def test_a_threat_is_directed_only_when_the_person_is_what_the_violence_is_done_to(sentence, aimed):
+    from hcat_pipeline.core.metrics.toxicity import directed_abuse
+
+    sig = rule_signals(sentence)
+    assert "threat" in sig["evidence"]  # a violence word in an intent frame, in every case
+    assert (directed_abuse(sig["normalised"], sig["evidence"], profanity=0.0) == "threat") is aimed
+
+
+def test_the_insult_floor_needs_an_insulting_word_not_only_the_profanity_model():
+    from hcat_pipeline.core.metrics.toxicity import directed_abuse
+
+    def rule(s):
+        sig = rule_signals(s)
+        return directed_abuse(sig["normalised"], sig["evidence"], profanity=0.95)  # the model is sure either way
+
+    assert rule("You are a stupid idiot and I hate you.") == "insult"
+    assert rule("You fucking moron, nobody asked you.") == "insult"
+    assert rule("If you get hit by the goblin, you die and lose the level.") is None
+
+
+def test_operational_negatives_are_deterministic_split_by_template_and_exclude_the_tests_sentences():
+    from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_negatives, operational_templates
+
+    train, held = operational_templates(split="train"), operational_templates(split="heldout")
+    assert train == operational_templates(split="train") and train and held and not set(train) & set(held)
+    assert heldout_templates() and heldout_templates() == heldout_templates(0)
+    negatives = set(operational_negatives())
+    assert set(train) <= negatives and not negatives & set(held)
+    # no sentence a technical-prose test asserts on is a training negative
+    assert not negatives & {"We need to kill the process and restart it.", "Fuck, the app crashed again."}

@@ -42,6 +42,7 @@ def main() -> None:
         neutral_expository_sentences,
     )
     from hcat_pipeline.core.metrics.toxicity_encoder import FinetuneConfig
+    from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_negatives
     from hcat_pipeline.core.metrics.toxicity_train import train_toxicity_head
     from hcat_pipeline.resources.embedding import LAYERS, EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -56,9 +57,11 @@ def main() -> None:
     print(f"near-duplicate groups: {len(set(groups.tolist()))} for {len(examples)} sentences")
     use = MultilingualEncoder() if args.with_use else None
     neutral = neutral_expository_sentences(args.neutral, seed=args.seed)
+    operational = operational_negatives(seed=args.seed)  # violent verbs in clean technical / game / finance prose
     head, report = train_toxicity_head(examples, splits, groups, emb.layer_features, embed_aux=use.encode if use else None, seed=args.seed,
-                                       neutral_texts=neutral, finetune=FinetuneConfig(seed=args.seed) if args.finetune else None)
+                                       neutral_texts=neutral + operational, finetune=FinetuneConfig(seed=args.seed) if args.finetune else None)
     report["neutral_expository"] = {"n": len(neutral), "modules": list(NEUTRAL_DOC_MODULES)}
+    report["operational_negatives"] = {"n": len(operational), "heldout_templates": sorted(heldout_templates(args.seed))}
     report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id if use else None
     report["embedding_features"] = f"{emb.model_id} layer features ({emb.dim * LAYERS}-d: EmbeddingModel.layer_features)"
     head["meta_json"] = np.array(json.dumps(report))

@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import expit
 
 from hcat_pipeline.core.metrics.toxicity_encoder import finetuned_logits
-from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, rule_signals
+from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, lexicon, rule_signals
 from hcat_pipeline.core.metrics.toxicity_tfidf import has_tfidf, tfidf_logit
 
 HEAD_PATH = Path(__file__).with_name("toxicity_head.npz")
@@ -67,6 +67,10 @@ CATEGORY_THRESHOLD = 0.5  # below it the category is "none" (no harm detected)
 DIRECTED_FLOORS = {"threat": 0.90, "insult": 0.80}
 _SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|yours|yourself|u|ya)\b")
 _TARGET = re.compile(r"\b(you|your|you're|him|her|them|they|those|these|people|everyone|anybody|somebody)\b")
+_WORDS = re.compile(r"[a-z]+(?:[-'][a-z]+)*")  # as toxicity_rules tokenises
+_PASSIVE = re.compile(r"\b(be|get|gets|got|been|being)\b")
+_INTRANSITIVE = frozenset({"die", "dead", "hang"})
+_PROFANE = re.compile(r"\b(" + "|".join(sorted(lexicon()["profanity"])) + r")\b")
 CATEGORY_NAMES = {
     "white_grievance": "grievance",
     "incitement": "incitement",
@@ -197,14 +201,33 @@ def _category(evidence: dict, emb_cat: str | None, signal: str, prob: float) -> 
     return emb_cat or ("identity attack" if "identity_negative" in evidence else "insult")
 
 
+def _aimed(low: str, evidence: dict) -> bool:
+    """Is the violence aimed at a person or group? Only when the target is what the violence is done
+    to: named within four words after the violence word ("hurt you", "burn down your mosque"), or the
+    subject of a passive or intransitive frame ("they should all be shot", "those people must die").
+    "They should execute the job" names a subject who acts on a thing: not aimed."""
+    words = _WORDS.findall(low)
+    targets = set(evidence.get("identity", ())) | set(evidence.get("slur", ()))
+    is_target = [bool(_TARGET.fullmatch(w)) or w in targets or w.rstrip("s") in targets for w in words]
+    for i, w in enumerate(words):
+        if w not in evidence["threat"]:
+            continue
+        if any(is_target[i + 1 : i + 5]):
+            return True
+        frame = _PASSIVE.search(" ".join(words[max(0, i - 4) : i])) or w in _INTRANSITIVE
+        if frame and any(is_target[:i]):
+            return True
+    return False
+
+
 def directed_abuse(normalised: str, evidence: dict, profanity: float) -> str | None:
     """``"threat"`` / ``"insult"`` when a ``DIRECTED_FLOORS`` rule applies to the sentence, else None."""
     if "denounce" in evidence or "reported" in evidence:
         return None
     low = normalised.lower()
-    if "threat" in evidence and (_TARGET.search(low) or "identity" in evidence or "slur" in evidence):
+    if "threat" in evidence and _aimed(low, evidence):
         return "threat"
-    if profanity >= 0.8 and _SECOND_PERSON.search(low):
+    if profanity >= 0.8 and _SECOND_PERSON.search(low) and ("hate_word" in evidence or _PROFANE.search(low)):
         from hcat_pipeline.core.metrics.safety import _vader
 
         if _vader().polarity_scores(normalised)["compound"] <= -0.3:
