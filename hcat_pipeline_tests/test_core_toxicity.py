@@ -71,7 +71,7 @@ def test_rule_signals_threat_dehumanising_counter_and_reclaimed():
 def test_head_loads_without_pickle_and_records_its_training():
     head = load_toxicity_head()
     meta = head["meta"]
-    assert meta["format"] == "hcat-toxicity-head/3"  # shipped without the fine-tuned encoder (README: technical false positives)
+    assert meta["format"] == "hcat-toxicity-head/4"  # shipped with the fine-tuned encoder (toxicity_encoder)
     assert {"minilm", "lexical"} <= set(meta["variants"]) <= {"full", "minilm", "lexical"}
     counts = meta["counts"]
     assert sum(counts["test"].values()) > 4000 and sum(counts["train"].values()) > 12000

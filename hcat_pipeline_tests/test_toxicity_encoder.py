@@ -92,12 +92,15 @@ def test_recipe_fine_tunes_on_train_rows_only_and_weights_the_logit_on_val(monke
 
 
 def test_stack_head_with_an_adapter_adds_its_weighted_logit(tmp_path, embedding_model, tiny_adapter):
-    """The shipped head (/3, no fine-tuned encoder) scores with its stack alone; the same head with an
-    adapter and a weight adds the weighted fine-tuned logit to that same stack logit, shown as a signal."""
+    """The shipped head without its fine-tuned encoder (as a /3 head) scores with its stack alone; the
+    same head with an adapter and a weight adds the weighted fine-tuned logit to that same stack logit,
+    shown as a signal."""
     from hcat_pipeline.core.metrics.toxicity import featurise, score_features
 
-    head3 = load_toxicity_head()
-    assert not has_finetuned(head3) and "minilm_ft_weight" not in head3
+    shipped = load_toxicity_head()
+    assert has_finetuned(shipped) and float(shipped["minilm_ft_weight"]) > 0 and float(shipped["full_ft_weight"]) > 0
+    head3 = {k: v for k, v in shipped.items() if not k.startswith(PREFIX) and not k.endswith("_ft_weight")}
+    assert not has_finetuned(head3)
     head4 = head3 | tiny_adapter | {"minilm_ft_weight": np.array(0.5)}
     texts = ["Those people are a plague on this country.", "The branch opens at nine on Mondays."]
     feats = featurise(texts, embedding_model.layer_features)
