@@ -217,13 +217,19 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", default="", help="saved scores of another head (before), reported side by side")
     ap.add_argument("--speed-items", type=int, default=300, help="items for the speed measurement (0: skip)")
     ap.add_argument("--no-qa-check", action="store_true")
+    ap.add_argument("--subsets", default="", help="only these subsets (comma-separated, e.g. news)")
+    ap.add_argument("--llm-second-opinion", action="store_true",
+                    help="the packaged LLM's second opinion on every borderline sentence (NLIModel.llm_second_opinion, no per-call cap)")
     args = ap.parse_args(argv)
 
     sets = tuple(s for s in args.sets.split(",") if s)
     items = load_sets(sets=sets, split="test")
     if args.limit:
         items = [it for s in sets for it in [x for x in items if x.set == s][: args.limit]]
-    model = NLIModel(weights_path=args.weights)
+    if args.subsets:
+        items = [it for it in items if it.subset in args.subsets.split(",")]
+    opts = {"llm_second_opinion": True, "llm_max_sentences": 10**9} if args.llm_second_opinion else {}
+    model = NLIModel(weights_path=args.weights, **opts)
     t0 = time.perf_counter()
     model.embed(["The tower is in Paris."])  # load every model (a quotation alone would need none of them)
     model.contradiction(["The tower is in Paris."], ["The tower is in Rome."])

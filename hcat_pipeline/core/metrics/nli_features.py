@@ -103,9 +103,16 @@ def candidates(ctx: _Context, hypothesis: str, k: int = K_CANDIDATES) -> list[in
     """Indices of the ``k`` context sentences with the largest IDF-weighted stem overlap (ties: earlier)."""
     if len(ctx.sentences) <= k:
         return list(range(len(ctx.sentences)))
-    h = {lx.stem(t) for t in lx.content_tokens(hypothesis)}
-    score = [sum(ctx.idf.get(t, 0.0) for t in h & st) for st in ctx.stems]
+    score = overlap_scores(ctx, hypothesis)
     return sorted(range(len(score)), key=lambda j: (-score[j], j))[:k]
+
+
+def overlap_scores(ctx: _Context, hypothesis: str) -> list[float]:
+    """IDF-weighted stem overlap of the hypothesis with every context sentence. Summed in sorted
+    order: a float sum in set order depends on PYTHONHASHSEED, and near-ties then pick different
+    candidates in different processes."""
+    h = {lx.stem(t) for t in lx.content_tokens(hypothesis)}
+    return [sum(ctx.idf.get(t, 0.0) for t in sorted(h & st)) for st in ctx.stems]
 
 
 def _lexical(ctx: _Context, hyp: str, aligned: list[str], best: str) -> list[float]:
