@@ -107,6 +107,22 @@ def test_contradiction_dynamic_length_matches_fixed_padding(nli_model):
         nli_model.contradiction([prem], [])
 
 
+def test_a_sentence_scores_the_same_alone_and_among_others(nli_model):
+    # int8 activations are quantised per tensor: in a shared batch a pair's outputs would depend on its
+    # neighbours; one pair per run keeps every score a function of its own inputs only
+    from hcat_pipeline.resources.nli_backends import Contradiction
+
+    prem, hyp = " ".join(CONTEXT[:2]), "The Eiffel Tower was completed in 1925."
+    others = ([CONTEXT[2], " ".join(CONTEXT) * 2], ["The statue is in Boston.", "The tower was designed in 1700 by a committee of painters."])
+    model = Contradiction()
+    alone, rep_alone = model([prem], [hyp], represent=True)
+    mixed, rep_mixed = model([prem, *others[0]], [hyp, *others[1]], represent=True)
+    assert alone[0] == mixed[0] and np.array_equal(rep_alone[0], rep_mixed[0])
+    one = nli_model.decision([CONTEXT], [hyp])
+    many = nli_model.decision([[CONTEXT[2]], CONTEXT, CONTEXT], ["The statue is in Boston.", hyp, "It is 500 metres tall."])
+    assert one["sigma"][0] == pytest.approx(many["sigma"][1], abs=1e-12)  # float64 rounding of different matrix shapes only
+
+
 def test_spacy_parse_roles_and_negation(nli_model):
     active, passive, neg = nli_model.parse(["Gustave Eiffel designed the tower.", "The tower was designed by Gustave Eiffel.",
                                             "Gustave Eiffel did not design the tower."])
