@@ -54,7 +54,7 @@ def corpus(context: dg.AssetExecutionContext, config: CorpusConfig):
             "documents": docs.height,
             "characters": int(chars.sum()),
             "mean_characters": float(chars.mean()),
-            "sources": dg.MetadataValue.json(docs["source"].str.split(":").list.first().value_counts().to_dicts()),
+            "sources": dg.MetadataValue.json(docs["source"].str.split(":").list.first().value_counts().sort("source").to_dicts()),
             "duplicates_dropped": dupes,
             "ingest_errors": errors.height,
         },

@@ -107,7 +107,7 @@ def gate_verdicts(
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
-               for t in wanted}  # fmt: skip
+               for t in sorted(wanted)}  # fmt: skip
     table = evaluate_gates(gates, tables, cases=golden_set, history=history).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,

@@ -189,7 +189,7 @@ def llm_judge_scores(
         **meta, "dagster/row_count": out.height, "calls_made": int(out["attempts"].is_not_null().sum()), "wall_seconds": round(wall, 1),
         "seconds_per_call_measured": round(wall / max(1, int(out["attempts"].is_not_null().sum())), 2), "scored": scored.height, "errors": errors.height,
         "skipped_rows": int(out["skipped_reason"].is_not_null().sum()),
-        "error_kinds": dg.MetadataValue.json(dict(errors.group_by("error_kind").len().iter_rows()) if errors.height else {}),
+        "error_kinds": dg.MetadataValue.json(dict(errors.group_by("error_kind").len().sort("error_kind").iter_rows()) if errors.height else {}),
         "validated_dimensions": dg.MetadataValue.json({d: bool(v["validated"]) for d, v in validation.items()}),
         "not_validated_warning": "" if all(v["validated"] for v in validation.values()) and validation else
         "some dimensions of this judge are not validated against human labels: never use them for gates",

@@ -164,9 +164,9 @@ def review_queue(
         "exported_to": str(path) if config.export else "not exported",
         "candidates": cand.height,
         "already_labelled_left_out": 0 if labelled is None else labelled.height,
-        "by_reason": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("reason").len().iter_rows()}),
-        "by_dimension": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("dimension").len().iter_rows()}),
-        "by_system": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("system_id").len().iter_rows()}),
+        "by_reason": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("reason").len().sort("reason").iter_rows()}),
+        "by_dimension": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("dimension").len().sort("dimension").iter_rows()}),
+        "by_system": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("system_id").len().sort("system_id").iter_rows()}),
         "how_to_label": dg.MetadataValue.md(
             f"Copy `{path.name}` to another name in `{path.parent}`, fill `label` (0/1), `rater` and `labelled_at` "
             "(e.g. 2025-06-01) for the rows you judged, leave the others blank; the label_file_sensor imports it."),

@@ -128,7 +128,7 @@ def _metric_tables(
             "means": dg.MetadataValue.json(headline),
             "max_ci_half_width": max((h[m]["half_width"] or 0.0 for h in headline.values() for m in metric_cols), default=0.0),
             "distributions": dg.MetadataValue.json(
-                {s: {m: _distribution(g[m]) for m in metric_cols} for (s,), g in out.group_by("system_id")}
+                {s: {m: _distribution(g[m]) for m in metric_cols} for (s,), g in out.sort("system_id").group_by("system_id", maintain_order=True)}
             ),
             "timings": dg.MetadataValue.json(info["timings"]),
             **info.get("embedding", {}),

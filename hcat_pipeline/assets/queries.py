@@ -292,7 +292,7 @@ def robustness_cases(
     for c in cases:
         c["corpus_hash"] = c["corpus_hash"] or chash
     out = cases_frame(cases)
-    kinds = out["variant_kind"].fill_null("out_of_scope").value_counts().to_dicts()
+    kinds = out["variant_kind"].fill_null("out_of_scope").value_counts(sort=True).sort("count", "variant_kind", descending=[True, False]).to_dicts()
     tags = out["tags"].explode().drop_nulls()
     injections = {t.split(":", 1)[1]: int((tags == t).sum()) for t in ("injection:direct", "injection:indirect")}
     pairs = out.filter(pl.col("pair_id").is_not_null()).group_by("attribute", "pair_id").len()
@@ -305,7 +305,7 @@ def robustness_cases(
             "by_kind": dg.MetadataValue.json({d["variant_kind"]: d["count"] for d in kinds}),
             "injections": dg.MetadataValue.json(injections),
             "complete_pairs_by_attribute": dg.MetadataValue.json(complete),
-            "by_category": dg.MetadataValue.json(dict(zip(*out["category"].value_counts().to_dict(as_series=False).values(), strict=True))),
+            "by_category": dg.MetadataValue.json(dict(zip(*out["category"].value_counts().sort("category").to_dict(as_series=False).values(), strict=True))),
             "failed": len(failures),
             "failures": dg.MetadataValue.json(failures),
         }

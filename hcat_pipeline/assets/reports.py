@@ -142,7 +142,7 @@ def weakness_report(
                                                                   .select("statement", "claim_strength"), 30, 160)})  # fmt: skip
     yield dg.Output(failures.with_columns(run_cols), output_name="failure_cases", metadata={
         "dagster/row_count": failures.height,
-        "by_severity": dg.MetadataValue.json({r["severity"]: r["len"] for r in failures.group_by("severity").len().iter_rows(named=True)}),
+        "by_severity": dg.MetadataValue.json({r["severity"]: r["len"] for r in failures.group_by("severity").len().sort("severity").iter_rows(named=True)}),
         "preview": preview(failures.select("severity", "failure_category", "system_id", "case_id", "evidence"), 30, 160)})  # fmt: skip
 
 

@@ -48,7 +48,7 @@ def _kappa_row(dim: str, frame: pl.DataFrame) -> dict:
     scale = frame["scale"][0]
     ordinal = scale != "binary"
     k = int(frame["n_levels"][0])
-    per_item = frame.group_by(ITEM).agg(pl.len().alias("n"))
+    per_item = frame.group_by(ITEM, maintain_order=True).agg(pl.len().alias("n"))  # row order fixed: Fleiss sums floats over it
     multi = per_item.filter(pl.col("n") >= 2)
     rated = frame.join(multi.select(ITEM), on=ITEM, how="semi")
     raters = sorted(set(rated["rater"].to_list()))

@@ -99,7 +99,7 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
             if c in rag_responses.columns]  # fmt: skip
     systems = rag_responses.group_by(cols).agg(pl.len().alias("responses"), pl.col("error").is_not_null().sum().alias("failed"),
                                                pl.col("reused_from").is_not_null().sum().alias("reused")
-                                               if "reused_from" in rag_responses.columns else pl.lit(0).alias("reused")).sort("system_id")  # fmt: skip
+                                               if "reused_from" in rag_responses.columns else pl.lit(0).alias("reused")).sort(cols, nulls_last=True)  # fmt: skip
     out["systems"] = frame_section("systems", "Systems", systems)
     return out
 

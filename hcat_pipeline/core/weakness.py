@@ -201,7 +201,7 @@ def case_scores(
     long = pl.concat([p.select(cols).cast({"value": pl.Float64}) for p in parts]) if parts else pl.DataFrame(schema={c: SCORES[c] for c in cols})
     long = long.with_columns(pl.when(pl.col("value").is_nan()).then(None).otherwise(pl.col("value")).alias("value"))
     out = long.join(case_frame(golden_set, behaviour_checks), on="case_id", how="left")
-    unknown = out.filter(pl.col("category").is_null())["case_id"].unique().to_list()
+    unknown = sorted(out.filter(pl.col("category").is_null())["case_id"].unique().to_list())
     if unknown:
         raise ValueError(f"weakness: {len(unknown)} scored cases are not in the golden set, e.g. {unknown[:3]}")
     return out.select(list(SCORES)).sort("metric", "system_id", "case_id")
