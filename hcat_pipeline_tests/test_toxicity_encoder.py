@@ -109,3 +109,12 @@ def test_stack_head_with_an_adapter_adds_its_weighted_logit(tmp_path, embedding_
     ft = 0.5 * finetuned_logits(feats["normalised"], tiny_adapter)
     assert np.allclose(with_ft["logit"], without["logit"] + ft) and np.allclose(with_ft["contrib"][:, -1], ft)
     assert without["prob"][0] > without["prob"][1]
+
+
+def test_a_sentence_gets_the_same_logit_alone_and_in_a_batch(tiny_adapter):
+    # fp32 torch: padding to a longer neighbour changes only float rounding, never the value
+    text = "Those people should go back where they came from."
+    others = ["Short.", " ".join(["The branch opens at nine on Mondays and closes at five on Fridays."] * 6)]
+    alone = finetuned_logits([text], tiny_adapter)[0]
+    mixed = finetuned_logits(others * 20 + [text], tiny_adapter)[-1]
+    assert abs(alone - mixed) < 1e-4
