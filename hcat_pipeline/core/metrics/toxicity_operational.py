@@ -6,8 +6,10 @@ a group. A head trained on tweets reads the verb and flags the sentence; these s
 that the verb alone is not hate. Two sources, both deterministic and free of the public sets:
 
 * ``operational_templates``: seeded fills of hand-written templates. Every template has an id and
-  the split is by template (``heldout_templates``), so the held-out sentences share no sentence
-  pattern with the training ones: their false-positive rate measures generalisation, not recall.
+  the split is by template (``heldout_templates``): no held-out sentence pattern is trained on, so
+  their false-positive rate measures generalisation, not recall. Slot fillers are shared across
+  templates of a domain (the held-out ``ops_execute`` uses the ops subjects and targets of
+  ``ops_modal``), so the benchmark reports the rate per template too.
 * ``docstring_sentences``: the sentences of installed stdlib docstrings (process / thread / signal
   handling) that contain a violent word ("Kill a process group with a signal.").
 """
@@ -72,18 +74,20 @@ def heldout_templates(seed: int = 0, fraction: float = HELDOUT_FRACTION) -> set[
     return {t[0] for t in ranked[: max(1, round(fraction * len(TEMPLATES)))]}
 
 
-def operational_templates(per_template: int = 80, seed: int = 0, split: str = "train") -> list[str]:
-    """Up to ``per_template`` seeded fills of every template in ``split`` ("train" | "heldout")."""
+def operational_templates(per_template: int = 80, seed: int = 0, split: str = "train", with_ids: bool = False) -> list:
+    """Up to ``per_template`` seeded fills of every template in ``split`` ("train" | "heldout");
+    ``with_ids``: (template id, sentence) pairs."""
     held = heldout_templates(seed)
     rng = random.Random(seed)
-    out: list[str] = []
+    out: list = []
     for tid, pattern, slots in TEMPLATES:
         if (tid in held) != (split == "heldout"):
             continue
         fills = sorted(product(*slots))
         for fill in rng.sample(fills, min(per_template, len(fills))):
             s = pattern.format(*fill)
-            out.append(s[0].upper() + s[1:])
+            s = s[0].upper() + s[1:]
+            out.append((tid, s) if with_ids else s)
     return out
 
 
