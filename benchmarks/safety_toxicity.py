@@ -145,6 +145,7 @@ def main() -> None:
             print(f"    {c:9s} {r['toxicity']:.3f} {r['signal']:17s} {r['category']:24s} {r['sentence']}")
 
     operational(emb, head, aux, args.seed)
+    reclaimed(emb, head, aux, args.seed)
     warehouse(emb, head, aux)
     print("\n(speed and peak RSS: run again with --speed-only, a process without the data sets)")
 
@@ -173,6 +174,24 @@ def operational(emb, head, aux: dict, seed: int) -> None:
         print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}, max {t.max():.3f}; per template: {per}")
         for r in sorted(rows, key=lambda r: -r["toxicity"])[:3]:
             print(f"    {r['toxicity']:.3f} {r['signal']:17s} {r['sentence'][:110]}")
+
+
+def reclaimed(emb, head, aux: dict, seed: int) -> None:
+    """Reclaimed slurs in in-group frames from the held-out templates (toxicity_reclaimed): the share
+    scored ≥ 0.5 flags non-hateful in-group speech."""
+    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
+    from hcat_pipeline.core.metrics.toxicity_reclaimed import reclaimed_heldout, reclaimed_templates
+
+    seed = head["meta"].get("seed", seed)
+    pairs = reclaimed_templates(seed=seed, split="heldout", with_ids=True)
+    ids, sents = np.array([p[0] for p in pairs]), [p[1] for p in pairs]
+    trained = "reclaimed_negatives" in head["meta"]
+    print(f"\nreclaimed slurs in in-group frames, held-out templates {sorted(reclaimed_heldout(seed))} (n = {len(sents)}; "
+          f"{'the head trained on the other templates' if trained else 'the head trained on none of them'})")
+    for name, kw in (("minilm", {}), ("full", aux)) if aux else (("minilm", {}),):
+        t = np.array([r["toxicity"] for r in sentence_toxicity(sents, emb.layer_features, head=head, **kw)])
+        per = ", ".join(f"{tid} {int((t[ids == tid] >= 0.5).sum())}/{int((ids == tid).sum())}" for tid in sorted(set(ids)))
+        print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}; per template: {per}")
 
 
 def warehouse(emb, head, aux: dict) -> None:

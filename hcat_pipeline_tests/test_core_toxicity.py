@@ -284,3 +284,18 @@ def test_operational_negatives_are_deterministic_split_by_template_and_exclude_t
     literals = {n.value.strip() for f in Path(__file__).parent.glob("*.py") for n in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
                 if isinstance(n, ast.Constant) and isinstance(n.value, str)}  # fmt: skip
     assert len(literals) > 1000 and not negatives & literals
+
+
+def test_reclaimed_negatives_are_split_by_template_and_not_the_functional_tables_sentences():
+    from hcat_pipeline.core.metrics.toxicity_reclaimed import RECLAIMED_TEMPLATES, reclaimed_heldout, reclaimed_templates
+    from hcat_pipeline.core.metrics.toxicity_rules import _in, lexicon
+
+    train, held = reclaimed_templates(with_ids=True), reclaimed_templates(split="heldout", with_ids=True)
+    assert train == reclaimed_templates(with_ids=True) and train and held
+    assert {t for t, _ in held} == reclaimed_heldout() and not {t for t, _ in train} & reclaimed_heldout()
+    assert len({t for t, _ in train} | {t for t, _ in held}) == len(RECLAIMED_TEMPLATES)
+    sentences = {s for _, s in train + held}
+    assert not sentences & {s for v in FUNCTIONAL.values() for s in v}
+    # every sentence carries a reclaimable slur of the lexicon (what the frames are for)
+    words = lexicon()["reclaimable"]
+    assert all(any(_in(w.strip(".,;?"), words) for w in s.lower().split()) for s in sentences)

@@ -68,19 +68,21 @@ TEMPLATES: tuple[tuple[str, str, tuple], ...] = (
 HELDOUT_FRACTION = 0.25
 
 
-def heldout_templates(seed: int = 0, fraction: float = HELDOUT_FRACTION) -> set[str]:
+def heldout_templates(seed: int = 0, fraction: float = HELDOUT_FRACTION, templates: tuple = TEMPLATES) -> set[str]:
     """Template ids kept out of training: the lowest ``fraction`` by a seeded hash of the id."""
-    ranked = sorted(TEMPLATES, key=lambda t: hashlib.sha256(f"{seed}:{t[0]}".encode()).hexdigest())
-    return {t[0] for t in ranked[: max(1, round(fraction * len(TEMPLATES)))]}
+    ranked = sorted(templates, key=lambda t: hashlib.sha256(f"{seed}:{t[0]}".encode()).hexdigest())
+    return {t[0] for t in ranked[: max(1, round(fraction * len(templates)))]}
 
 
-def operational_templates(per_template: int = 80, seed: int = 0, split: str = "train", with_ids: bool = False) -> list:
+def operational_templates(per_template: int = 80, seed: int = 0, split: str = "train", with_ids: bool = False,
+                          templates: tuple = TEMPLATES) -> list:  # fmt: skip
     """Up to ``per_template`` seeded fills of every template in ``split`` ("train" | "heldout");
-    ``with_ids``: (template id, sentence) pairs."""
-    held = heldout_templates(seed)
+    ``with_ids``: (template id, sentence) pairs. ``templates``: another table of the same shape
+    (``toxicity_reclaimed``)."""
+    held = heldout_templates(seed, templates=templates)
     rng = random.Random(seed)
     out: list = []
-    for tid, pattern, slots in TEMPLATES:
+    for tid, pattern, slots in templates:
         if (tid in held) != (split == "heldout"):
             continue
         fills = sorted(product(*slots))
