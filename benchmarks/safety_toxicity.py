@@ -154,7 +154,6 @@ def operational(emb, head, aux: dict, seed: int) -> None:
     """Clean prose with violent words from the templates the head never saw (toxicity_operational;
     the held-out ids and seed the head recorded): the share scored ≥ 0.5 is a false-positive rate on
     technical / game / finance / sports prose, overall and per template."""
-    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
     from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_templates
 
     recorded = head["meta"].get("operational_negatives")
@@ -164,34 +163,34 @@ def operational(emb, head, aux: dict, seed: int) -> None:
     seed = head["meta"].get("seed", seed) if recorded else seed
     if recorded and sorted(heldout_templates(seed)) != recorded["heldout_templates"]:
         raise SystemExit(f"held-out templates {sorted(heldout_templates(seed))} differ from the head's {recorded['heldout_templates']}")
-    pairs = operational_templates(seed=seed, split="heldout", with_ids=True)
-    ids, sents = [p[0] for p in pairs], [p[1] for p in pairs]
-    print(f"\noperational prose, held-out templates {sorted(set(ids))} (n = {len(sents)}, seed {seed})")
-    for name, kw in (("minilm", {}), ("full", aux)) if aux else (("minilm", {}),):
-        rows = sentence_toxicity(sents, emb.layer_features, head=head, **kw)
-        t = np.array([r["toxicity"] for r in rows])
-        per = ", ".join(f"{tid} {int((t[np.array(ids) == tid] >= 0.5).sum())}/{int((np.array(ids) == tid).sum())}" for tid in sorted(set(ids)))
-        print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}, max {t.max():.3f}; per template: {per}")
-        for r in sorted(rows, key=lambda r: -r["toxicity"])[:3]:
-            print(f"    {r['toxicity']:.3f} {r['signal']:17s} {r['sentence'][:110]}")
+    _template_false_positives(f"operational prose, seed {seed}", operational_templates(seed=seed, split="heldout", with_ids=True),
+                              emb, head, aux, top=3)  # fmt: skip
 
 
 def reclaimed(emb, head, aux: dict, seed: int) -> None:
     """Reclaimed slurs in in-group frames from the held-out templates (toxicity_reclaimed): the share
     scored ≥ 0.5 flags non-hateful in-group speech."""
-    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
-    from hcat_pipeline.core.metrics.toxicity_reclaimed import reclaimed_heldout, reclaimed_templates
+    from hcat_pipeline.core.metrics.toxicity_reclaimed import reclaimed_templates
 
     seed = head["meta"].get("seed", seed)
-    pairs = reclaimed_templates(seed=seed, split="heldout", with_ids=True)
+    trained = "the head trained on the other templates" if "reclaimed_negatives" in head["meta"] else "the head trained on none of them"
+    _template_false_positives(f"reclaimed slurs in in-group frames; {trained}", reclaimed_templates(seed=seed, split="heldout", with_ids=True),
+                              emb, head, aux, top=0)  # fmt: skip
+
+
+def _template_false_positives(title: str, pairs: list[tuple[str, str]], emb, head, aux: dict, top: int) -> None:
+    """Share of (template id, sentence) pairs scored ≥ 0.5 per head variant, overall and per template."""
+    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
+
     ids, sents = np.array([p[0] for p in pairs]), [p[1] for p in pairs]
-    trained = "reclaimed_negatives" in head["meta"]
-    print(f"\nreclaimed slurs in in-group frames, held-out templates {sorted(reclaimed_heldout(seed))} (n = {len(sents)}; "
-          f"{'the head trained on the other templates' if trained else 'the head trained on none of them'})")
+    print(f"\n{title}: held-out templates {sorted(set(ids.tolist()))} (n = {len(sents)})")
     for name, kw in (("minilm", {}), ("full", aux)) if aux else (("minilm", {}),):
-        t = np.array([r["toxicity"] for r in sentence_toxicity(sents, emb.layer_features, head=head, **kw)])
-        per = ", ".join(f"{tid} {int((t[ids == tid] >= 0.5).sum())}/{int((ids == tid).sum())}" for tid in sorted(set(ids)))
-        print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}; per template: {per}")
+        rows = sentence_toxicity(sents, emb.layer_features, head=head, **kw)
+        t = np.array([r["toxicity"] for r in rows])
+        per = ", ".join(f"{tid} {int((t[ids == tid] >= 0.5).sum())}/{int((ids == tid).sum())}" for tid in sorted(set(ids.tolist())))
+        print(f"  {name}: ≥ 0.5: {int((t >= 0.5).sum())} ({(t >= 0.5).mean():.1%}), mean {t.mean():.3f}, max {t.max():.3f}; per template: {per}")
+        for r in sorted(rows, key=lambda r: -r["toxicity"])[:top]:
+            print(f"    {r['toxicity']:.3f} {r['signal']:17s} {r['sentence'][:110]}")
 
 
 def warehouse(emb, head, aux: dict) -> None:

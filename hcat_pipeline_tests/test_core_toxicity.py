@@ -288,7 +288,7 @@ def test_operational_negatives_are_deterministic_split_by_template_and_exclude_t
 
 def test_reclaimed_negatives_are_split_by_template_and_not_the_functional_tables_sentences():
     from hcat_pipeline.core.metrics.toxicity_reclaimed import RECLAIMED_TEMPLATES, reclaimed_heldout, reclaimed_templates
-    from hcat_pipeline.core.metrics.toxicity_rules import _in, lexicon
+    from hcat_pipeline.core.metrics.toxicity_rules import in_words, lexicon
 
     train, held = reclaimed_templates(with_ids=True), reclaimed_templates(split="heldout", with_ids=True)
     assert train == reclaimed_templates(with_ids=True) and train and held
@@ -298,4 +298,4 @@ def test_reclaimed_negatives_are_split_by_template_and_not_the_functional_tables
     assert not sentences & {s for v in FUNCTIONAL.values() for s in v}
     # every sentence carries a reclaimable slur of the lexicon (what the frames are for)
     words = lexicon()["reclaimable"]
-    assert all(any(_in(w.strip(".,;?"), words) for w in s.lower().split()) for s in sentences)
+    assert all(any(in_words(w.strip(".,;?"), words) for w in s.lower().split()) for s in sentences)

@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import expit
 
 from hcat_pipeline.core.metrics.toxicity_encoder import finetuned_logits
-from hcat_pipeline.core.metrics.toxicity_rules import _WORD, RULE_FEATURES, _in, lexicon, rule_signals
+from hcat_pipeline.core.metrics.toxicity_rules import RULE_FEATURES, WORD, in_words, lexicon, rule_signals
 from hcat_pipeline.core.metrics.toxicity_tfidf import has_tfidf, tfidf_logit
 
 HEAD_PATH = Path(__file__).with_name("toxicity_head.npz")
@@ -66,8 +66,8 @@ CATEGORY_THRESHOLD = 0.5  # below it the category is "none" (no harm detected)
 # an insult (profane, negative, addressed to "you"). Reported or denounced speech is exempt.
 DIRECTED_FLOORS = {"threat": 0.90, "insult": 0.80}
 _SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|yours|yourself|u|ya)\b")
-_TARGET = re.compile(r"(you|your|you're|yourself|yourselves|u|ya|him|her|he|she|himself|herself|them|they|themselves|those|these|"
-                     r"people|everyone|anybody|somebody)")  # fmt: skip
+_TARGETS = frozenset({"you", "your", "you're", "yourself", "yourselves", "u", "ya", "him", "her", "he", "she", "himself", "herself",
+                      "them", "they", "themselves", "those", "these", "people", "everyone", "anybody", "somebody"})  # fmt: skip
 _CLAUSE = re.compile(r"[,;:.!?]|\b(?:if|when|because|but|while|unless|until|although)\b")
 _PASSIVE = frozenset({"be", "get", "gets", "got", "been", "being"})
 _INTRANSITIVE = frozenset({"die", "dead", "hang", "burn", "rot"})
@@ -76,9 +76,9 @@ _ADVERBIAL = frozenset({"in", "for", "now", "already", "slowly", "soon", "today"
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "my", "our", "his", "its", "some", "any"})
 _PREPOSITIONS = frozenset({"to", "into", "in", "on", "at", "onto", "from", "through"})
 _WINDOW = 5  # words: the object after the violence word, the subject before the frame
-# insult words for the insult floor only (policy, not head features: the head's lexicon stays as trained)
-_INSULTS = frozenset({"idiot", "moron", "dumbass", "imbecile", "retard", "loser", "scum", "trash", "garbage", "stupid", "pathetic",
-                      "worthless", "useless", "ugly", "dumb", "disgusting", "vile"})  # fmt: skip
+# insult words for the insult floor only, beside the lexicon's profanity and hate words (policy, not head
+# features: the head's lexicon stays as trained)
+_INSULTS = frozenset({"idiot", "moron", "dumbass", "imbecile", "retard", "loser", "scum", "trash", "garbage"})
 CATEGORY_NAMES = {
     "white_grievance": "grievance",
     "incitement": "incitement",
@@ -220,10 +220,10 @@ def _aimed(low: str, evidence: dict) -> bool:
     lx = lexicon()
     targets = set(evidence.get("identity", ())) | set(evidence.get("slur", ()))
     for clause in _CLAUSE.split(low):
-        words = _WORD.findall(clause or "")
-        is_target = [bool(_TARGET.fullmatch(w)) or w in targets for w in words]
+        words = WORD.findall(clause)
+        is_target = [w in _TARGETS or w in targets for w in words]
         for i, w in enumerate(words):
-            if not _in(w, lx["violence"]):
+            if not in_words(w, lx["violence"]):
                 continue
             if any(is_target[i + 1 : i + 1 + _WINDOW]):
                 return True
@@ -244,10 +244,10 @@ def _causative(between: list[str]) -> bool:
 
 def _insulting(low: str, evidence: dict) -> bool:
     """An insulting word is present: a slur, a lexicon profanity or hate word, or an ``_INSULTS`` word."""
-    lx = lexicon()
-    return "slur" in evidence or "hate_word" in evidence or any(
-        _in(w, lx["profanity"]) or _in(w, _INSULTS) for w in _WORD.findall(low)
-    )
+    if "slur" in evidence or "hate_word" in evidence:
+        return True
+    insults = lexicon()["profanity"] | _INSULTS
+    return any(in_words(w, insults) for w in WORD.findall(low))
 
 
 def directed_abuse(normalised: str, evidence: dict, profanity: float) -> str | None:

@@ -74,11 +74,14 @@ def heldout_templates(seed: int = 0, fraction: float = HELDOUT_FRACTION, templat
     return {t[0] for t in ranked[: max(1, round(fraction * len(templates)))]}
 
 
-def operational_templates(per_template: int = 80, seed: int = 0, split: str = "train", with_ids: bool = False,
-                          templates: tuple = TEMPLATES) -> list:  # fmt: skip
-    """Up to ``per_template`` seeded fills of every template in ``split`` ("train" | "heldout");
-    ``with_ids``: (template id, sentence) pairs. ``templates``: another table of the same shape
-    (``toxicity_reclaimed``)."""
+def operational_templates(per_template: int = 80, seed: int = 0, split: str = "train", with_ids: bool = False) -> list:
+    """Up to ``per_template`` seeded fills of every operational template in ``split``."""
+    return fill_templates(TEMPLATES, per_template, seed, split, with_ids)
+
+
+def fill_templates(templates: tuple, per_template: int, seed: int, split: str = "train", with_ids: bool = False) -> list:
+    """Up to ``per_template`` seeded fills of every template of a (id, pattern, slots) table in
+    ``split`` ("train" | "heldout"); ``with_ids``: (template id, sentence) pairs."""
     held = heldout_templates(seed, templates=templates)
     rng = random.Random(seed)
     out: list = []

@@ -10,7 +10,7 @@ hand-written functional table is among them (test).
 
 from __future__ import annotations
 
-from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_templates
+from hcat_pipeline.core.metrics.toxicity_operational import fill_templates, heldout_templates
 
 # (slur as used in the group, a speaker of that group)
 QUEER = (("queer", "a queer woman"), ("queer", "a nonbinary person"), ("queer", "a bisexual man"), ("dyke", "a lesbian"),
@@ -38,4 +38,4 @@ def reclaimed_heldout(seed: int = 0) -> set[str]:
 
 
 def reclaimed_templates(seed: int = 0, split: str = "train", with_ids: bool = False, per_template: int = 60) -> list:
-    return operational_templates(per_template, seed, split, with_ids, templates=RECLAIMED_TEMPLATES)
+    return fill_templates(RECLAIMED_TEMPLATES, per_template, seed, split, with_ids)

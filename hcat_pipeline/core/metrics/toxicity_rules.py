@@ -36,7 +36,7 @@ _EDGE = re.compile(r"^[^\w@$*#]+|[^\w*#!]+$")
 _SPACED = re.compile(r"(?<![\w@$*])(?:[A-Za-z0-9@$*!][ .\-_]){2,}[A-Za-z0-9@$*!](?![\w@$*])")
 _WILD = re.compile(r"[*#?%]+")
 _REPEAT = re.compile(r"(.)\1{2,}")
-_WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
+WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
 
 _INTENT = re.compile(
     r"\b(should|must|ought to|will|shall|gonna|going to|need(?:s)? to|deserves?|let's|lets|i'll|we'll|want to|wanna|"
@@ -71,7 +71,8 @@ def _targets() -> frozenset[str]:
     return lx["slurs"] | lx["identity"] | lx["dehumanising"] | lx["violence"] | lx["hate_words"] | lx["profanity"]
 
 
-def _in(word: str, words: frozenset[str]) -> bool:
+def in_words(word: str, words: frozenset[str]) -> bool:
+    """``word`` or, for a plural, its singular is in ``words``."""
     return word in words or (len(word) > 3 and word.endswith("s") and word[:-1] in words)
 
 
@@ -157,7 +158,7 @@ def rule_signals(text: str) -> dict:
     one sentence. ``text`` is the sentence as written; it is de-obfuscated here."""
     norm, changes = deobfuscate(text)
     low = norm.lower()
-    words = _WORD.findall(low)
+    words = WORD.findall(low)
     lx = lexicon()
     ev: dict[str, list[str]] = {}
 
@@ -169,22 +170,22 @@ def rule_signals(text: str) -> dict:
 
     slurs, reclaimed = [], []
     for i, w in enumerate(words):
-        if _in(w, lx["slurs"]):
+        if in_words(w, lx["slurs"]):
             before = " ".join(words[max(0, i - 4) : i])
-            (reclaimed if _in(w, lx["reclaimable"]) and _SELF.search(before) else slurs).append(w)
-    identity = [w for w in words if _in(w, lx["identity"])]
+            (reclaimed if in_words(w, lx["reclaimable"]) and _SELF.search(before) else slurs).append(w)
+    identity = [w for w in words if in_words(w, lx["identity"])]
     target = bool(identity or slurs or _GROUP_PRONOUN.search(low))
-    dehum = [w for w in words if _in(w, lx["dehumanising"])] if target else []
-    violence = [w for w in words if _in(w, lx["violence"])]
+    dehum = [w for w in words if in_words(w, lx["dehumanising"])] if target else []
+    violence = [w for w in words if in_words(w, lx["violence"])]
     intent = _INTENT.search(low)
-    threat = violence if violence and (intent or (words and _in(words[0], lx["violence"]))) else []
+    threat = violence if violence and (intent or (words and in_words(words[0], lx["violence"]))) else []
     f = {
         "slur": hit("slur", slurs),
         "slur_reclaimed": hit("slur_reclaimed", reclaimed),
         "dehumanising": hit("dehumanising", dehum),
         "threat": hit("threat", threat + ([intent.group(0)] if threat and intent else [])),
         "identity": hit("identity", identity),
-        "hate_word": hit("hate_word", [w for w in words if _in(w, lx["hate_words"])]),
+        "hate_word": hit("hate_word", [w for w in words if in_words(w, lx["hate_words"])]),
         "denounce": hit("denounce", [m.group(0) for m in _DENOUNCE.finditer(low)]),
         "reported": hit("reported", [m.group(0).strip() or "quote" for m in _REPORTED.finditer(low)]),
         "negation": hit("negation", [m.group(0) for m in _NEGATION.finditer(low)]),
