@@ -127,6 +127,15 @@ def test_baselines_on_constructed_exam():
     assert lo == pytest.approx(0.4038, abs=1e-3) and hi == pytest.approx(0.5962, abs=1e-3)
 
 
+
+def test_wilson_interval_contains_the_proportion_exactly():
+    # the formula alone gives hi = 0.9999999999999999 < 1 at k = n = 29 and lo > 0 at k = 0, n = 69
+    assert wilson_interval(29, 29)[1] == 1.0 and wilson_interval(0, 69)[0] == 0.0
+    for n in range(1, 400):
+        for k in (0, 1, n // 2, n - 1, n):
+            lo, hi = wilson_interval(k, n)
+            assert 0.0 <= lo <= k / n <= hi <= 1.0, (k, n, lo, hi)
+
 def _generated(chunk_id: str, no: int, answer="Nothing happens", wrong=None, question=None) -> dict:
     return {
         "chunk_id": chunk_id, "stratum": 0, "stratum_label": "s", "candidate_no": no,

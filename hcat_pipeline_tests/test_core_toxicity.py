@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from hcat_pipeline.core.metrics.toxicity import (
+    DIRECTED_FLOORS,
     TOXICITY_COLUMNS,
     judge_top_sentences,
     load_profanity_classifier,
@@ -220,7 +221,9 @@ def test_person_directed_threats_and_insults_have_a_floor_but_reports_and_harmle
         embed=embedding_model.layer_features,
     )
     threat, insult, reported, technical, swearing = rows
-    assert threat["category"] == "threat" and threat["signal"] == "directed_threat" and threat["toxicity"] >= 0.9
+    # the floor holds whatever the head says; the signal names the floor unless the head alone already scored above it
+    assert threat["category"] == "threat" and threat["toxicity"] >= DIRECTED_FLOORS["threat"]
+    assert threat["signal"] == "directed_threat" or threat["toxicity"] > DIRECTED_FLOORS["threat"], threat
     assert insult["category"] == "insult" and insult["toxicity"] >= 0.8
     for r in (reported, technical, swearing):  # no person targeted, or reported speech: the head's score stands
         assert not r["signal"].startswith("directed_") and r["toxicity"] < 0.5, r

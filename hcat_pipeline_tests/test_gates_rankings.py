@@ -67,3 +67,11 @@ def test_bad_input_is_an_error():
         rank_systems(pl.DataFrame({"case_id": ["c"], "system_id": ["A"], "score": [1.0]}), "score")
     with pytest.raises(ValueError, match="more than once"):
         rank_systems(pl.DataFrame({"case_id": ["c", "c"], "system_id": ["A", "A"], "score": [1.0, 0.0]}), "score")
+
+
+def test_ratings_equal_up_to_float_noise_share_a_rank():
+    from hcat_pipeline.gates.rankings import _ranks
+
+    # a symmetric win matrix gives tied systems ratings that differ only in their last bits (solver summation order)
+    ratings = np.array([[0.3, 0.3 + 1e-15, -0.6], [0.3, 0.3 - 1e-15, -0.6], [0.5, 0.1, -0.6]])
+    assert _ranks(ratings).tolist() == [[1, 1, 3], [1, 1, 3], [1, 2, 3]]

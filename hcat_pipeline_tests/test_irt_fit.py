@@ -117,6 +117,27 @@ def test_constrained_models_and_bounds():
     assert tight.neg_log_likelihood > three.neg_log_likelihood
 
 
+def test_parameters_inside_their_box_exactly(monkeypatch):
+    """L-BFGS-B holds the box in preconditioned coordinates; mapping back must not leave it by the last bit.
+
+    A scale of 0.625775 makes (0.2 · s) / s = 0.19999999999999998 in IEEE doubles, so with c pinned at its lower
+    bound 0.2 (data simulated with c = 0) the unclipped fit returned c < 0.2 on every CPU."""
+    import hcat_pipeline.irt.model as model
+
+    s = 0.625775
+    assert (0.2 * s) / s < 0.2  # the rounding this test is built on
+    monkeypatch.setattr(model, "_preconditioner", lambda prob, x0: np.full(x0.shape, s))
+    y, *_ = simulate(60, 30, seed=3, c_high=0.0)
+    bounds = IRTBounds(a=(0.5, 1.5), b=(0.01, 1.0), c=(0.2, 0.4))
+    res = fit_irt(y, bounds=bounds)
+    for name in ("a", "b", "c"):
+        vals, (lo, hi) = getattr(res, name), getattr(bounds, name)
+        assert vals.min() >= lo and vals.max() <= hi, name
+    at_lower_c = int((res.c == 0.2).sum())
+    assert at_lower_c > 0  # c runs to its lower bound on c = 0 data and sits on it exactly
+    assert res.at_bounds["c"] >= at_lower_c
+
+
 def test_perfect_and_zero_scores_stay_finite():
     y, *_ = simulate(40, 30, seed=8)
     y[0, :] = 1.0

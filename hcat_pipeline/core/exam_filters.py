@@ -257,14 +257,17 @@ def duplicate_questions(questions: Sequence[str], embed: Callable[[list[str]], n
 
 # ---------------------------------------------------------------- baselines (App. A.3)
 def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval of a proportion k/n (nan, nan when n = 0)."""
+    """Wilson score interval of a proportion k/n (nan, nan when n = 0).
+
+    Contains k/n by construction: at k = n (or k = 0) the bound is exactly 1 (or 0) — the formula's
+    centre ± half lands a last bit inside it for some n (n = 29: 0.9999999999999999 < 1 = k/n)."""
     if n <= 0:
         return float("nan"), float("nan")
     p = k / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return min(max(0.0, centre - half), p), max(min(1.0, centre + half), p)
 
 
 def _rate(k: int, n: int) -> dict:

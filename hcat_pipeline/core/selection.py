@@ -277,7 +277,8 @@ def check_yes_no_polarity(row: dict, source_text: str) -> tuple[str, str] | None
 
 
 def _cos_max(a: np.ndarray, b: np.ndarray) -> float:
-    return float((b @ a).max()) if len(b) else 0.0
+    """Largest cosine of ``a`` with the rows of ``b`` (unit rows; clipped: float32 gives 1.0000001 for a text with itself)."""
+    return min(float((b @ a).max()), 1.0) if len(b) else 0.0
 
 
 def select_queries(rows: list[dict], chunk_texts: dict[str, str], embed: Callable[[list[str]], np.ndarray], cfg: SelectionConfig | None = None):
@@ -347,7 +348,7 @@ def select_queries(rows: list[dict], chunk_texts: dict[str, str], embed: Callabl
         if copied >= cfg.max_duplicate_similarity:
             reject(r, "copies_prompt_example", f"similarity {copied:.3f} to a few-shot example question of the prompt")
             continue
-        relevancy = float((chunk_vecs @ qv).max())
+        relevancy = _cos_max(qv, chunk_vecs)
         if relevancy < cfg.min_relevancy:
             reject(r, "low_relevancy", f"relevancy {relevancy:.3f} < {cfg.min_relevancy}")
             continue

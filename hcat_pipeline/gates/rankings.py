@@ -152,9 +152,16 @@ def trueskill(a: np.ndarray, b: np.ndarray, s: np.ndarray, k_sys: int, cfg: Rank
 
 
 # ------------------------------------------------------------------------------------------- rankings
+RANK_DECIMALS = 9  # ratings closer than 1e-9 share a rank (float noise, not a difference)
+
+
 def _ranks(ratings: np.ndarray) -> np.ndarray:
-    """Rank (1 = best) of each column per row; ties share the better rank."""
-    return (ratings[:, None, :] > ratings[:, :, None]).sum(axis=2) + 1
+    """Rank (1 = best) of each column per row; ties share the better rank.
+
+    Ratings are compared at ``RANK_DECIMALS`` decimals: two systems tied in theory (a symmetric win matrix) get
+    ratings that differ in their last bits by the solver's summation order, which must not decide a rank."""
+    r = np.round(ratings, RANK_DECIMALS)
+    return (r[:, None, :] > r[:, :, None]).sum(axis=2) + 1
 
 
 def pairwise_table(m: Matches) -> pl.DataFrame:

@@ -184,24 +184,35 @@ def fit_irt(
         fun, x0 * scale, jac=True, method="L-BFGS-B", bounds=list(zip(lo * scale, hi * scale)),
         options={"maxiter": max_iter, "maxfun": max_iter * 2, "ftol": tol, "gtol": gtol, "maxcor": 20},
     )
-    x = res.x / scale
+    # L-BFGS-B keeps the box in the preconditioned coordinates; dividing by the scale can move a value at its bound
+    # by the last bit (c = 0.19999999999999998 under a bound of 0.2), so the parameters are clipped back exactly.
+    x = np.clip(res.x / scale, lo, hi)
     a, b, c, lat = prob.split(x)
     a, b, c = np.array(a, dtype=float), np.array(b, dtype=float), np.array(c, dtype=float)
     theta = prob.theta(lat)
     nll = prob.nll_grad(a, b, c, theta)[0]
     pen = prob.penalty(a, b, c)[0] + prob.theta_penalty(theta)[0]
     theta_se, comp_out = _latent_se(prob, y, a, b, c, theta, lat)
-    tol_b = 1e-6
-    at_bounds = {}
-    for name, vals, (l_, h_), free in (("a", a, bounds.a, prob.free_a), ("b", b, bounds.b, True), ("c", c, bounds.c, prob.free_c)):
-        if free:
-            at_bounds[name] = int(((vals <= l_ + tol_b) | (vals >= h_ - tol_b)).sum())
+    at_bounds = _at_bounds(prob, bounds, a, b, c)
     return IRTResult(
         model=model, a=a, b=b, c=c, theta=theta, theta_se=theta_se, neg_log_likelihood=nll, objective=nll + pen,
         n_takers=prob.n, n_items=prob.j, n_observed=prob.n_observed, converged=bool(res.success),
         n_iter=int(res.nit), n_fev=int(res.nfev), message=str(res.message), seed=seed, bounds=bounds, priors=priors,
         components=comp_out, at_bounds=at_bounds,
     )
+
+
+AT_BOUND_TOL = 1e-6  # a parameter this close to its bound (or clipped onto it) counts as at the bound
+
+
+def _at_bounds(prob: _Problem, bounds: IRTBounds, a, b, c) -> dict[str, int]:
+    """Free item parameters at (or within ``AT_BOUND_TOL`` of) a bound of their box, per parameter; a value clipped
+    back onto its bound after the preconditioned fit equals the bound and so is counted."""
+    out = {}
+    for name, vals, (l_, h_), free in (("a", a, bounds.a, prob.free_a), ("b", b, bounds.b, True), ("c", c, bounds.c, prob.free_c)):
+        if free:
+            out[name] = int(((vals <= l_ + AT_BOUND_TOL) | (vals >= h_ - AT_BOUND_TOL)).sum())
+    return out
 
 
 def _latent_se(prob: _Problem, y, a, b, c, theta, lat):

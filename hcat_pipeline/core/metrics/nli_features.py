@@ -207,7 +207,7 @@ def featurize(
             aligned_idx.append(c[:k_aligned])
             sims_all.append(np.zeros(2))
             continue
-        sims = E[[pos[p[j]] for j in c]] @ E[pos[h]]
+        sims = np.clip(E[[pos[p[j]] for j in c]] @ E[pos[h]], -1.0, 1.0)  # unit vectors: |cos| <= 1 by construction
         order = sorted(range(len(c)), key=lambda i: (-sims[i], c[i]))
         aligned_idx.append([c[i] for i in order[:k_aligned]])
         sims_all.append(np.sort(sims)[::-1])
