@@ -5,6 +5,7 @@ evaluation), a tiny exam taken by a closed-book and an oracle taker, and one gen
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from hcat_pipeline.core.exam import generate_candidate
 from hcat_pipeline.core.exam_spans import answer_targets
