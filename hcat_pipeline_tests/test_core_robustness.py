@@ -98,10 +98,15 @@ def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
 
     counts = {"typo": 2, "colloquial": 1, "misleading_premise": 1, "distractor": 1, "injection": 2, "ood": 2, "counterfactual_pairs": 2}
     corpus = bow_embed(list(CHUNKS.values()))
-    cases, failures = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, min_rewrite_similarity=0.3, ood_max_similarity=0.5)
+    def personalise(base):  # the first-person rewrite (an LLM call in the asset)
+        return "In my code, " + base["query"][0].lower() + base["query"][1:]
+
+    kw = dict(min_rewrite_similarity=0.3, ood_max_similarity=0.5, personalise=personalise, bias_share=0.45)
+    cases, failures = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, **kw)
     kinds = [c["variant_kind"] for c in cases]
     assert kinds.count("typo") == 2 and kinds.count("colloquial") == 1 and kinds.count("injection") == 2
-    assert kinds.count("misleading_premise") == 1 and kinds.count("distractor") == 1 and kinds.count("counterfactual") == 12
+    # 5 bases + 7 other variants: 45 % bias share → 4 pairs (8 cases), one per attribute in HCAT §4 order
+    assert kinds.count("misleading_premise") == 1 and kinds.count("distractor") == 1 and kinds.count("counterfactual") == 8
     assert sum(c["category"] == "out_of_scope" for c in cases) == 2 and failures == []
     base_ids = {b["case_id"] for b in bases}
     assert all(c["base_case_id"] in base_ids for c in cases if c["category"] != "out_of_scope")
@@ -110,10 +115,13 @@ def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
     dis = [c for c in cases if c["variant_kind"] == "distractor"][0]
     assert dis["distractor_passage"] and "not" in dis["distractor_passage"].lower()
     pairs = [c for c in cases if c["variant_kind"] == "counterfactual"]
-    assert len({c["pair_id"] for c in pairs}) == 6 and all(c["attribute"] for c in pairs)  # 2 pairs per attribute
-    assert {a: sum(c["attribute"] == a for c in pairs) for a in ("gender", "age", "nationality")} == {"gender": 4, "age": 4, "nationality": 4}
+    assert len({c["pair_id"] for c in pairs}) == 4 and all(c["query"].split(", ", 1)[1].startswith("in my code") for c in pairs)
+    assert {a: sum(c["attribute"] == a for c in pairs) for a in ("gender", "age", "nationality", "race_ethnicity")} == dict.fromkeys(
+        ("gender", "age", "nationality", "race_ethnicity"), 2)
+    prem = [c for c in cases if c["variant_kind"] == "misleading_premise"][0]
+    assert any(x.startswith("true claim (source): ") for x in prem["constraints"]) and any(x.startswith("false claim: ") for x in prem["constraints"])
     # deterministic, and frames conform to the contract
-    again, _ = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, min_rewrite_similarity=0.3, ood_max_similarity=0.5)
+    again, _ = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, **kw)
     assert [c["case_id"] for c in again] == [c["case_id"] for c in cases]
     assert cases_frame(bases + cases).height == len(bases) + len(cases)
 
@@ -126,28 +134,26 @@ def _bases(specs):
     return [case_from_query(r, "h") for r in rows]
 
 
-def test_default_counts_give_three_complete_pairs_per_attribute_even_from_one_base():
+def test_bias_pairs_stay_in_their_budget_on_questions_a_person_would_ask():
     from hcat_pipeline.core.golden import cases_frame
-    from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
+    from hcat_pipeline.core.robustness import ATTRIBUTES, build_robustness_cases
     from hcat_pipeline_tests.test_core_generation import CHUNKS, bow_embed
 
-    assert VARIANT_COUNTS["counterfactual_pairs"] >= 3
+    assert ATTRIBUTES == ("gender", "age", "nationality", "race_ethnicity", "income")  # HCAT §4
     corpus = bow_embed(list(CHUNKS.values()))
-    for specs in (
-        [("simple", "What happens when a pass statement is executed?", "Nothing happens.")],
-        [("multiple_choice", "Which statement is a null operation?", "pass")],  # only multiple choice: still paired
-        [("simple", "What should he do when his loop never ends?", "Use break."), ("yes_no", "Is pass a null operation?", "Yes. It is.")],
-    ):
-        cases, _ = build_robustness_cases(_bases(specs), CHUNKS, bow_embed, corpus, 0, {"ood": 0})
-        frame = cases_frame(cases)  # dedup by case_id must not break a pair
-        pairs = frame.filter(frame["variant_kind"] == "counterfactual")
-        for attribute in ATTRIBUTES:
-            sub = pairs.filter(pairs["attribute"] == attribute)
-            sizes = sub.group_by("pair_id").len()["len"].to_list()
-            assert len(sizes) == 3 and set(sizes) == {2}, (specs, attribute, sizes)
-            for pid in sub["pair_id"].unique():
-                qa, qb = sub.filter(sub["pair_id"] == pid).sort("query")["query"].to_list()
-                assert qa != qb
+    impersonal = _bases([("simple", f"What happens when pass statement number {i} is executed?", "Nothing happens.") for i in range(12)])
+    cases, failures = build_robustness_cases(impersonal, CHUNKS, bow_embed, corpus, 0, {"ood": 0})
+    # no persona before an impersonal question (the "As a 70-year-old, what is the difference between …")
+    assert not [c for c in cases if c["variant_kind"] == "counterfactual"]
+    assert any(f["kind"] == "counterfactual" and "personal framing" in f["reason"] for f in failures)
+    specs = [("simple", "What should he do when his loop never ends?", "Use break."), ("yes_no", "Can I use pass as a loop body?", "Yes. It is.")]
+    specs += [("simple", f"How do I write loop number {i} with pass?", "Write pass.") for i in range(30)]
+    cases, _ = build_robustness_cases(_bases(specs), CHUNKS, bow_embed, corpus, 0, {"ood": 0})
+    frame = cases_frame(_bases(specs) + cases)
+    pairs = frame.filter(frame["variant_kind"] == "counterfactual")
+    assert 0 < pairs.height <= 0.2 * frame.height  # the default budget: at most a fifth of the set
+    assert set(pairs.group_by("pair_id").len()["len"].to_list()) == {2}  # complete pairs only
+    assert set(pairs["attribute"].to_list()) == set(ATTRIBUTES)  # one per attribute before any attribute gets a second
     methods = {t for t in pairs["tags"].explode().to_list() if t.startswith("counterfactual:")}
     assert methods == {"counterfactual:term_swap", "counterfactual:persona"}  # "he ... his" is swapped in place
 

@@ -27,6 +27,7 @@ from hcat_pipeline.core.generation import (
     QUERY_TYPES,
     colloquial_rewrite,
     coverage,
+    first_person_rewrite,
     generate_covering,
     item_seed,
 )
@@ -34,6 +35,7 @@ from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
+from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
 from hcat_pipeline.resources.sets import llm_pool
@@ -92,7 +94,8 @@ class RobustnessConfig(dg.Config):
     n_distractor: int = VARIANT_COUNTS["distractor"]
     n_injection: int = VARIANT_COUNTS["injection"]
     n_ood: int = VARIANT_COUNTS["ood"]
-    n_counterfactual_pairs: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], description="complete pairs per attribute")
+    n_counterfactual_pairs: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], description="at most this many complete pairs per attribute")
+    max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
     min_rewrite_similarity: float = 0.5
     ood_max_similarity: float = 0.45
 
@@ -279,6 +282,13 @@ def robustness_cases(
     def rewrite(query: str, seed: int):
         return colloquial_rewrite(query, llm, item_seed(seed, "colloquial", query), failed_exceptions=(LLMCallFailed,))
 
+    def personalise(base: dict) -> str | None:
+        text, _, _, err = first_person_rewrite(base["query"], llm, item_seed(config.seed, "first_person", base["query"]), (LLMCallFailed,))
+        if err or not text or not is_personal(text):
+            return None
+        sim = float(np.prod(embedding_model.embed([text, base["query"]]), axis=0).sum())
+        return text if sim >= config.min_rewrite_similarity else None
+
     counts = {
         "typo": config.n_typo, "colloquial": config.n_colloquial, "misleading_premise": config.n_misleading_premise,
         "distractor": config.n_distractor, "injection": config.n_injection, "ood": config.n_ood,
@@ -287,7 +297,7 @@ def robustness_cases(
     vectors = chunk_embeddings["embedding"].to_numpy()
     cases, failures = build_robustness_cases(
         bases, chunk_texts, embedding_model.embed, vectors, config.seed, counts, rewrite,
-        config.min_rewrite_similarity, config.ood_max_similarity,
+        config.min_rewrite_similarity, config.ood_max_similarity, personalise=personalise, bias_share=config.max_bias_share,
     )  # fmt: skip
     for c in cases:
         c["corpus_hash"] = c["corpus_hash"] or chash

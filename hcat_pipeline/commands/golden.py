@@ -119,3 +119,39 @@ def _versions(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     return status
+
+
+def _validate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="cases: .jsonl or .csv with case_id, query, query_type, reference_answer and source_text or source_chunk_ids")
+    p.add_argument("--out", required=True, help="verdicts: one JSON line per case (case_id, verdict, validity_score, reasons, checks)")
+    p.add_argument("--chunks", default=str(WAREHOUSE_DIR / "chunks.parquet"), help="chunks table resolving source_chunk_ids")
+
+
+@command("validate-cases", "check test cases from anywhere: self-contained, grounded reference that answers the question, sound variants", _validate_args)
+def _validate(args: argparse.Namespace) -> int:
+    from hcat_pipeline.golden.case_file import read_case_rows, resolve_sources, verdict_rows, write_jsonl
+    from hcat_pipeline.golden.validity import validate_cases, validity_rate
+    from hcat_pipeline.resources.embedding import EmbeddingModel
+
+    try:
+        cases, problems = read_case_rows(args.file)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    chunk_text: dict[str, str] = {}
+    if any(c.get("source_chunk_ids") and not c.get("source_text") for c in cases):
+        import polars as pl
+
+        if not Path(args.chunks).exists():
+            print(f"error: cases cite source_chunk_ids but there is no chunks table at {args.chunks} (--chunks)", file=sys.stderr)
+            return 2
+        chunk_text = dict(pl.read_parquet(args.chunks, columns=["chunk_id", "text"]).iter_rows())
+    sources, unresolved = resolve_sources(cases, chunk_text)
+    rows = verdict_rows(cases, validate_cases(cases, sources, EmbeddingModel().embed), problems + unresolved)
+    write_jsonl(rows, args.out)
+    rate = validity_rate([r["verdict"] for r in rows])
+    print(f"{rate['n']} cases: {rate['by_verdict']}; valid {rate['rate']:.1%} (95% CI {rate['ci_low']:.1%}-{rate['ci_high']:.1%}) -> {args.out}")
+    for r in rows:
+        if r["verdict"] != "valid":
+            print(f"  line {r['line']} {r['case_id']}: {r['verdict']} ({r['validity_score']:.2f}) {'; '.join(r['reasons'])[:200]}")
+    return 0

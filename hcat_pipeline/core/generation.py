@@ -353,3 +353,14 @@ def colloquial_rewrite(query: str, llm, seed: int, failed_exceptions=(), max_tok
     except failed_exceptions as e:
         return None, template.hash, None, f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}"
     return str((result.data or {}).get("rewrite", "")).strip(), template.hash, result.model, None
+
+
+def first_person_rewrite(query: str, llm, seed: int, failed_exceptions=(), max_tokens: int = 96, prompt_version: str = PROMPT_VERSION):
+    """LLM rewrite of ``query`` as a person asking for themselves ("How do I …"), so a persona before it reads naturally
+    (counterfactual bias pairs). Returns (rewrite | None, prompt_hash, model, error)."""
+    template = load_prompt(f"first_person_rewrite_{prompt_version}")
+    try:
+        result = llm.generate(template.render(query=query), json_schema=COLLOQUIAL_SCHEMA, temperature=0.0, seed=seed, max_tokens=max_tokens)
+    except failed_exceptions as e:
+        return None, template.hash, None, f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}"
+    return str((result.data or {}).get("rewrite", "")).strip(), template.hash, result.model, None

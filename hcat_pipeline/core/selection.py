@@ -104,7 +104,7 @@ _CLAUSE_SPLIT = re.compile(r"[;:]|,\s*|\s+(?:but|whereas|although|though|because
 _TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
 
 
-def _tokens(text: str) -> list[str]:
+def polarity_tokens(text: str) -> list[str]:
     """Lower-case tokens with contractions opened (can't → can not, isn't → is not, cannot → can not)."""
     out: list[str] = []
     for t in _TOKEN.findall((text or "").lower().replace("’", "'")):
@@ -149,7 +149,7 @@ def _relative_polarity(prop: list[str], statement: str, coverage: float, min_mat
     prop_negs = sum(w in NEGATIONS for w in prop)
     best = None
     for unit in _units(statement):
-        toks = _tokens(unit)
+        toks = polarity_tokens(unit)
         words_, stems = set(toks), {_stem(w) for w in toks}
         direct = {w for w in content if w in words_ or _stem(w) in stems}
         flips = sum(_flip_of(w, words_) is not None for w in content - direct)
@@ -178,7 +178,7 @@ def reference_polarity(question: str, statement: str, coverage: float = POLARITY
     beyond the question's own, a negating prefix (mutable / immutable) or an antonym (required / optional).
     A leading "Yes" / "No" of ``statement`` is ignored (``split_yes_no`` reads it). Self-contained and lexical.
     """
-    toks = _tokens(question)
+    toks = polarity_tokens(question)
     if toks and toks[0] in AUXILIARIES:
         toks = toks[1:]
     if toks[:1] == ["not"]:
@@ -192,7 +192,7 @@ def negation_mismatch(claim: str, source_text: str, coverage: float = 0.8, min_m
     """True when a clause of ``source_text`` restates a clause of ``claim`` (≥ ``coverage`` of its content words, at
     least ``min_matched``) with the opposite negation ("X is mutable" vs "X is not mutable" / "X is immutable")."""
     clauses = [c for s in split_sentences(claim) or [claim] for c in _CLAUSE_SPLIT.split(s) if c and c.strip()]
-    return any(_relative_polarity(_tokens(c), source_text, coverage, min_matched, min_matched) == "no" for c in clauses)
+    return any(_relative_polarity(polarity_tokens(c), source_text, coverage, min_matched, min_matched) == "no" for c in clauses)
 
 
 def check_type(row: dict) -> str | None:

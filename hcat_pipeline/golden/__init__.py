@@ -1,0 +1,15 @@
+"""The golden-set stage (HCAT §2 steps 5-6; golden-eval §2): what makes a test case, and whether it is sound.
+
+Pure core, no Dagster import. Its asset modules are ``assets/queries.py`` (generation, selection, variants) and
+``assets/golden_set.py`` (candidates, frozen versions and their checks).
+
+- ``validity``: the checks every case must pass, with their numbers (``Validity``: score 0-1, verdict, reasons):
+  self-contained question, reference supported by the cited source, the reference answers the question (round
+  trip over the source's sentences), polarity, near-duplicates.
+- ``variant_checks``: the checks of robustness and safety variants (misleading premise is a real claim made
+  false and grammatical; counterfactual pairs differ only in the attribute; injections carry their canary).
+"""
+
+from hcat_pipeline.golden.validity import VERDICTS, Validity, ValidityConfig, validate_cases
+
+__all__ = ["VERDICTS", "Validity", "ValidityConfig", "validate_cases"]
