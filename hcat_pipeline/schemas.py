@@ -50,6 +50,9 @@ GOLDEN_SET = {
     "seed": pl.Int64,
     "corpus_hash": pl.String,
     "created_at": pl.String,  # ISO date; fixed per frozen version (not wall-clock of a re-run)
+    "validity_score": pl.Float64,  # golden.validity: 0-1, higher = sounder (null: not checked)
+    "validity_verdict": pl.String,  # valid | invalid | unsure (null: not checked)
+    "validity_reasons": pl.List(pl.String),  # why not valid, each "code: detail"
 }
 
 # rag_responses (partitioned by campaign_run = golden_set_version × night): one row per case × system

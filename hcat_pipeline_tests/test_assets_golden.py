@@ -138,3 +138,25 @@ def test_two_runs_give_byte_identical_golden_sets(tmp_path, local_llm, embedding
     assert digests[0] == digests[1], "two identical runs froze different bytes"
     assert counts[0] == counts[1] and counts[0] >= 2
     assert np.isfinite(counts[0])
+
+
+def test_golden_set_validity_check_reports_rate_with_interval(tmp_path):
+    from hcat_pipeline.assets.golden_set import golden_set_validity
+
+    golden_dir = tmp_path / "golden_sets"
+    cand = tmp_path / "golden_candidates.parquet"
+    cases = _cases(10).with_columns(
+        pl.Series("validity_verdict", ["valid"] * 8 + ["unsure", "invalid"]), pl.Series("validity_score", [0.9] * 8 + [0.5, 0.1])
+    )
+    cases.write_parquet(cand)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("golden_set_version", ["v1"])
+    r = dg.materialize(
+        [golden_set, golden_set_validity], partition_key="v1", instance=instance,
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh"))},
+        run_config={"ops": {"golden_set": {"config": {"golden_dir": str(golden_dir), "candidates_path": str(cand)}}}},
+    )  # fmt: skip
+    (check,) = r.get_asset_check_evaluations()
+    meta = {k: v.value for k, v in check.metadata.items()}
+    assert check.passed is False and meta["n"] == 10 and meta["valid_rate"] == 0.8  # below the 90 % target
+    assert meta["ci_low"] < 0.8 < meta["ci_high"] and meta["unchecked"] == 0

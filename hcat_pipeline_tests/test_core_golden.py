@@ -155,3 +155,28 @@ def test_cli_freeze_export_import(tmp_path, capsys):
     assert main(["import-cases", str(out), "v2", "--golden-dir", gs]) == 1
     assert "row " in capsys.readouterr().err and not (tmp_path / "gs" / "v2").exists()
     assert main(["golden-versions", "--golden-dir", gs]) == 0
+
+
+def test_cli_import_runs_the_validity_checks(tmp_path, capsys, embedding_model):
+    import polars as pl
+
+    from hcat_pipeline.cli import main
+    from hcat_pipeline.core.golden import load_version
+
+    chunks = tmp_path / "chunks.parquet"
+    pl.DataFrame({"chunk_id": ["k1"], "text": ["The pass statement is a null operation: when it is executed, nothing happens."]}).write_parquet(chunks)
+    good = {"category": "happy_path", "query": "What happens when a pass statement is executed?", "expected_behavior": "answer",
+            "reference_answer": "Nothing happens.", "query_type": "simple", "source_chunk_ids": ["k1"]}  # fmt: skip
+    bad = {**good, "query": "What does the passage say about it?"}  # not self-contained
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (good, bad)) + "\n")
+    gs = str(tmp_path / "gs")
+    args = ["import-cases", str(path), "v1", "--golden-dir", gs, "--chunks", str(chunks)]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "invalid" in err and "not_self_contained" in err and not (tmp_path / "gs" / "v1").exists()
+    assert main([*args, "--keep-invalid"]) == 0
+    frame, _ = load_version("v1", gs)
+    verdicts = dict(zip(frame["query"], frame["validity_verdict"], strict=True))
+    assert verdicts == {good["query"]: "valid", bad["query"]: "invalid"}
+    assert frame["validity_score"].null_count() == 0 and frame.filter(pl.col("validity_verdict") == "invalid")["validity_reasons"][0].len() >= 1

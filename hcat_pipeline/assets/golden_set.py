@@ -25,8 +25,10 @@ from hcat_pipeline.core.golden import (
     resolve_created_at,
     table_sha256,
 )
+from hcat_pipeline.golden.validity import MIN_VALID_RATE, reason_counts, validate_cases, validity_rate, with_validity
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
+from hcat_pipeline.resources.embedding import EmbeddingModel
 
 
 class GoldenCandidatesConfig(dg.Config):
@@ -59,6 +61,23 @@ def coverage_metadata(strata_path: str, golden: pl.DataFrame, responses: pl.Data
     return {"coverage": preview(table, 100), "strata_covered": f"{covered}/{table.height}"}
 
 
+def _checked(cases: pl.DataFrame, chunks: pl.DataFrame, embedding_model: EmbeddingModel) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    """(kept cases with their validity columns, rejected cases, rejections per reason code with zeros): a variant of a
+    rejected base goes with it (``base_rejected``)."""
+    rows = cases.to_dicts()
+    text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
+    sources = {r["case_id"]: "\n".join(text.get(c, "") for c in r["source_chunk_ids"] or []) for r in rows}
+    checked = with_validity(rows, validities := validate_cases(rows, sources, embedding_model.embed))
+    bad = {r["case_id"] for r in checked if r["validity_verdict"] == "invalid"}
+    for r in checked:
+        if r["base_case_id"] in bad and r["case_id"] not in bad:
+            r["validity_reasons"] = [*r["validity_reasons"], f"base_rejected: base case {r['base_case_id']} is invalid"]
+            bad.add(r["case_id"])
+    reasons = reason_counts(validities) | {"base_rejected": sum(any(x.startswith("base_rejected") for x in r["validity_reasons"]) for r in checked)}
+    frame = cases_frame(checked)
+    return frame.filter(~pl.col("case_id").is_in(sorted(bad))), frame.filter(pl.col("case_id").is_in(sorted(bad))), reasons
+
+
 def _counts(frame: pl.DataFrame, col: str) -> dict:
     vc = frame[col].fill_null("none").value_counts()
     return {str(k): int(v) for k, v in sorted(zip(vc[col].to_list(), vc["count"].to_list(), strict=True))}
@@ -67,10 +86,16 @@ def _counts(frame: pl.DataFrame, col: str) -> dict:
 @dg.asset(
     group_name="golden_set",
     description="Every candidate test case (golden-eval §2.4): selected generated queries (happy path) + robustness and "
-    "risk cases, in the GOLDEN_SET contract, not yet versioned.",
+    "risk cases, in the GOLDEN_SET contract, not yet versioned. Each case carries its validity checks (golden.validity: "
+    "score, verdict, reasons); invalid cases, and variants of an invalid base, are rejected with their reason.",
 )
 def golden_candidates(
-    context: dg.AssetExecutionContext, config: GoldenCandidatesConfig, selected_queries: pl.DataFrame, robustness_cases: pl.DataFrame, chunks: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    config: GoldenCandidatesConfig,
+    embedding_model: EmbeddingModel,
+    selected_queries: pl.DataFrame,
+    robustness_cases: pl.DataFrame,
+    chunks: pl.DataFrame,
 ) -> pl.DataFrame:
     from hcat_pipeline.core.golden import case_from_query, corpus_hash
 
@@ -78,13 +103,20 @@ def golden_candidates(
     bases = cases_frame([case_from_query(r, chash) for r in selected_queries.to_dicts()])
     out = pl.concat([bases, robustness_cases.select(bases.columns)], how="vertical")
     out = cases_frame(out.to_dicts()).with_columns(pl.lit(resolve_created_at(config.created_at or None)).alias("created_at"))
+    out, rejected, reasons = _checked(out, chunks, embedding_model)
     orphans = out.filter(pl.col("base_case_id").is_not_null() & ~pl.col("base_case_id").is_in(out["case_id"].to_list()))
     if orphans.height:
         context.log.warning(f"{orphans.height} variant(s) whose base case is not among the candidates")
+    if rejected.height:
+        context.log.warning(f"{rejected.height} candidate case(s) rejected by the validity checks; see the metadata")
     context.add_output_metadata(
         {
-            **frame_metadata(out.select("case_id", "category", "query_type", "variant_kind", "query")),
+            **frame_metadata(out.select("case_id", "category", "query_type", "variant_kind", "query", "validity_verdict")),
             "cases": out.height,
+            "rejected": rejected.height,
+            "rejected_by_reason": dg.MetadataValue.json(reasons),
+            "rejections": preview(rejected.select("case_id", "category", "variant_kind", "query", "validity_reasons"), 60, 160),
+            "by_verdict": dg.MetadataValue.json(_counts(out, "validity_verdict")),
             "by_category": dg.MetadataValue.json(_counts(out, "category")),
             "by_query_type": dg.MetadataValue.json(_counts(out, "query_type")),
             "by_variant_kind": dg.MetadataValue.json(_counts(out, "variant_kind")),
@@ -147,3 +179,25 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig) -> pl
         }
     )
     return frame
+
+
+@dg.asset_check(
+    asset=golden_set,
+    partitions_def=golden_set_version,
+    description="Share of the version's cases that passed the validity checks (golden.validity), with its Wilson 95 % "
+    f"interval and n; warns below {MIN_VALID_RATE:.0%} or when cases were never checked (versions frozen before the checks).",
+)
+def golden_set_validity(golden_set: pl.DataFrame) -> dg.AssetCheckResult:
+    verdicts = golden_set["validity_verdict"].to_list()
+    checked = [v for v in verdicts if v is not None]
+    rate = validity_rate(checked)
+    ok = bool(checked) and len(checked) == len(verdicts) and rate["rate"] >= MIN_VALID_RATE
+    return dg.AssetCheckResult(
+        passed=ok,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "valid_rate": float(rate["rate"]) if checked else float("nan"), "ci_low": float(rate["ci_low"]) if checked else float("nan"),
+            "ci_high": float(rate["ci_high"]) if checked else float("nan"), "n": rate["n"], "unchecked": len(verdicts) - len(checked),
+            "by_verdict": dg.MetadataValue.json(rate["by_verdict"]),
+        },
+    )  # fmt: skip

@@ -77,15 +77,43 @@ def _import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="curated cases (.csv or .jsonl, as written by export-cases)")
     p.add_argument("version", help="the new version name")
     p.add_argument("--created-at", default="", help="ISO date for cases without one")
+    p.add_argument("--keep-invalid", action="store_true", help="keep cases the validity checks find invalid, marked as such (default: refuse the file)")
+    p.add_argument("--no-validity", action="store_true", help="skip the case validity checks (format checks still apply)")
+    p.add_argument("--chunks", default=str(WAREHOUSE_DIR / "chunks.parquet"), help="chunks table resolving source_chunk_ids for the checks")
     _dir_arg(p)
 
 
-@command("import-cases", "validate curated CSV / JSONL cases and freeze them as a new version (all or nothing)", _import_args)
+def validity_check(chunks_path: str, keep_invalid: bool):
+    """check(frame) for ``import_cases``: the golden.validity columns on every case; invalid rows are problems unless
+    ``keep_invalid``. Cases whose chunks cannot be resolved are checked without a source (verdict at best unsure)."""
+
+    def check(frame):
+        import polars as pl
+
+        from hcat_pipeline.core.golden import cases_frame
+        from hcat_pipeline.golden.validity import validate_cases, with_validity
+        from hcat_pipeline.resources.embedding import EmbeddingModel
+
+        text = dict(pl.read_parquet(chunks_path, columns=["chunk_id", "text"]).iter_rows()) if Path(chunks_path).exists() else {}
+        rows = frame.to_dicts()
+        sources = {r["case_id"]: "\n".join(text.get(c, "") for c in r["source_chunk_ids"] or []) for r in rows}
+        checked = with_validity(rows, validate_cases(rows, sources, EmbeddingModel().embed))
+        problems = [] if keep_invalid else [
+            (0, f"case {r['case_id']}: invalid ({r['validity_score']:.2f}): {'; '.join(r['validity_reasons'])}")
+            for r in checked if r["validity_verdict"] == "invalid"
+        ]  # fmt: skip
+        return cases_frame(checked), problems
+
+    return check
+
+
+@command("import-cases", "validate curated CSV / JSONL cases (format and case validity) and freeze them as a new version (all or nothing)", _import_args)
 def _import(args: argparse.Namespace) -> int:
     from hcat_pipeline.core.golden import CaseImportError, GoldenSetError, import_cases
 
     try:
-        m = import_cases(args.file, args.version, args.golden_dir, created_at=args.created_at or None)
+        check = None if args.no_validity else validity_check(args.chunks, args.keep_invalid)
+        m = import_cases(args.file, args.version, args.golden_dir, created_at=args.created_at or None, check=check)
     except CaseImportError as e:
         print(str(e), file=sys.stderr)
         return 1

@@ -351,6 +351,16 @@ def _as_int(value, name: str, problems: list[str]):
         return None
 
 
+def _as_float(value, name: str, problems: list[str]):
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        problems.append(f"{name} must be a number, got {value!r}")
+        return None
+
+
 def validate_case(row: dict) -> tuple[dict, list[str]]:
     """A normalised case from an imported row, and the list of problems (empty when valid)."""
     problems: list[str] = []
@@ -367,6 +377,8 @@ def validate_case(row: dict) -> tuple[dict, list[str]]:
                 v = []
         elif t in (pl.Int32, pl.Int64):
             v = _as_int(v, c, problems)
+        elif t == pl.Float64:
+            v = _as_float(v, c, problems)
         elif v is not None:
             v = str(v)
             v = v if v.strip() else None
@@ -433,9 +445,16 @@ def read_curated_cases(path: str | Path) -> pl.DataFrame:
     return cases_frame(cases)
 
 
-def import_cases(path: str | Path, version: str, golden_dir: str | Path, created_at: str | None = None) -> dict:
-    """Validate a curated CSV / JSONL and freeze it as ``version`` (all or nothing); return the manifest."""
+def import_cases(path: str | Path, version: str, golden_dir: str | Path, created_at: str | None = None, check=None) -> dict:
+    """Validate a curated CSV / JSONL and freeze it as ``version`` (all or nothing); return the manifest.
+
+    ``check(frame) -> (frame with validity columns, [(row, problem)])``: the case validity checks (``hcat import-cases``
+    passes ``golden.validity``); any problem refuses the whole file (``CaseImportError``), nothing is written."""
     frame = read_curated_cases(path)
+    if check is not None:
+        frame, problems = check(frame)
+        if problems:
+            raise CaseImportError(str(path), sorted(problems))
     return freeze_version(
         frame, version, golden_dir, inputs_sha256=file_sha256(Path(path)), created_at=created_at, source="curated",
         provenance={"imported_from": Path(path).name},
