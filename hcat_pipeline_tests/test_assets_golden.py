@@ -106,7 +106,8 @@ def test_two_runs_give_byte_identical_golden_sets(tmp_path, local_llm, embedding
     """Same corpus + config + seed + model ⇒ byte-identical frozen golden set (real local LLM, tiny input)."""
     upstream = _upstream_assets(embedding_model)
     config = {
-        "generated_queries": {"config": {"max_chunks": 1, "query_types": types, "max_tokens": 160}},
+        "generated_queries": {"config": {"max_chunks": 1, "query_types": types, "max_tokens": 160, "cases_per_stratum": 2,
+                                         "max_requests_per_stratum": 3}},
         "robustness_cases": {"config": {"n_typo": 1, "n_colloquial": 1, "n_misleading_premise": 1, "n_distractor": 1,
                                         "n_injection": 1, "n_ood": 2, "n_counterfactual_pairs": 1}},
         "golden_candidates": {"config": {"created_at": "2025-06-01"}},
@@ -130,7 +131,11 @@ def test_two_runs_give_byte_identical_golden_sets(tmp_path, local_llm, embedding
         counts.append(frame.height)
         rej = pl.read_parquet(wh / "query_rejections.parquet")
         gen = pl.read_parquet(wh / "generated_queries.parquet")
-        assert gen.height == len(types) and rej.height + pl.read_parquet(wh / "selected_queries.parquet").height == gen.height
+        assert 2 <= gen.height <= 3 and rej.height + pl.read_parquet(wh / "selected_queries.parquet").height == gen.height
+        # grounded by construction: every reference is a source sentence (yes / no: after its label)
+        flat = " ".join((PASS + " " + BREAK).split())  # the sampled chunk and the stratum's reserve chunk
+        assert all(r.split(". ", 1)[-1] in flat for r in gen["reference_answer"].drop_nulls()), gen["reference_answer"].to_list()
+        assert set(gen["query_type"]) <= set(types)
         assert {"out_of_scope"} <= set(frame["category"])
         assert set(frame["created_at"]) == {"2025-06-01"}
         variants = frame.filter(pl.col("base_case_id").is_not_null())

@@ -14,6 +14,7 @@
 """
 
 import time
+from typing import Literal
 
 import dagster as dg
 import numpy as np
@@ -21,6 +22,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.console import progress_message
 from hcat_pipeline.core.generation import (
     MAX_PASSAGE_CHARS,
     MAX_TOKENS,
@@ -35,6 +37,8 @@ from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
+from hcat_pipeline.golden.grounded import generate_grounded
+from hcat_pipeline.golden.validity import validate_cases
 from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
@@ -55,6 +59,14 @@ QUERY_REJECTIONS = {
 
 
 class QueryGenerationConfig(dg.Config):
+    mode: Literal["grounded", "free"] = Field(
+        default="grounded",
+        description="grounded: the reference is a source sentence and the LLM writes the question for it, until each stratum "
+        "has cases_per_stratum cases passing selection and validity (golden.grounded); free: the LLM writes question and "
+        "answer, one type per chunk plus repair rounds (the earlier behaviour)",
+    )
+    cases_per_stratum: int = Field(default=4, ge=1, description="grounded: happy-path cases each stratum should end with")
+    max_requests_per_stratum: int = Field(default=10, ge=1, description="grounded: at most this many LLM requests per stratum")
     max_chunks: int = Field(default=0, description="how many sampled chunks (lowest sample_rank first) get queries; 0 = all")
     types_per_chunk: int = Field(
         default=1, description="query types asked per chunk, rotated (seeded) so every type appears; >= number of types = all"
@@ -63,7 +75,7 @@ class QueryGenerationConfig(dg.Config):
         default=8, description="at most this many extra requests for strata / types with no query surviving selection; 0 = none"
     )
     repair_rounds: int = Field(default=2, description="repair rounds sharing max_repair_requests (each only for what is still uncovered)")
-    reserve_per_stratum: int = Field(default=2, description="unsampled chunks per stratum the repair rounds may use")
+    reserve_per_stratum: int = Field(default=3, description="unsampled chunks per stratum the repair rounds may use")
     query_types: list[str] = Field(default_factory=lambda: list(QUERY_TYPES))
     seed: int = 0
     temperature: float = 0.0
@@ -134,14 +146,19 @@ def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: p
     return partner_of
 
 
-def _keep_fn(chunks: pl.DataFrame, embed):
-    """keep(rows) -> ids of the rows that pass selection with the default thresholds (for the repair rounds)."""
+def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
+    """keep(rows) -> ids of the rows that pass selection with the default thresholds (for the repair rounds) and, with
+    ``validity``, whose case the validity checks find valid (golden.validity)."""
     text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
 
     def keep(rows: list[dict]) -> set[str]:
         needed = {c for r in rows for c in r["source_chunk_ids"]}
         kept, _ = select_queries(rows, {c: text[c] for c in needed if c in text}, embed, SelectionConfig())
-        return {k["query_id"] for k in kept}
+        if not validity or not kept:
+            return {k["query_id"] for k in kept}
+        cases = [{**case_from_query(k), "query_id": k["query_id"]} for k in kept]
+        sources = {c["case_id"]: "\n".join(text.get(i, "") for i in c["source_chunk_ids"]) for c in cases}
+        return {c["query_id"] for c, v in zip(cases, validate_cases(cases, sources, embed), strict=True) if v.verdict == "valid"}
 
     return keep
 
@@ -149,9 +166,10 @@ def _keep_fn(chunks: pl.DataFrame, embed):
 @dg.asset(
     group_name="queries",
     pool=llm_pool(),
-    description="HCAT §2 step 5: LLM-generated queries with reference answers and source chunk ids, one per sampled chunk "
-    "with the query type rotated (every stratum and type asked for) plus bounded repair rounds for strata / types left "
-    "uncovered after selection; structured JSON, schema-validated; failed calls are rows with `error`.",
+    description="HCAT §2 step 5: LLM-generated queries with reference answers and source chunk ids. grounded (default): the "
+    "reference is a source sentence and the LLM writes the question for it, asked per stratum until cases_per_stratum pass "
+    "selection and validity; free: one LLM question + answer per sampled chunk with repair rounds. Structured JSON, "
+    "schema-validated; failed calls are rows with `error`.",
 )
 def generated_queries(
     context: dg.AssetExecutionContext,
@@ -173,11 +191,22 @@ def generated_queries(
     for c in [*sampled.to_dicts(), *reserve.sort("stratum", "reserve_rank").to_dicts()]:
         pools.setdefault(c["stratum"], []).append(c)
     t0 = time.perf_counter()
-    rows, plan = generate_covering(
-        sampled.to_dicts(), llm, _keep_fn(chunks, embedding_model.embed), pools, partner_of, tuple(config.query_types), config.seed,
-        config.types_per_chunk, config.max_repair_requests, config.repair_rounds, temperature=config.temperature, max_tokens=config.max_tokens,
-        max_passage_chars=config.max_passage_chars, failed_exceptions=(LLMCallFailed,),
-    )  # fmt: skip
+    if config.mode == "grounded":
+        rows, plan = generate_grounded(
+            pools, llm, _keep_fn(chunks, embedding_model.embed, validity=True), config.cases_per_stratum, config.max_requests_per_stratum,
+            query_types=tuple(config.query_types), partner_of=partner_of, seed=config.seed, failed_exceptions=(LLMCallFailed,),
+            progress=lambda done, total: context.log.debug(progress_message(done, total)),
+        )  # fmt: skip
+        plan |= {"round_1_requests": plan["requests_by_round"][0] if plan["requests_by_round"] else 0,
+                 "repair_requests": sum(plan["requests_by_round"][1:])}  # fmt: skip
+        if plan["short_strata"]:
+            context.log.warning(f"strata short of {config.cases_per_stratum} valid cases: {plan['short_strata']}")
+    else:
+        rows, plan = generate_covering(
+            sampled.to_dicts(), llm, _keep_fn(chunks, embedding_model.embed), pools, partner_of, tuple(config.query_types), config.seed,
+            config.types_per_chunk, config.max_repair_requests, config.repair_rounds, temperature=config.temperature, max_tokens=config.max_tokens,
+            max_passage_chars=config.max_passage_chars, failed_exceptions=(LLMCallFailed,),
+        )  # fmt: skip
     seconds = time.perf_counter() - t0
     out = pl.DataFrame(rows, schema=GENERATED_QUERIES, orient="row") if rows else pl.DataFrame(schema=GENERATED_QUERIES)
     errors = out.filter(pl.col("error").is_not_null())
@@ -190,6 +219,9 @@ def generated_queries(
             "repair_requests": plan["repair_requests"],
             "requests_by_round": dg.MetadataValue.json(plan["requests_by_round"]),
             "coverage_after_round_1": dg.MetadataValue.json(plan.get("after_round_1", {})),
+            "mode": config.mode,
+            "kept_per_stratum": dg.MetadataValue.json({str(k): v for k, v in plan.get("kept_per_stratum", {}).items()}),
+            "short_strata": dg.MetadataValue.json({str(k): v for k, v in plan.get("short_strata", {}).items()}),
             "chunks": out["chunk_id"].n_unique(),
             "strata_asked": f"{out['stratum'].n_unique()} / {n_strata}",
             "failed": errors.height,

@@ -144,7 +144,7 @@ def generate_requests(
         if qtype == "multi_hop":
             partner = partner_of(chunk)
             if partner is None:
-                rows.append(_row(chunk, qtype, chunk_ids, template, seed, error="no_partner: no other chunk in the same stratum", **extra))
+                rows.append(query_row(chunk, qtype, chunk_ids, template, seed, error="no_partner: no other chunk in the same stratum", **extra))
                 continue
             chunk_ids.append(partner["chunk_id"])
             values["passage"] = _clip(chunk["text"], max_passage_chars // 2 + 200)
@@ -155,11 +155,11 @@ def generate_requests(
                 template.render(**values), json_schema=QUERY_SCHEMAS[qtype], temperature=temperature, seed=s, max_tokens=max_tokens
             )
         except failed_exceptions as e:  # noqa: PERF203 - one failure must not stop the batch
-            rows.append(_row(chunk, qtype, chunk_ids, template, seed, error=f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}", **extra))
+            rows.append(query_row(chunk, qtype, chunk_ids, template, seed, error=f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}", **extra))
             continue
         parsed = parse_reply(qtype, result.data or {})
         rows.append(
-            _row(
+            query_row(
                 chunk, qtype, chunk_ids, template, seed, **parsed, **extra,
                 model=result.model, latency_s=result.latency_s, input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens, raw_reply=result.text,
@@ -316,7 +316,8 @@ def generate_covering(
     return rows, summary
 
 
-def _row(chunk: dict, qtype: str, chunk_ids: list[str], template: PromptTemplate, seed: int, **kw) -> dict:
+def query_row(chunk: dict, qtype: str, chunk_ids: list[str], template: PromptTemplate, seed: int, **kw) -> dict:
+    """A ``generated_queries`` row with every column (``kw`` overrides any of them)."""
     row = {
         "query_id": query_id_for(qtype, chunk_ids, seed, template.hash),
         "query_type": qtype,

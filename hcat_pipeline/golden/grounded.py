@@ -1,0 +1,152 @@
+"""Happy-path cases grounded by construction (HCAT §2 step 5, built the way the exam's answer targets are).
+
+The reference comes first: a readable source sentence (``reference_sentences``: 6-40 words, no code or table line,
+a grammatical claim, not opening with a pronoun when another sentence will do). The LLM only writes the question
+*for* that reference (``query_grounded_<type>_v1`` prompts):
+
+- ``simple`` / ``inference``: the reference is the sentence; the question asks for the fact / the reason it states;
+- ``yes_no``: polarity comes from the source, not the model — "yes" cases ask whether the sentence holds, "no" cases
+  whether a claim made false by one rule (``core.robustness.contradict_sentence``: negation, number, antonym) holds;
+  the reference is "Yes." / "No." followed by the true source sentence;
+- ``multi_hop``: the reference joins a sentence of the chunk and one of its partner chunk.
+
+``generate_grounded`` asks, per stratum, until ``budget`` cases pass ``keep`` (selection + validity) or the stratum's
+``max_requests`` are spent, each round asking a stratum for what it still lacks (plus ``slack``) on sentences not
+asked yet (its chunks in pool order, types rotated). Deterministic for the same inputs and seed. No Dagster here:
+the LLM is any object with ``.generate(messages, json_schema=..., ...)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from hcat_pipeline.core.exam_spans import sentences
+from hcat_pipeline.core.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
+from hcat_pipeline.core.ids import short_hash
+from hcat_pipeline.core.prompts import load_prompt
+from hcat_pipeline.core.robustness import contradict_sentence
+from hcat_pipeline.golden.claims import claim_problem
+
+GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
+QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
+MAX_TOKENS = 80
+_PRONOUN = re.compile(r"^(it|its|they|their|them|this|these|those|that|such|he|she|both|either|neither|here|there)\b", re.I)
+_CAUSAL = re.compile(r"\b(because|so that|in order to|therefore|which means|to avoid|since|as a result|if|unless|when)\b", re.I)
+
+
+def reference_sentences(text: str) -> list[str]:
+    """Sentences of a chunk fit to be a reference, best first: grammatical claims, pronoun-led ones last."""
+    good = [s for s in sentences(text) if claim_problem(s) is None and not s.rstrip().endswith("?")]
+    return sorted(good, key=lambda s: (bool(_PRONOUN.match(s)), good.index(s)))
+
+
+def _passage_around(text: str, sentence: str, max_chars: int) -> str:
+    flat = " ".join(text.split())
+    i = flat.find(sentence)
+    if len(flat) <= max_chars or i < 0:
+        return flat[:max_chars]
+    start = max(0, min(i - max_chars // 3, len(flat) - max_chars))
+    return flat[start : start + max_chars]
+
+
+def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, seed: int) -> dict | None:
+    """Prompt values and the reference of one request; None when the type does not fit the sentence."""
+    if qtype == "yes_no":
+        polarity = "no" if item_seed(seed, "polarity", chunk["chunk_id"], sentence) % 2 else "yes"
+        statement = sentence
+        if polarity == "no":
+            contra = contradict_sentence(sentence)
+            if not contra or claim_problem(contra[0]):
+                polarity = "yes"
+            else:
+                statement = contra[0]
+        return {"values": {"sentence": statement}, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
+                "evidence": sentence, "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
+    if qtype == "multi_hop":
+        other = reference_sentences(partner["text"]) if partner else []
+        if not other:
+            return None
+        return {"values": {"sentence": sentence, "sentence_2": other[0]}, "reference": f"{sentence} {other[0]}", "label": None,
+                "evidence": "", "chunk_ids": [chunk["chunk_id"], partner["chunk_id"]]}  # fmt: skip
+    if qtype == "inference" and not _CAUSAL.search(sentence):
+        return None
+    return {"values": {"passage": _passage_around(chunk["text"], sentence, 900), "sentence": sentence}, "reference": sentence,
+            "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
+
+
+def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1) -> dict:
+    """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source."""
+    template = load_prompt(f"query_grounded_{qtype}_{PROMPT_VERSION}")
+    req = build_request(chunk, qtype, sentence, partner, seed)
+    if req is None:
+        return query_row(chunk, qtype, [chunk["chunk_id"]], template, seed, generation_round=generation_round,
+                    error=f"type_mismatch: no {qtype} question fits the sentence" if qtype != "multi_hop" else "no_partner: no partner sentence")
+    s = item_seed(seed, "grounded", qtype, *req["chunk_ids"], sentence)
+    qid = "q-" + short_hash(f"{qtype}|{'+'.join(req['chunk_ids'])}|{seed}|{template.hash}|{sentence}", n=12)  # one per sentence
+    extra = {"generation_round": generation_round, "evidence": req["evidence"] or None, "query_id": qid}
+    try:
+        result = llm.generate(template.render(**req["values"]), json_schema=QUESTION_SCHEMA, temperature=0.0, seed=s, max_tokens=MAX_TOKENS)
+    except failed_exceptions as e:  # noqa: PERF203 - one failure must not stop the batch
+        return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}", **extra)
+    return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=str((result.data or {}).get("question", "")).strip(),
+                reference_answer=req["reference"], answer_label=req["label"], model=result.model, latency_s=result.latency_s,
+                input_tokens=result.input_tokens, output_tokens=result.output_tokens, raw_reply=result.text, **extra)  # fmt: skip
+
+
+def _candidates(pool: list[dict], types: list[str], partner_of) -> list[tuple[dict, str, str]]:
+    """(chunk, sentence, type) in asking order for one stratum: chunks in pool order, their sentences, types rotated."""
+    out, t = [], 0
+    by_chunk = [(c, reference_sentences(c["text"])) for c in pool]
+    for depth in range(max((len(s) for _, s in by_chunk), default=0)):
+        for chunk, sents in by_chunk:
+            if depth < len(sents):
+                qtype = types[t % len(types)]
+                t += 1
+                if qtype == "multi_hop" and partner_of(chunk) is None:
+                    qtype = types[t % len(types)] if types[t % len(types)] != "multi_hop" else "simple"
+                out.append((chunk, sents[depth], qtype))
+    return out
+
+
+def generate_grounded(
+    pools: dict[int, list[dict]],
+    llm,
+    keep: Callable[[list[dict]], set[str]],
+    budget: int = 4,
+    max_requests: int = 10,
+    slack: int = 1,
+    query_types=GROUNDED_TYPES,
+    partner_of: Callable[[dict], dict | None] = lambda c: None,
+    seed: int = 0,
+    failed_exceptions: tuple[type[BaseException], ...] = (),
+    max_rounds: int = 4,
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> tuple[list[dict], dict]:
+    """Rows of every request and a summary (requests per round, kept and short strata). See the module docstring."""
+    types = [t for t in type_rotation(query_types, seed) if t in GROUNDED_TYPES]
+    queue = {st: _candidates(pool, types, partner_of) for st, pool in sorted(pools.items())}
+    asked = dict.fromkeys(queue, 0)
+    rows: list[dict] = []
+    summary: dict = {"requests_by_round": [], "kept_per_stratum": {}, "short_strata": {}}
+    kept_ids: set[str] = set()
+    for round_no in range(1, max_rounds + 1):
+        kept_in = {st: sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st) for st in queue}
+        todo = {st: min(budget - kept_in[st] + slack, max_requests - asked[st], len(queue[st])) for st in queue if kept_in[st] < budget}
+        todo = {st: n for st, n in todo.items() if n > 0}
+        if not todo:
+            break
+        batch = [queue[st].pop(0) for st, n in todo.items() for _ in range(n)]
+        for st, n in todo.items():
+            asked[st] += n
+        for i, (chunk, sentence, qtype) in enumerate(batch):
+            rows.append(ask(chunk, qtype, sentence, llm, partner_of(chunk), seed, failed_exceptions, round_no))
+            progress(i + 1, len(batch))
+        summary["requests_by_round"].append(len(batch))
+        kept_ids = keep(rows)
+    for st in queue:
+        k = sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st)
+        summary["kept_per_stratum"][st] = k
+        if k < budget:
+            summary["short_strata"][st] = f"{k} of {budget} after {asked[st]} request(s)" + ("" if queue[st] else "; no sentence left")
+    return rows, summary

@@ -1,0 +1,70 @@
+"""Grounded happy-path generation: the reference is a source sentence, polarity from the source, budget per stratum."""
+
+from types import SimpleNamespace
+
+from hcat_pipeline.golden.grounded import build_request, generate_grounded, reference_sentences
+
+SAVINGS = (
+    "The Easy Saver account is a variable-rate savings account for customers aged 16 or over. "
+    "Interest is calculated daily on the cleared balance and paid monthly on the first business day of the month.\n"
+    "| rate | 1.5 | (4)(5) |\n"
+    "It is not possible to make cash withdrawals from the Easy Saver account at any branch. "
+    "You can make up to three withdrawals in each calendar year without losing interest."
+)
+
+
+class _LLM:
+    """Writes a question naming the statement or sentence it was given; records the user messages."""
+
+    def __init__(self):
+        self.seen = []
+
+    def generate(self, messages, json_schema=None, **kw):
+        user = messages[-1]["content"]
+        self.seen.append(user)
+        line = [ln for ln in user.splitlines() if ln.startswith(("Sentence:", "Statement:", "Sentence 1:"))][0].split(":", 1)[1].strip()
+        return SimpleNamespace(data={"question": f"Is it true that {line.rstrip('.')}?"}, text="", model="fake", latency_s=0.0,
+                               input_tokens=1, output_tokens=1)  # fmt: skip
+
+
+def test_reference_sentences_skip_tables_and_put_pronoun_led_ones_last():
+    sents = reference_sentences(SAVINGS)
+    assert not any("|" in s for s in sents) and sents[0].startswith("The Easy Saver account")
+    assert sents[-1].startswith("It is not possible")
+
+
+def test_yes_no_polarity_comes_from_the_source():
+    chunk = {"chunk_id": "c1", "text": SAVINGS}
+    sentence = "You can make up to three withdrawals in each calendar year without losing interest."
+    labels = {}
+    for seed in range(12):
+        req = build_request(chunk, "yes_no", sentence, None, seed)
+        labels[req["label"]] = req
+        assert req["reference"].endswith(sentence) and req["reference"].startswith(req["label"].capitalize() + ".")
+    assert set(labels) == {"yes", "no"}
+    # a "no" case asks about the claim made false; a "yes" case about the sentence itself
+    assert labels["no"]["values"]["sentence"] != sentence and labels["yes"]["values"]["sentence"] == sentence
+
+
+def test_generate_grounded_asks_until_each_stratum_has_its_budget():
+    more = ("A fee of 5 pounds applies to each international payment made online. Payments sent after 3 pm on a business day "
+            "are processed on the next business day. A recall request costs 25 pounds and is not guaranteed to succeed.")
+    pools = {0: [{"chunk_id": "a", "text": SAVINGS, "stratum": 0, "stratum_label": "s"}, {"chunk_id": "a2", "text": more, "stratum": 0, "stratum_label": "s"}],
+             1: [{"chunk_id": "b", "text": "Nothing here is a sentence of six words or more", "stratum": 1, "stratum_label": "t"}]}  # fmt: skip
+    rounds = []
+
+    def keep(rows):  # yes / no cases survive, others do not
+        rounds.append(len(rows))
+        return {r["query_id"] for r in rows if r["query_type"] == "yes_no" and not r["error"]}
+
+    llm = _LLM()
+    rows, summary = generate_grounded(pools, llm, keep, budget=3, max_requests=6, query_types=("simple", "yes_no"), seed=0)
+    assert len([r for r in rows if r["stratum"] == 0]) <= 6
+    assert 1 in summary["short_strata"] and "no sentence left" in summary["short_strata"][1]
+    assert len(summary["requests_by_round"]) == len(rounds) >= 2  # asked again for what the first round lacked
+    flat = " ".join((SAVINGS + " " + more).split())
+    for r in rows:  # grounded by construction
+        assert r["reference_answer"].split(". ", 1)[-1] in flat if r["query_type"] == "yes_no" else r["reference_answer"] in flat
+    assert len({r["query_id"] for r in rows}) == len(rows)  # one id per sentence asked
+    again, _ = generate_grounded(pools, _LLM(), keep, budget=3, max_requests=6, query_types=("simple", "yes_no"), seed=0)
+    assert [r["query_id"] for r in again] == [r["query_id"] for r in rows]
