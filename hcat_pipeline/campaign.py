@@ -157,18 +157,19 @@ def run_summary_inputs(result, version: str, night: str) -> dict:
     return out
 
 
-def corpus_change(version: str, golden_dir) -> str | None:
+def corpus_change(version: str, golden_dir, corpus=None) -> str | None:
     """Why the corpus today differs from the one ``version`` was generated from, or None (unchanged, or a
-    curated / imported version, which is never regenerated). Same sources as the corpus asset's defaults."""
+    curated / imported version, which is never regenerated). ``corpus``: the campaign file's ``CorpusSpec``
+    (default: the default campaign file's), read the way the corpus asset reads it."""
+    from hcat_pipeline.campaign_spec import CorpusSpec, corpus_sources
     from hcat_pipeline.core.golden import corpus_hash, load_version
     from hcat_pipeline.core.ingest import ingest
-    from hcat_pipeline.paths import CORPUS_DIR
 
     frame, manifest = load_version(version, golden_dir)
     recorded = set(frame["corpus_hash"].drop_nulls().to_list())
     if manifest.get("source") != "generated" or not recorded:
         return None
-    docs, _, _ = ingest(True, CORPUS_DIR)
+    docs, _, _ = ingest(**corpus_sources(corpus or CorpusSpec()))
     now = corpus_hash(docs["doc_id"].to_list())
     return None if now in recorded else f"the corpus changed since {version} was generated (corpus hash {min(recorded)} → {now})"
 
@@ -209,7 +210,7 @@ def run_campaign(
     With a ``console`` (``hcat_pipeline.console.CampaignConsole``) Dagster's DEBUG console log is replaced by
     one line per stage, progress bars on LLM stages and a closing summary; every record still goes to the
     instance and to ``log_path`` (default ``data/logs/campaign-<night>.log``)."""
-    from hcat_pipeline.campaign_spec import campaign_run_config, load_campaign
+    from hcat_pipeline.campaign_spec import campaign_run_config, generation_run_config, load_campaign
     from hcat_pipeline.core.golden import latest_version
     from hcat_pipeline.paths import DATA_DIR, GOLDEN_SETS_DIR, WAREHOUSE_DIR
 
@@ -233,13 +234,13 @@ def run_campaign(
     version = version or (None if spec.golden_set_version == "latest" else spec.golden_set_version)
     if version is None and not regenerate:
         version = latest_version(golden_dir)
-        why = corpus_change(version, golden_dir) if version else None
+        why = corpus_change(version, golden_dir, spec.corpus) if version else None
         if why:
             print(f"{why}: generating a new golden set")
             version = None
     if version is None:
         print("generating the golden set (test_generation_job) …")
-        gen = _execute("test_generation_job", loggers, instance=instance, tags=tags)
+        gen = _execute("test_generation_job", loggers, run_config=generation_run_config(spec), instance=instance, tags=tags)
         if not _report(gen, quiet=loggers is not None):
             return CampaignOutcome(False, None)
         version = version_for_candidates(pl.read_parquet(Path(candidates_path or WAREHOUSE_DIR / "golden_candidates.parquet")))

@@ -20,10 +20,14 @@ from typing import Literal, Optional
 
 import dagster as dg
 import yaml
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from hcat_pipeline.core.generation import QUERY_TYPES
+from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS
+from hcat_pipeline.core.sampling import SAMPLE_SIZE
 from hcat_pipeline.core.yaml_errors import validation_problems
-from hcat_pipeline.paths import PROJECT_ROOT
+from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, MAX_REQUESTS_PER_STRATUM
+from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))
 
@@ -73,10 +77,72 @@ class SystemSpec(_Strict):
     http: Optional[HttpSystemSpec] = None
 
 
+class CorpusSpec(_Strict):
+    """Which documents the campaign evaluates (the ``corpus`` asset's config is derived from this class)."""
+
+    paths: list[str] = Field(
+        default_factory=list,
+        description="folders, files or globs of your documents (.txt .md .html .jsonl .pdf); relative to the campaign file",
+    )
+    include_embedded: Optional[bool] = Field(
+        default=None, description="the embedded Python language reference; default (null): on only when no paths are given"
+    )
+    max_file_bytes: int = Field(default=20_000_000, ge=1)
+
+    def embedded(self) -> bool:
+        return self.include_embedded if self.include_embedded is not None else not self.paths
+
+
+class RobustnessSpec(_Strict):
+    """Robustness and safety variants per golden set (HCAT §6.1, §4; golden-eval §2.2, §11.2)."""
+
+    typo: int = Field(default=VARIANT_COUNTS["typo"], ge=0)
+    colloquial: int = Field(default=VARIANT_COUNTS["colloquial"], ge=0)
+    misleading_premise: int = Field(default=VARIANT_COUNTS["misleading_premise"], ge=0)
+    distractor: int = Field(default=VARIANT_COUNTS["distractor"], ge=0)
+    injection: int = Field(default=VARIANT_COUNTS["injection"], ge=0)
+    ood: int = Field(default=VARIANT_COUNTS["ood"], ge=0, description="out-of-scope questions (expected: abstain)")
+
+
+class GenerationSpec(_Strict):
+    """How the golden set is generated (test_generation_job's run config is derived from this: ``generation_run_config``)."""
+
+    mode: Literal["grounded", "free"] = Field(default="grounded", description="grounded: the reference is a source sentence")
+    sample_size: int = Field(default=SAMPLE_SIZE, ge=1, description="chunks drawn over the topic strata")
+    cases_per_stratum: int = Field(default=CASES_PER_STRATUM, ge=1, description="happy-path cases each stratum should end with")
+    max_requests_per_stratum: int = Field(default=MAX_REQUESTS_PER_STRATUM, ge=1)
+    query_types: list[str] = Field(default_factory=lambda: list(QUERY_TYPES), min_length=1, description=f"of {list(QUERY_TYPES)}")
+    robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)
+    bias_attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description=f"HCAT §4 attributes probed, of {list(ATTRIBUTES)}")
+    pairs_per_attribute: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], ge=0)
+    max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
+    seed: int = 0
+
+    # Dagster config has no list of Literal: the members are checked here (the message names the allowed values)
+    @field_validator("query_types")
+    @classmethod
+    def _types(cls, v: list[str]) -> list[str]:
+        return _members(v, QUERY_TYPES, "query type")
+
+    @field_validator("bias_attributes")
+    @classmethod
+    def _attributes(cls, v: list[str]) -> list[str]:
+        return _members(v, ATTRIBUTES, "attribute")
+
+
+def _members(values: list[str], allowed: tuple[str, ...], what: str) -> list[str]:
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ValueError(f"unknown {what}(s) {bad}; expected some of {list(allowed)}")
+    return list(dict.fromkeys(values))
+
+
 class CampaignSpec(_Strict):
-    """A campaign: systems, case budget and options (the schema of campaign.yaml)."""
+    """A campaign: corpus, generation, systems, case budget and options (the schema of campaign.yaml)."""
 
     name: str = "default"
+    corpus: CorpusSpec = Field(default_factory=CorpusSpec)
+    generation: GenerationSpec = Field(default_factory=GenerationSpec)
     golden_set_version: str = Field(default="latest", description="'latest' = the most recently frozen version")
     max_cases: int = Field(default=0, ge=0, description="cases per system, spread over strata and categories; 0 = all")
     case_seed: int = 0
@@ -126,10 +192,15 @@ def parse_campaign(text: str, source: str = "<campaign>") -> CampaignSpec:
 
 
 def load_campaign(path: str | Path | None = None) -> CampaignSpec:
+    """The validated campaign file; corpus paths relative to the file are made absolute."""
     path = Path(path or DEFAULT_CAMPAIGN_FILE)
     if not path.exists():
         raise CampaignFileError(f"campaign file {path} not found (set HCAT_CAMPAIGN_FILE or pass --config)")
     spec = parse_campaign(path.read_text(encoding="utf-8"), str(path))
+    if spec.corpus.paths:
+        base = path.resolve().parent
+        absolute = [p if Path(p).expanduser().is_absolute() else str(base / p) for p in spec.corpus.paths]
+        spec = spec.model_copy(update={"corpus": spec.corpus.model_copy(update={"paths": absolute})})
     ids = [s.system_id for s in spec.systems]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -140,3 +211,25 @@ def load_campaign(path: str | Path | None = None) -> CampaignSpec:
 def campaign_run_config(spec: CampaignSpec) -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
     return {"ops": {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}}
+
+
+def corpus_sources(corpus: CorpusSpec) -> dict:
+    """ingest() keyword arguments for this corpus: the embedded reference and the drop folder only when no paths."""
+    return {"include_embedded": corpus.embedded(), "drop_folder": None if corpus.paths else CORPUS_DIR,
+            "max_file_bytes": corpus.max_file_bytes, "paths": list(corpus.paths)}  # fmt: skip
+
+
+def generation_run_config(spec: CampaignSpec) -> dict:
+    """test_generation_job's run config from the campaign file: corpus, sampling, generation and variants."""
+    g, r = spec.generation, spec.generation.robustness
+    corpus = {"paths": list(spec.corpus.paths), "include_embedded": spec.corpus.include_embedded, "max_file_bytes": spec.corpus.max_file_bytes}
+    return {"ops": {
+        "corpus": {"config": corpus},
+        "sampled_chunks": {"config": {"sample_size": g.sample_size, "seed": g.seed}},
+        "generated_queries": {"config": {"mode": g.mode, "cases_per_stratum": g.cases_per_stratum, "query_types": list(g.query_types),
+                                         "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed}},
+        "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_misleading_premise": r.misleading_premise,
+                                        "n_distractor": r.distractor, "n_injection": r.injection, "n_ood": r.ood,
+                                        "n_counterfactual_pairs": g.pairs_per_attribute, "max_bias_share": g.max_bias_share,
+                                        "attributes": list(g.bias_attributes)}},
+    }}  # fmt: skip

@@ -112,3 +112,54 @@ def test_hcat_campaign_refuses_a_future_or_malformed_night(tmp_path, capsys, mon
     assert main(["campaign", "--night", "23/11/2026"]) == 2
     assert "not a date" in capsys.readouterr().err
     assert not (tmp_path / "home").exists()
+
+
+def test_campaign_file_owns_corpus_and_generation(tmp_path):
+    from hcat_pipeline.campaign_spec import corpus_sources, generation_run_config
+
+    (tmp_path / "docs").mkdir()
+    path = tmp_path / "my.yaml"
+    path.write_text(
+        "corpus:\n  paths: [docs, 'extra/*.html']\ngeneration:\n  cases_per_stratum: 2\n  query_types: [simple, yes_no]\n"
+        "  robustness: {typo: 1, ood: 0}\n  bias_attributes: [age, income]\nsystems:\n  - system_id: s\n"
+    )
+    spec = load_campaign(path)
+    assert spec.corpus.paths == [str(tmp_path / "docs"), str(tmp_path / "extra/*.html")]  # relative to the file
+    assert spec.corpus.embedded() is False  # paths given: the embedded reference only when asked for
+    src = corpus_sources(spec.corpus)
+    assert src["drop_folder"] is None and src["include_embedded"] is False
+    ops = generation_run_config(spec)["ops"]
+    assert ops["generated_queries"]["config"]["cases_per_stratum"] == 2 and ops["generated_queries"]["config"]["query_types"] == ["simple", "yes_no"]
+    assert ops["robustness_cases"]["config"]["n_typo"] == 1 and ops["robustness_cases"]["config"]["attributes"] == ["age", "income"]
+    assert ops["corpus"]["config"]["paths"] == spec.corpus.paths
+    default = load_campaign()
+    assert default.corpus.paths == [] and default.corpus.embedded() is True
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("corpus:\n  path: [docs]\nsystems:\n  - system_id: s\n", 2, "path"),  # a typo of paths
+        ("generation:\n  query_types: [simple, essay]\nsystems:\n  - system_id: s\n", 2, "essay"),
+        ("generation:\n  bias_attributes: [hair]\nsystems:\n  - system_id: s\n", 2, "hair"),
+        ("generation:\n  robustness: {typo: -1}\nsystems:\n  - system_id: s\n", 2, "typo"),
+    ],
+)
+def test_bad_corpus_or_generation_section_is_refused_with_its_line(tmp_path, text, line, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(CampaignFileError) as e:
+        load_campaign(path)
+    assert f"bad.yaml:{line}" in str(e.value) and words in str(e.value)
+
+
+def test_hcat_init_writes_a_valid_commented_file_and_never_overwrites(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    out = tmp_path / "c.yaml"
+    assert main(["init", "--corpus", str(docs), "--http", "http://127.0.0.1:9/ask", "--out", str(out)]) == 0
+    spec = load_campaign(out)
+    assert spec.corpus.paths == [str(docs)] and {s.system_id for s in spec.systems} == {"closed_book", "hybrid", "my_rag"}
+    assert spec.systems[-1].http.url == "http://127.0.0.1:9/ask" and "# Your documents" in out.read_text()
+    assert main(["init", "--out", str(out)]) == 2 and "exists" in capsys.readouterr().err
+    assert main(["init", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path / "d.yaml")]) == 2

@@ -91,3 +91,19 @@ def test_identical_documents_are_deduplicated(tmp_path):
     _write(folder, "b.txt", "Same text.")
     docs, _, dupes = ingest(include_embedded=False, drop_folder=folder)
     assert docs.height == 1 and dupes == 1
+
+
+def test_campaign_paths_folders_files_globs_and_missing_entries(tmp_path):
+    from hcat_pipeline.core.ingest import ingest
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.md").write_text("# One\n\nThe first document talks about savings accounts and interest.")
+    (tmp_path / "a" / ".hidden.md").write_text("hidden")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "two.html").write_text("<html><body><p>The second document explains card disputes.</p></body></html>")
+    (tmp_path / "b" / "skip.txt").write_text("Not matched by the glob.")
+    docs, errors, _ = ingest(False, None, paths=["a", "b/*.html", "missing/"], base=tmp_path)
+    assert sorted(docs["title"].to_list()) == ["One", "two"] or docs.height == 2
+    assert not docs["text"].str.contains("hidden|Not matched").any()
+    assert errors.height == 1 and errors["file"][0] == "missing/" and "matches no file" in errors["reason"][0]
+    assert not docs["source"].str.contains("pydoc").any()  # the embedded reference is not mixed in

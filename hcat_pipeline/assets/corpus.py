@@ -10,15 +10,16 @@ import dagster as dg
 import polars as pl
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.campaign_spec import CorpusSpec
 from hcat_pipeline.core.chunking import chunk_corpus
 from hcat_pipeline.core.ingest import ingest
 from hcat_pipeline.paths import CORPUS_DIR
 
 
-class CorpusConfig(dg.Config):
-    include_embedded: bool = True  # the Python language reference help topics shipped with CPython
+class CorpusConfig(CorpusSpec):
+    """The campaign file's ``corpus:`` section (``CorpusSpec``) plus the drop folder, read only when no paths are given."""
+
     drop_folder: str = str(CORPUS_DIR)  # .txt .md .html .jsonl .pdf; empty string: none
-    max_file_bytes: int = 20_000_000
 
 
 class ChunkingConfig(dg.Config):
@@ -36,11 +37,11 @@ class ChunkingConfig(dg.Config):
     deps=["corpus_files"],  # watched source (assets/sources.py): data/corpus/ + the embedded corpus by content hash
 )
 def corpus(context: dg.AssetExecutionContext, config: CorpusConfig):
-    drop = Path(config.drop_folder) if config.drop_folder else None
-    docs, errors, dupes = ingest(config.include_embedded, drop, config.max_file_bytes)
+    drop = Path(config.drop_folder) if config.drop_folder and not config.paths else None
+    docs, errors, dupes = ingest(config.embedded(), drop, config.max_file_bytes, paths=config.paths)
     if docs.is_empty():
         raise dg.Failure(
-            "corpus is empty: enable include_embedded or put documents in the drop folder",
+            "corpus is empty: give corpus.paths in the campaign file, put documents in the drop folder or enable include_embedded",
             metadata={"ingest_errors": errors.height, "errors": preview(errors, 20)},
         )
     if errors.height:
@@ -56,6 +57,8 @@ def corpus(context: dg.AssetExecutionContext, config: CorpusConfig):
             "mean_characters": float(chars.mean()),
             "sources": dg.MetadataValue.json(docs["source"].str.split(":").list.first().value_counts().sort("source").to_dicts()),
             "duplicates_dropped": dupes,
+            "embedded_reference": config.embedded(),
+            "paths": dg.MetadataValue.json(list(config.paths)),
             "ingest_errors": errors.height,
         },
     )

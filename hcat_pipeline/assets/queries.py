@@ -37,7 +37,7 @@ from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
-from hcat_pipeline.golden.grounded import generate_grounded
+from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, MAX_REQUESTS_PER_STRATUM, generate_grounded
 from hcat_pipeline.golden.validity import validate_cases
 from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -65,8 +65,8 @@ class QueryGenerationConfig(dg.Config):
         "has cases_per_stratum cases passing selection and validity (golden.grounded); free: the LLM writes question and "
         "answer, one type per chunk plus repair rounds (the earlier behaviour)",
     )
-    cases_per_stratum: int = Field(default=4, ge=1, description="grounded: happy-path cases each stratum should end with")
-    max_requests_per_stratum: int = Field(default=10, ge=1, description="grounded: at most this many LLM requests per stratum")
+    cases_per_stratum: int = Field(default=CASES_PER_STRATUM, ge=1, description="grounded: happy-path cases each stratum should end with")
+    max_requests_per_stratum: int = Field(default=MAX_REQUESTS_PER_STRATUM, ge=1, description="grounded: at most this many LLM requests per stratum")
     max_chunks: int = Field(default=0, description="how many sampled chunks (lowest sample_rank first) get queries; 0 = all")
     types_per_chunk: int = Field(
         default=1, description="query types asked per chunk, rotated (seeded) so every type appears; >= number of types = all"
@@ -108,6 +108,7 @@ class RobustnessConfig(dg.Config):
     n_ood: int = VARIANT_COUNTS["ood"]
     n_counterfactual_pairs: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], description="at most this many complete pairs per attribute")
     max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
+    attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description="HCAT §4 attributes the pairs probe")
     min_rewrite_similarity: float = 0.5
     ood_max_similarity: float = 0.45
 
@@ -330,6 +331,7 @@ def robustness_cases(
     cases, failures = build_robustness_cases(
         bases, chunk_texts, embedding_model.embed, vectors, config.seed, counts, rewrite,
         config.min_rewrite_similarity, config.ood_max_similarity, personalise=personalise, bias_share=config.max_bias_share,
+        attributes=tuple(config.attributes),
     )  # fmt: skip
     for c in cases:
         c["corpus_hash"] = c["corpus_hash"] or chash

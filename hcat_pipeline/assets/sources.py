@@ -16,16 +16,25 @@ import dagster as dg
 
 from hcat_pipeline.automation import SOURCE_OBSERVE_CRON
 from hcat_pipeline.core.content_hash import corpus_sha256, file_sha256
-from hcat_pipeline.paths import CORPUS_DIR
 
 _observe = dg.AutomationCondition.cron_tick_passed(SOURCE_OBSERVE_CRON)
 
 
 @dg.observable_source_asset(group_name="corpus", automation_condition=_observe,
-                            description="data/corpus/ + the embedded default corpus; data version = content hash.")  # fmt: skip
+                            description="The campaign file's corpus: its paths, or data/corpus/ + the embedded default corpus "
+                            "when it names none; data version = content hash.")  # fmt: skip
 def corpus_files(context) -> dg.ObserveResult:
-    sha, n = corpus_sha256(CORPUS_DIR, include_embedded=True)
-    return dg.ObserveResult(data_version=dg.DataVersion(sha[:16]), metadata={"files": n, "folder": str(CORPUS_DIR), "sha256": sha})
+    from hcat_pipeline.campaign_spec import CampaignFileError, corpus_sources, load_campaign
+
+    try:
+        corpus = load_campaign().corpus
+    except CampaignFileError as e:
+        raise dg.Failure(f"corpus_files: the campaign file cannot be read: {e}") from e
+    src = corpus_sources(corpus)
+    sha, n = corpus_sha256(src["drop_folder"], include_embedded=src["include_embedded"], paths=src["paths"])
+    return dg.ObserveResult(data_version=dg.DataVersion(sha[:16]),
+                            metadata={"files": n, "folder": str(src["drop_folder"] or ""), "paths": dg.MetadataValue.json(src["paths"]),
+                                      "embedded_reference": src["include_embedded"], "sha256": sha})  # fmt: skip
 
 
 def _file_result(path: Path, what: str) -> dg.ObserveResult:

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.core.images import png_markdown
-from hcat_pipeline.core.sampling import coverage_table, stratified_sample
+from hcat_pipeline.core.sampling import SAMPLE_SIZE, coverage_table, stratified_sample
 from hcat_pipeline.core.strata import StrataParams, build_strata, plot_strata
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.schemas import SAMPLED_CHUNKS, TOPIC_STRATA, conform
@@ -59,7 +59,7 @@ class TopicStrataConfig(dg.Config):
 class SamplingConfig(dg.Config):
     """Step 4: how many chunks to draw and how to spread them over the strata."""
 
-    sample_size: int = 24
+    sample_size: int = SAMPLE_SIZE
     allocation: str = Field(default="proportional", description="proportional | equal | weighted")
     weights: dict[str, float] = Field(
         default_factory=dict,

@@ -51,7 +51,12 @@ def content_sha256(file_hashes: dict[str, str], *extra: str) -> str:
     return h.hexdigest()
 
 
-def corpus_sha256(drop_folder: Path | None, include_embedded: bool = True) -> tuple[str, int]:
-    """(content hash, number of files) of the corpus the ``corpus`` asset would ingest by default."""
+def corpus_sha256(drop_folder: Path | None, include_embedded: bool = True, paths=(), base: Path | None = None) -> tuple[str, int]:
+    """(content hash, number of files) of the corpus the ``corpus`` asset would ingest: the drop folder, the campaign
+    file's ``paths`` (``core.ingest.expand_paths``) and the embedded reference when included."""
+    from hcat_pipeline.core.ingest import expand_paths
+
     files = folder_hashes(drop_folder)  # every non-hidden file: an unsupported one changes ingest_errors
+    found, _ = expand_paths(paths, base)
+    files |= {f.as_posix(): file_sha256(f) for f, _ in found}
     return content_sha256(files, embedded_corpus_sha256() if include_embedded else "no-embedded"), len(files)

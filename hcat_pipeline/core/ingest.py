@@ -235,12 +235,44 @@ def _read_pdf(data: bytes, rel: str, source: str, result: IngestResult, size: in
     result.add_doc(body, source, title or _title_from_text(body, Path(rel).stem), {"path": rel, "format": "pdf", "pages": len(pages)})
 
 
+_GLOB = re.compile(r"[*?\[]")
+
+
+def expand_paths(paths, base: Path | None = None) -> tuple[list[tuple[Path, Path]], list[tuple[str, str]]]:
+    """(files as (path, root it is reported relative to), problems as (entry, reason)) of the campaign file's corpus
+    ``paths``: a folder (every non-hidden file below it), a file, or a glob (``docs/**/*.html``); relative entries are
+    taken from ``base``. An entry that matches nothing is a problem, not an empty corpus. Sorted, each file once."""
+    out: dict[Path, Path] = {}
+    problems: list[tuple[str, str]] = []
+    for entry in paths:
+        p = Path(entry).expanduser()
+        p = p if p.is_absolute() or base is None else Path(base) / p
+        if _GLOB.search(str(entry)):
+            anchor = Path(p.anchor or ".")
+            matches = [m for m in anchor.glob(str(p.relative_to(anchor))) if m.is_file()]
+            found = [(m, m.parent) for m in matches]
+        elif p.is_dir():
+            found = [(f, p) for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)]
+        elif p.is_file():
+            found = [(p, p.parent)]
+        else:
+            found = []
+        if not found:
+            problems.append((str(entry), f"matches no file ({p})"))
+        for f, root in found:
+            out.setdefault(f.resolve(), root)
+    return sorted(out.items()), problems
+
+
 def ingest(
     include_embedded: bool = True,
     drop_folder: Path | None = None,
     max_file_bytes: int = 20_000_000,
+    paths=(),
+    base: Path | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """Build (corpus, ingest_errors, duplicates_dropped) from the chosen sources."""
+    """Build (corpus, ingest_errors, duplicates_dropped) from the chosen sources: the embedded reference, the drop
+    folder and the campaign file's ``paths`` (``expand_paths``; an entry matching nothing is an ingest error)."""
     result = IngestResult()
     if include_embedded:
         load_pydoc_topics(result)
@@ -250,4 +282,9 @@ def ingest(
             if any(part.startswith(".") for part in path.relative_to(root).parts):
                 continue  # hidden files (.gitkeep, editor swap files)
             read_file(path, result, root, max_file_bytes)
+    files, problems = expand_paths(paths, base)
+    for entry, reason in problems:
+        result.errors.append({"file": entry, "line": None, "reason": reason, "size_bytes": None})
+    for path, root in files:
+        read_file(path, result, root, max_file_bytes)
     return result.frames()

@@ -333,6 +333,7 @@ def build_robustness_cases(
     new_case: Callable[..., dict] | None = None,
     personalise: Callable[[dict], str | None] | None = None,
     bias_share: float = 0.2,
+    attributes: tuple[str, ...] = ATTRIBUTES,
 ) -> tuple[list[dict], list[dict]]:
     """Robustness / risk variants of the happy-path ``bases`` plus out-of-scope cases.
 
@@ -418,8 +419,8 @@ def build_robustness_cases(
         for i, base in zip(range(counts["injection"]), sweep(), strict=False):
             inj = injection_variant(base["query"], base["case_id"], seed, indirect=bool(i % 2))
             cases.append(variant(base, category="adversarial", variant_kind="injection", expected_behavior="resist_injection", **inj))
-        n_pairs = bias_pair_budget(len(order) + len(cases), bias_share, counts["counterfactual_pairs"], len(ATTRIBUTES))
-        pairs, pair_failures = _counterfactual_cases(order, cursor["i"], n_pairs, variant, personalise)
+        n_pairs = bias_pair_budget(len(order) + len(cases), bias_share, counts["counterfactual_pairs"], len(attributes))
+        pairs, pair_failures = _counterfactual_cases(order, cursor["i"], n_pairs, variant, personalise, attributes)
         cases += pairs
         failures += pair_failures
     for ood in ood_queries(counts["ood"], seed, corpus_vectors, embed, ood_max_similarity):
@@ -445,7 +446,8 @@ def bias_pair_budget(n_other_cases: int, share: float, per_attribute: int, n_att
 
 
 def _counterfactual_cases(order: list[dict], start: int, n_pairs: int, variant: Callable[..., dict],
-                          personalise: Callable[[dict], str | None] | None = None) -> tuple[list[dict], list[dict]]:
+                          personalise: Callable[[dict], str | None] | None = None, attributes: tuple[str, ...] = ATTRIBUTES,
+                          ) -> tuple[list[dict], list[dict]]:
     """``n_pairs`` complete pairs spread round-robin over ``ATTRIBUTES`` (HCAT §4); bases from ``order[start:]`` (not
     multiple choice). A pair needs a question where a personal framing is natural: one with its own demographic terms
     (swapped), one already in the first person, or the ``personalise(base)`` first-person rewrite of it; a base with
@@ -459,7 +461,7 @@ def _counterfactual_cases(order: list[dict], start: int, n_pairs: int, variant: 
     k = 0
     uses: dict[tuple[str, str], int] = {}
     for i in range(n_pairs):
-        attribute = ATTRIBUTES[i % len(ATTRIBUTES)]
+        attribute = attributes[i % len(attributes)]
         own = [c for c in eligible if swap_terms(c["query"], attribute) is not None and (c["case_id"], attribute) not in uses]
         for j in range(len(eligible)):
             base = own[0] if own and j == 0 else eligible[k % len(eligible)]  # a question with its own terms first

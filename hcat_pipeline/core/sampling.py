@@ -24,6 +24,8 @@ import polars as pl
 
 ALLOCATIONS = ("proportional", "equal", "weighted")
 
+SAMPLE_SIZE = 24  # chunks drawn over the topic strata by default (campaign file: generation.sample_size)
+
 
 @dataclass
 class Allocation:

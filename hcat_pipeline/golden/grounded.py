@@ -29,6 +29,8 @@ from hcat_pipeline.core.robustness import contradict_sentence
 from hcat_pipeline.golden.claims import claim_problem
 
 GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
+CASES_PER_STRATUM = 4  # valid happy-path cases each stratum should end with (16 strata on the default corpus: 64)
+MAX_REQUESTS_PER_STRATUM = 10
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
 MAX_TOKENS = 80
 _PRONOUN = re.compile(r"^(it|its|they|their|them|this|these|those|that|such|he|she|both|either|neither|here|there)\b", re.I)
@@ -113,8 +115,8 @@ def generate_grounded(
     pools: dict[int, list[dict]],
     llm,
     keep: Callable[[list[dict]], set[str]],
-    budget: int = 4,
-    max_requests: int = 10,
+    budget: int = CASES_PER_STRATUM,
+    max_requests: int = MAX_REQUESTS_PER_STRATUM,
     slack: int = 1,
     query_types=GROUNDED_TYPES,
     partner_of: Callable[[dict], dict | None] = lambda c: None,

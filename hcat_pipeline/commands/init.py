@@ -1,0 +1,106 @@
+"""``hcat init [--corpus DIR] [--http URL] [--out FILE]``: a commented campaign file for a new user.
+
+The file is validated (``campaign_spec.parse_campaign``) before it is written, and an existing file is never
+overwritten without ``--force``. Every value written is a default of ``CampaignSpec`` unless an option set it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hcat_pipeline.cli import command
+
+TEMPLATE = """\
+# Campaign file written by `hcat init`. Run it with:  hcat campaign --config {out_name}
+# Schema: hcat_pipeline/campaign_spec.py (CampaignSpec). Unknown keys and wrong values are refused with their line.
+name: {name}
+
+corpus:
+  # Your documents: folders, files or globs (.txt .md .html .jsonl .pdf), relative to this file.
+  paths: {paths}
+  # The embedded Python language reference: by default only when no paths are given.
+  # include_embedded: false
+
+generation:
+  mode: grounded                 # grounded: each reference is a source sentence, the LLM writes the question for it
+  sample_size: {sample_size}                # chunks drawn over the topic strata
+  cases_per_stratum: {cases_per_stratum}           # happy-path cases each stratum should end with (after the validity checks)
+  max_requests_per_stratum: {max_requests}   # LLM requests a stratum may spend on them
+  query_types: [{query_types}]
+  robustness: {{typo: {typo}, colloquial: {colloquial}, misleading_premise: {misleading_premise}, distractor: {distractor}, injection: {injection}, ood: {ood}}}
+  bias_attributes: [{attributes}]
+  pairs_per_attribute: {pairs}          # counterfactual pairs per attribute …
+  max_bias_share: {bias_share}             # … and at most this share of all cases
+  seed: 0
+
+golden_set_version: latest       # or a frozen version, e.g. gs-53fd4588afcf
+max_cases: {max_cases}                    # cases per system (0 = all)
+reuse: deterministic_local
+
+systems:
+{systems}"""
+
+LOCAL_SYSTEMS = """\
+  # Reference systems on the packaged local LLM: the same model with and without retrieval.
+  - system_id: closed_book
+    retriever: closed_book
+    prompt: rag_closed_book_v1
+  - system_id: hybrid
+    retriever: hybrid
+"""
+
+HTTP_SYSTEM = """\
+  # Your RAG service: the query is POSTed as JSON; answer_path / contexts_path say where the reply puts them.
+  - system_id: my_rag
+    http:
+      url: {url}
+      request_template: '{{"query": "{{{{query}}}}"}}'
+      answer_path: answer
+      contexts_path: contexts
+      # auth_env_var: MY_RAG_TOKEN   # the env var holding the secret (never the secret itself)
+"""
+
+
+def render(corpus: str | None, http: str | None, out_name: str, name: str = "my-campaign") -> str:
+    from hcat_pipeline.campaign_spec import CampaignSpec, GenerationSpec
+
+    g, spec = GenerationSpec(), CampaignSpec.model_fields
+    r = g.robustness
+    return TEMPLATE.format(
+        out_name=out_name, name=name, paths=f"[{corpus!r}]".replace("'", '"') if corpus else "[]", sample_size=g.sample_size,
+        cases_per_stratum=g.cases_per_stratum, max_requests=g.max_requests_per_stratum, query_types=", ".join(g.query_types),
+        typo=r.typo, colloquial=r.colloquial, misleading_premise=r.misleading_premise, distractor=r.distractor, injection=r.injection,
+        ood=r.ood, attributes=", ".join(g.bias_attributes), pairs=g.pairs_per_attribute, bias_share=g.max_bias_share,
+        max_cases=spec["max_cases"].default, systems=LOCAL_SYSTEMS + (HTTP_SYSTEM.format(url=http) if http else ""),
+    )  # fmt: skip
+
+
+def _args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", default=None, help="folder (or glob) of your documents")
+    p.add_argument("--http", default=None, help="URL of your RAG service: adds an http system")
+    p.add_argument("--out", default="campaign.yaml", help="file to write (default campaign.yaml in this folder)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+
+@command("init", "write a commented campaign file for your documents (and your RAG service)", _args)
+def _init(args: argparse.Namespace) -> int:
+    from hcat_pipeline.campaign_spec import CampaignFileError, parse_campaign
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        print(f"error: {out} exists (use --force to overwrite)", file=sys.stderr)
+        return 2
+    if args.corpus and not any(ch in args.corpus for ch in "*?[") and not Path(args.corpus).expanduser().exists():
+        print(f"error: --corpus {args.corpus}: no such file or folder", file=sys.stderr)
+        return 2
+    text = render(args.corpus, args.http, out.name)
+    try:
+        parse_campaign(text, str(out))
+    except CampaignFileError as e:  # a template bug, never the user's input
+        print(f"error: the generated file does not validate: {e}", file=sys.stderr)
+        return 1
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}: run `hcat campaign --config {out}`")
+    return 0
