@@ -245,3 +245,19 @@ def test_import_responses_command(tmp_path, capsys):
     stored = pl.read_parquet(tmp_path / "imports" / "v1" / "ext.parquet")
     conform(stored, RAG_RESPONSES)
     assert stored["case_id"].to_list() == ["k0"] and stored["query"].to_list() == ["q0"]
+
+
+def test_select_cases_takes_what_a_gate_needs_in_scope():
+    from hcat_pipeline.core.golden import cases_frame, new_case
+
+    happy = [new_case(category="happy_path", query_type="simple", query=f"q{i}?", reference_answer="a", expected_behavior="answer",
+                      stratum=i % 4, source_chunk_ids=["c"]) for i in range(40)]  # fmt: skip
+    ood = [new_case(category="out_of_scope", query=f"ood {i}?", expected_behavior="abstain") for i in range(12)]
+    typos = [new_case(category="robustness", variant_kind="typo", query=f"q{i}  ?", reference_answer="a", expected_behavior="answer",
+                      stratum=i % 4, source_chunk_ids=["c"]) for i in range(12)]  # fmt: skip
+    g = cases_frame(happy + ood + typos)
+    plain = select_cases(g, 20, seed=0)
+    assert (plain["category"] == "out_of_scope").sum() < 10  # spread over categories: a gate with min_n 10 could not decide
+    floored = select_cases(g, 20, seed=0, floors={"abstained_out_of_scope": 10})
+    assert (floored["category"] == "out_of_scope").sum() == 10 and floored.height == 20
+    assert set(floored.filter(floored["category"] == "happy_path")["stratum"].to_list()) == {0, 1, 2, 3}  # coverage first

@@ -83,7 +83,7 @@ def rag_responses(
     version, night = split_run_key(context)
     spec = config.resolve()
     spec_sha = campaign_sha256(spec)
-    cases = select_cases(golden_set, spec.max_cases, spec.case_seed).to_dicts()
+    cases = select_cases(golden_set, spec.max_cases, spec.case_seed, floors=_gate_floors(context)).to_dicts()
     info = LLMInfo(llm, f"{llm.provider}/{llm.model_name}", llm.fingerprint(), llm.is_deterministic, llm.max_concurrency)
     index = chunks.select("chunk_id", "text").join(chunk_embeddings, on="chunk_id", how="inner")
     built = build_systems([s.model_dump() for s in spec.systems], info, index, embedding_model.embed, embedding_model.model_id,
@@ -184,3 +184,14 @@ def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetric
         "refusal_threshold": config.refusal_threshold,
     })
     return table
+
+
+def _gate_floors(context) -> dict[str, int]:
+    """Cases per behaviour rule the release gates need in scope; none (and said so) when the gates file cannot be read."""
+    from hcat_pipeline.gates.spec import GatesFileError, load_gates, rule_floors
+
+    try:
+        return rule_floors(load_gates())
+    except (GatesFileError, FileNotFoundError) as e:
+        context.log.warning(f"case selection without gate floors: {e}")
+        return {}

@@ -376,14 +376,16 @@ def failure_rates(records: Sequence[dict]) -> dict[str, float]:
     return {s: bad[s] / tot[s] for s in tot}
 
 
-def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.DataFrame:
+def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: dict[str, int] | None = None) -> pl.DataFrame:
     """At most ``max_cases`` cases (0 = all), chosen for coverage first, then spread (seeded):
 
     1. one happy-path case per topic stratum, preferring query types not yet taken, then one for any
        query type still missing (every stratum and every type answered as soon as the budget allows);
     2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …; one
        counterfactual pair per demographic attribute);
-    3. the rest round-robin over categories, and within a category over its strata.
+    3. ``floors``: behaviour rule → cases (``behaviour.rule_for``) a release gate needs in scope (its ``min_n``), so
+       a gate is not INDETERMINATE by construction;
+    4. the rest round-robin over categories, and within a category over its strata.
 
     A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs.
     """
@@ -418,6 +420,14 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0) -> pl.Data
 
     for want in sorted({kind(k) for k in keys} - {("happy_path", "None", "None")}):
         take(next(k for k in keys if kind(k) == want))
+    if floors:
+        from hcat_pipeline.core.behaviour import rule_for
+
+        for rule, n in sorted(floors.items()):
+            for k in [k for k in keys if rule_for(info[k]) == rule]:
+                if sum(rule_for(info[c]) == rule for c in chosen) >= n:
+                    break
+                take(k)
     by_cat: dict[str, dict[str, list[str]]] = {}
     for k in keys:
         by_cat.setdefault(str(info[k].get("category")), {}).setdefault(str(info[k].get("stratum")), []).append(k)

@@ -139,3 +139,14 @@ def load_gates(path: str | Path | None = None) -> GatesFile:
     if not path.exists():
         raise GatesFileError(f"gates file {path} not found (set HCAT_GATES_FILE or pass a path)")
     return parse_gates(path.read_text(encoding="utf-8"), str(path))
+
+
+def rule_floors(gates: GatesFile) -> dict[str, int]:
+    """Behaviour rule → the most cases any resampled gate reading it needs in scope (``min_n``; an exact count needs
+    none): the campaign's case selection takes at least that many, so the gate can decide (``core.rag.select_cases``)."""
+    out: dict[str, int] = {}
+    for g in gates.gates:
+        rule = g.where.get("rule") if g.table == "behaviour_checks" and g.statistic != "count" else None  # a count is exact
+        for r in (rule if isinstance(rule, list) else [rule] if rule else []):
+            out[str(r)] = max(out.get(str(r), 0), g.min_n)
+    return out
