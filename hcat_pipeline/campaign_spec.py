@@ -26,7 +26,7 @@ from hcat_pipeline.core.generation import QUERY_TYPES
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS
 from hcat_pipeline.core.sampling import SAMPLE_SIZE
 from hcat_pipeline.core.yaml_errors import validation_problems
-from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, MAX_REQUESTS_PER_STRATUM
+from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))
@@ -111,7 +111,7 @@ class GenerationSpec(_Strict):
     sample_size: int = Field(default=SAMPLE_SIZE, ge=1, description="chunks drawn over the topic strata")
     cases_per_stratum: int = Field(default=CASES_PER_STRATUM, ge=1, description="happy-path cases each stratum should end with")
     max_requests_per_stratum: int = Field(default=MAX_REQUESTS_PER_STRATUM, ge=1)
-    query_types: list[str] = Field(default_factory=lambda: list(QUERY_TYPES), min_length=1, description=f"of {list(QUERY_TYPES)}")
+    query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES), min_length=1, description=f"of {list(QUERY_TYPES)}")
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)
     bias_attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description=f"HCAT §4 attributes probed, of {list(ATTRIBUTES)}")
     pairs_per_attribute: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], ge=0)

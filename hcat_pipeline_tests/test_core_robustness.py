@@ -177,7 +177,8 @@ def test_every_kind_is_present_and_failing_bases_are_skipped_not_dropped():
         return (q if text == "same" else text), "ph", "m", err
 
     corpus = bow_embed(list(chunks.values()))
-    cases, failures = build_robustness_cases([*bases, odd], chunks, bow_embed, corpus, 0, None, rewrite, min_rewrite_similarity=0.1, ood_max_similarity=0.9)
+    counts = {"typo": 3, "colloquial": 2, "misleading_premise": 2, "distractor": 2, "injection": 2, "ood": 3}
+    cases, failures = build_robustness_cases([*bases, odd], chunks, bow_embed, corpus, 0, counts, rewrite, min_rewrite_similarity=0.1, ood_max_similarity=0.9)
     kinds = [c["variant_kind"] or c["category"] for c in cases]
     for kind, n in {"typo": 3, "colloquial": 2, "misleading_premise": 2, "distractor": 2, "injection": 2, "out_of_scope": 3}.items():
         assert kinds.count(kind) == n, (kind, kinds.count(kind), failures)

@@ -27,10 +27,25 @@ class _LLM:
                                input_tokens=1, output_tokens=1)  # fmt: skip
 
 
-def test_reference_sentences_skip_tables_and_put_pronoun_led_ones_last():
+def test_reference_sentences_are_claims_a_reviewer_would_sign():
     sents = reference_sentences(SAVINGS)
-    assert not any("|" in s for s in sents) and sents[0].startswith("The Easy Saver account")
-    assert sents[-1].startswith("It is not possible")
+    assert sents[0].startswith("The Easy Saver account") and len(sents) == 3
+    assert not any("|" in s or s.startswith("It ") for s in sents)  # no table row, nothing leaning on the sentence before
+    noisy = ("Special Attributes ****************** The implementation adds a few special read-only attributes to objects. "
+             "See http://example.org/advisory.html for details on how hash values change. "
+             "Return a copy of the string with the leading characters removed from it. "
+             "Function attributes on built-in functions may be supported in the future.* A cell object has an attribute.")
+    assert reference_sentences(noisy) == []  # the default corpus' failures: a heading, a URL, an imperative, two run together
+
+
+def test_yes_no_questions_invert_the_source_without_an_llm():
+    from hcat_pipeline.golden.claims import yes_no_question
+
+    assert yes_no_question("The return value must be a string object.") == "Must the return value be a string object?"
+    assert yes_no_question('Item *i* of sequence *a* is selected by "a[i]".') == 'Is item *i* of sequence *a* selected by "a[i]"?'
+    assert yes_no_question("The Easy Saver account cannot be held jointly.") == "Can the Easy Saver account not be held jointly?"
+    assert yes_no_question("Numeric types used for keys obey the normal rules.") is None  # no auxiliary: no question by rule
+    assert yes_no_question("If the value is empty, it is ignored.") is None
 
 
 def test_yes_no_polarity_comes_from_the_source():
@@ -42,8 +57,9 @@ def test_yes_no_polarity_comes_from_the_source():
         labels[req["label"]] = req
         assert req["reference"].endswith(sentence) and req["reference"].startswith(req["label"].capitalize() + ".")
     assert set(labels) == {"yes", "no"}
-    # a "no" case asks about the claim made false; a "yes" case about the sentence itself
-    assert labels["no"]["values"]["sentence"] != sentence and labels["yes"]["values"]["sentence"] == sentence
+    # a "yes" case asks about the sentence itself; a "no" case about the claim made false ("can not make …")
+    assert labels["yes"]["question"] == "Can you make up to three withdrawals in each calendar year without losing interest?"
+    assert labels["no"]["question"] != labels["yes"]["question"] and labels["no"]["question"].startswith("Can you not make")
 
 
 def test_generate_grounded_asks_until_each_stratum_has_its_budget():

@@ -139,3 +139,19 @@ def test_cli_validate_cases_reports_every_row_and_unreadable_ones(tmp_path, embe
     assert got[2]["verdict"] == "invalid" and "not in the corpus" in " ".join(got[2]["reasons"])
     assert got[3]["line"] == 4 and "not valid JSON" in got[3]["reasons"][0]
     assert all(set(g) >= {"case_id", "verdict", "validity_score", "reasons"} for g in got)
+
+
+@pytest.mark.parametrize(
+    ("query", "ok"),
+    [
+        ("Is the return value must not be a string object?", False),  # seen in the default golden set before the fix
+        ("Are all 'except' clauses must have an executable block?", False),
+        ("Is it true that a format specification can be empty?", True),  # an auxiliary in a clause of its own
+        ("Is a class that does nothing allowed?", True),
+        ("Must the return value be a string object?", True),
+    ],
+)
+def test_yes_no_question_grammar(query, ok):
+    from hcat_pipeline.golden.validity import question_problem
+
+    assert (question_problem(query) is None) == ok

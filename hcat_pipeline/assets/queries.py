@@ -37,7 +37,7 @@ from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
-from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, MAX_REQUESTS_PER_STRATUM, generate_grounded
+from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM, generate_grounded
 from hcat_pipeline.golden.validity import validate_cases
 from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -76,7 +76,7 @@ class QueryGenerationConfig(dg.Config):
     )
     repair_rounds: int = Field(default=2, description="repair rounds sharing max_repair_requests (each only for what is still uncovered)")
     reserve_per_stratum: int = Field(default=3, description="unsampled chunks per stratum the repair rounds may use")
-    query_types: list[str] = Field(default_factory=lambda: list(QUERY_TYPES))
+    query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES))
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = MAX_TOKENS

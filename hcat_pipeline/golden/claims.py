@@ -43,6 +43,75 @@ def claim_problem(claim: str) -> str | None:
     return None
 
 
+_DOC_NOISE = re.compile(r"https?://|www\.|\*{3,}|::=|>>>|\b(?:Changed|New) in version\b|\bDeprecated since\b|\[\d+\]|^\(?e\.g\.|^\(", re.I)
+_DEPENDENT_START = re.compile(
+    r"^(?:note|see|for example|for instance|otherwise|also|however|thus|therefore|similarly|likewise|in this case|in that case|"
+    r"this|these|that|those|it|its|they|their|such|here|there|both|either|neither|an easy way|the former|the latter|"
+    r"return|returns|call|get|set|create|use|raise|remove|add|compare|convert|make)\b", re.I)
+_GLUED = re.compile(r"[a-z0-9)\"”’'*]\.\*?\s*[A-Z]")  # "…future.* A cell object …": two sentences run together
+
+
+def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> str | None:
+    """Why ``sentence`` cannot stand alone as a reference or a claim a reviewer would sign, or None: ``claim_problem``
+    plus documentation noise (URLs, heading rules, grammar productions, version notes, footnotes), a start that needs
+    the previous sentence ("This", "It", "For example", "Note") or is an imperative without a subject ("Return a copy
+    …"), two sentences run together, code-like text, and a length outside [min_words, max_words]."""
+    s = " ".join((sentence or "").split())
+    problem = claim_problem(s)
+    if problem:
+        return problem
+    n = len(s.split())
+    if not min_words <= n <= max_words:
+        return f"{n} words, outside [{min_words}, {max_words}]"
+    if _DOC_NOISE.search(s):
+        return "documentation noise (a URL, a heading rule, a grammar production, a version note or a footnote)"
+    if _DEPENDENT_START.match(s.lstrip("\"'“*")):
+        return f"starts with {s.split()[0]!r}: needs the sentence before it, or has no subject"
+    if _GLUED.search(s[:-1]):
+        return "two sentences run together"
+    codey = sum(any(ch in tok for ch in "()[]{}=<>:") for tok in s.split()) / n
+    if codey > 0.25:
+        return f"code-like ({codey:.0%} of the tokens carry brackets or operators)"
+    return None
+
+
+_AUX = ("is", "are", "was", "were", "can", "could", "will", "would", "should", "must", "has", "have", "had", "does", "do", "did",
+        "cannot")  # fmt: skip (not may / might: "May X be …?" reads as asking permission)
+_DETERMINER = re.compile(r"^(?:the|a|an|each|every|all|most|some|any|no|this|these|its|their|modifying|calling|using)\b", re.I)
+
+
+def _lower_first_word(toks: list[str]) -> bool:
+    """Lower-case the subject's first word when it is an ordinary word ("Item *i*", "The value"), not a name ("Python",
+    "Easy Saver", "CPython", a quoted term)."""
+    first, nxt = toks[0], toks[1] if len(toks) > 1 else ""
+    if _DETERMINER.match(first):
+        return True
+    return first.isalpha() and first[:1].isupper() and first[1:].islower() and not nxt[:1].isupper() and first not in _NAMES
+
+
+_NAMES = frozenset({"Python", "Unicode", "Windows", "Linux", "Unix", "Mac", "macOS", "Java", "English", "European", "American"})
+
+
+def yes_no_question(statement: str) -> str | None:
+    """The yes/no question whose "yes" is ``statement``, by subject-auxiliary inversion ("The return value must be a
+    string object." → "Must the return value be a string object?"); None when the statement has no auxiliary after a
+    short subject (the question would need a verb's base form) or starts with a subordinate clause."""
+    s = " ".join((statement or "").split()).rstrip(" .")
+    toks = s.split(" ")
+    for i, tok in enumerate(toks[:12]):
+        word = tok.lower()
+        if "," in tok or ";" in tok or ":" in tok:
+            return None
+        if word in _AUX and i >= 1:
+            subject = " ".join(toks[:i])
+            if subject.lower().split()[0] in ("if", "when", "although", "though", "while", "because", "since", "unless"):
+                return None
+            subject = subject[0].lower() + subject[1:] if _lower_first_word(toks[: i + 1]) else subject
+            aux, neg = ("Can", " not") if word == "cannot" else (word.capitalize(), "")
+            return f"{aux} {subject}{neg} {' '.join(toks[i + 1:])}?".replace("  ", " ")
+    return None
+
+
 def clauses(source: str) -> list[str]:
     return [c.strip() for c in _CLAUSE.split(" ".join((source or "").split())) if c and c.strip()]
 

@@ -1,14 +1,17 @@
 """Happy-path cases grounded by construction (HCAT §2 step 5, built the way the exam's answer targets are).
 
-The reference comes first: a readable source sentence (``reference_sentences``: 6-40 words, no code or table line,
-a grammatical claim, not opening with a pronoun when another sentence will do). The LLM only writes the question
-*for* that reference (``query_grounded_<type>_v1`` prompts):
+The reference comes first: a source sentence a reviewer would sign (``reference_sentences``: ``claims.sentence_problem``
+— a grammatical, self-standing claim of 8-40 words, no documentation noise, no code, not leaning on the sentence
+before it). The question is then written *for* that reference:
 
-- ``simple`` / ``inference``: the reference is the sentence; the question asks for the fact / the reason it states;
-- ``yes_no``: polarity comes from the source, not the model — "yes" cases ask whether the sentence holds, "no" cases
-  whether a claim made false by one rule (``core.robustness.contradict_sentence``: negation, number, antonym) holds;
-  the reference is "Yes." / "No." followed by the true source sentence;
-- ``multi_hop``: the reference joins a sentence of the chunk and one of its partner chunk.
+- ``simple`` / ``inference``: the LLM writes the question (``query_grounded_<type>_v1`` prompts, the sentence and
+  ``PASSAGE_CHARS`` of context around it); the reference is the sentence;
+- ``yes_no``: no LLM. Polarity comes from the source: a "yes" case inverts the sentence ("The return value must be a
+  string object." → "Must the return value be a string object?", ``claims.yes_no_question``), a "no" case inverts a
+  claim made false by one rule (``core.robustness.contradict_sentence``: negation, number, antonym); the reference is
+  "Yes." / "No." followed by the true source sentence;
+- ``multi_hop`` (on request, not in ``DEFAULT_TYPES``): the reference joins the sentence and the partner chunk's
+  sentence sharing most content words with it (at least two), the LLM writes one question needing both.
 
 ``generate_grounded`` asks, per stratum, until ``budget`` cases pass ``keep`` (selection + validity) or the stratum's
 ``max_requests`` are spent, each round asking a stratum for what it still lacks (plus ``slack``) on sentences not
@@ -18,29 +21,34 @@ the LLM is any object with ``.generate(messages, json_schema=..., ...)``.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
+from types import SimpleNamespace
 
 from hcat_pipeline.core.exam_spans import sentences
 from hcat_pipeline.core.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.core.robustness import contradict_sentence
-from hcat_pipeline.golden.claims import claim_problem
+from hcat_pipeline.core.selection import content_words
+from hcat_pipeline.golden.claims import sentence_problem, yes_no_question
 
 GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
+DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-chunk questions by the 0.5B model were rarely sound
+PASSAGE_CHARS = 500  # context around the reference sentence in the prompt (shorter prompt: ~2x faster on 2 cores)
+YES_NO_RULE = SimpleNamespace(name="rules:yes_no_inversion", hash=short_hash(inspect.getsource(yes_no_question), n=16))
 CASES_PER_STRATUM = 4  # valid happy-path cases each stratum should end with (16 strata on the default corpus: 64)
 MAX_REQUESTS_PER_STRATUM = 10
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
 MAX_TOKENS = 80
-_PRONOUN = re.compile(r"^(it|its|they|their|them|this|these|those|that|such|he|she|both|either|neither|here|there)\b", re.I)
 _CAUSAL = re.compile(r"\b(because|so that|in order to|therefore|which means|to avoid|since|as a result|if|unless|when)\b", re.I)
 
 
 def reference_sentences(text: str) -> list[str]:
-    """Sentences of a chunk fit to be a reference, best first: grammatical claims, pronoun-led ones last."""
-    good = [s for s in sentences(text) if claim_problem(s) is None and not s.rstrip().endswith("?")]
-    return sorted(good, key=lambda s: (bool(_PRONOUN.match(s)), good.index(s)))
+    """Sentences of a chunk fit to be a reference a reviewer would sign (``claims.sentence_problem``: a grammatical,
+    self-standing claim of 8-40 words, no documentation noise or code), in chunk order."""
+    return [s for s in sentences(text) if sentence_problem(s) is None and not s.rstrip().endswith("?")]
 
 
 def _passage_around(text: str, sentence: str, max_chars: int) -> str:
@@ -54,32 +62,38 @@ def _passage_around(text: str, sentence: str, max_chars: int) -> str:
 
 def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, seed: int) -> dict | None:
     """Prompt values and the reference of one request; None when the type does not fit the sentence."""
-    if qtype == "yes_no":
+    if qtype == "yes_no":  # no LLM: the question inverts the source sentence, or the claim made false from it
         polarity = "no" if item_seed(seed, "polarity", chunk["chunk_id"], sentence) % 2 else "yes"
         statement = sentence
         if polarity == "no":
             contra = contradict_sentence(sentence)
-            if not contra or claim_problem(contra[0]):
+            if not contra or sentence_problem(contra[0]) or yes_no_question(contra[0]) is None:
                 polarity = "yes"
             else:
                 statement = contra[0]
-        return {"values": {"sentence": statement}, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
-                "evidence": sentence, "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
-    if qtype == "multi_hop":
-        other = reference_sentences(partner["text"]) if partner else []
-        if not other:
+        question = yes_no_question(statement)
+        if question is None:
             return None
-        return {"values": {"sentence": sentence, "sentence_2": other[0]}, "reference": f"{sentence} {other[0]}", "label": None,
+        return {"question": question, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
+                "evidence": sentence, "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
+    if qtype == "multi_hop":  # the partner's sentence sharing most content words: the two facts are about one thing
+        mine = set(content_words(sentence))
+        scored = sorted(((len(mine & set(content_words(o))), o) for o in (reference_sentences(partner["text"]) if partner else [])),
+                        key=lambda t: -t[0])  # fmt: skip
+        if not scored or scored[0][0] < 2:
+            return None
+        other = scored[0][1]
+        return {"values": {"sentence": sentence, "sentence_2": other}, "reference": f"{sentence} {other}", "label": None,
                 "evidence": "", "chunk_ids": [chunk["chunk_id"], partner["chunk_id"]]}  # fmt: skip
     if qtype == "inference" and not _CAUSAL.search(sentence):
         return None
-    return {"values": {"passage": _passage_around(chunk["text"], sentence, 900), "sentence": sentence}, "reference": sentence,
+    return {"values": {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence}, "reference": sentence,
             "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
 
 
 def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1) -> dict:
     """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source."""
-    template = load_prompt(f"query_grounded_{qtype}_{PROMPT_VERSION}")
+    template = YES_NO_RULE if qtype == "yes_no" else load_prompt(f"query_grounded_{qtype}_{PROMPT_VERSION}")
     req = build_request(chunk, qtype, sentence, partner, seed)
     if req is None:
         return query_row(chunk, qtype, [chunk["chunk_id"]], template, seed, generation_round=generation_round,
@@ -87,6 +101,9 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
     s = item_seed(seed, "grounded", qtype, *req["chunk_ids"], sentence)
     qid = "q-" + short_hash(f"{qtype}|{'+'.join(req['chunk_ids'])}|{seed}|{template.hash}|{sentence}", n=12)  # one per sentence
     extra = {"generation_round": generation_round, "evidence": req["evidence"] or None, "query_id": qid}
+    if "question" in req:  # built by rule
+        return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=req["question"], reference_answer=req["reference"],
+                         answer_label=req["label"], model=template.name, **extra)  # fmt: skip
     try:
         result = llm.generate(template.render(**req["values"]), json_schema=QUESTION_SCHEMA, temperature=0.0, seed=s, max_tokens=MAX_TOKENS)
     except failed_exceptions as e:  # noqa: PERF203 - one failure must not stop the batch
@@ -105,8 +122,8 @@ def _candidates(pool: list[dict], types: list[str], partner_of) -> list[tuple[di
             if depth < len(sents):
                 qtype = types[t % len(types)]
                 t += 1
-                if qtype == "multi_hop" and partner_of(chunk) is None:
-                    qtype = types[t % len(types)] if types[t % len(types)] != "multi_hop" else "simple"
+                if (qtype == "multi_hop" and partner_of(chunk) is None) or (qtype == "yes_no" and yes_no_question(sents[depth]) is None):
+                    qtype = "simple"
                 out.append((chunk, sents[depth], qtype))
     return out
 
@@ -118,7 +135,7 @@ def generate_grounded(
     budget: int = CASES_PER_STRATUM,
     max_requests: int = MAX_REQUESTS_PER_STRATUM,
     slack: int = 1,
-    query_types=GROUNDED_TYPES,
+    query_types=DEFAULT_TYPES,
     partner_of: Callable[[dict], dict | None] = lambda c: None,
     seed: int = 0,
     failed_exceptions: tuple[type[BaseException], ...] = (),

@@ -5,6 +5,7 @@ Every case gets a ``Validity``: ``score`` (0-1, higher = sounder), ``verdict`` (
 
 An answerable case (expected behaviour ``answer`` with a reference) is checked for:
 
+- a **grammatical** question (``question_problem``: no "Is the value must be …?");
 - **self-contained** question (``self_contained``): no "the passage", "the table", "the above", "according to the
   text", no emphasised single-letter variable with a definite article ("the *n*") and no leading pronoun
   ("What does it return?") — a user of the system under test sees the question alone;
@@ -111,6 +112,18 @@ def self_contained(query: str) -> str | None:
     return None
 
 
+_DOUBLE_AUX = re.compile(
+    r"^\s*(?:is|are|was|were|does|do|did|has|have)\s+(?:(?:(?!\b(?:that|which|who|whom|whose|if|when|whether|where|than)\b)[^,?])*?\s)?"
+    r"(?:must|can|cannot|should|shall|will|would|could|may|might|does|do)\s",
+    re.I)  # "Is the return value must be …?": the small model's yes/no questions that prefix an auxiliary to a statement
+
+
+def question_problem(query: str) -> str | None:
+    """Why the question is not grammatical English, or None (two finite auxiliaries in a yes/no question)."""
+    m = _DOUBLE_AUX.match(query or "")
+    return f"two auxiliaries in one yes/no question ({m.group(0).strip()!r}…)" if m else None
+
+
 def focus_words(query: str) -> list[str]:
     """The question's content words minus generic question words (what the reference must be about)."""
     return [w for w in content_words(query) if w not in _FOCUS_STOP]
@@ -181,6 +194,9 @@ def answerable_checks(case: dict, source: str, vec: Callable[[str], np.ndarray],
     why = self_contained(q)
     if why:
         reasons.append(f"not_self_contained: {why}")
+    bad = question_problem(q)
+    if bad:
+        reasons.append(f"malformed: {bad}")
     sents = _sentences(source, cfg.min_sentence_words)
     if not ref.strip():
         return {"support": 0.0, "round_trip": 0.0, "alignment": 0.0}, [*reasons, "reference_not_supported: no reference"]
