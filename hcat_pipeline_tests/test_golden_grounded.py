@@ -36,6 +36,13 @@ def test_reference_sentences_are_claims_a_reviewer_would_sign():
              "Return a copy of the string with the leading characters removed from it. "
              "Function attributes on built-in functions may be supported in the future.* A cell object has an attribute.")
     assert reference_sentences(noisy) == []  # the default corpus' failures: a heading, a URL, an imperative, two run together
+    from hcat_pipeline.golden.claims import sentence_problem
+
+    for glued in ("Common Sequence Operations The operations in the following table are supported by most sequence types.",
+                  'Missing slice items are always filled in with "None". object.__getitem__(self, key) Called to implement it.',
+                  'The context manager’s "__enter__()" method is invoked when the block is entered. 5.',
+                  "A consequence of this is that the syntax may appear after the keyword arguments in a call."):
+        assert sentence_problem(glued) is not None, glued
 
 
 def test_yes_no_questions_invert_the_source_without_an_llm():
@@ -46,6 +53,9 @@ def test_yes_no_questions_invert_the_source_without_an_llm():
     assert yes_no_question("The Easy Saver account cannot be held jointly.") == "Can the Easy Saver account not be held jointly?"
     assert yes_no_question("Numeric types used for keys obey the normal rules.") is None  # no auxiliary: no question by rule
     assert yes_no_question("If the value is empty, it is ignored.") is None
+    assert yes_no_question("The exec() and eval() functions have optional arguments.") is None  # "have" as the main verb
+    assert yes_no_question("In this mode the account is closed after a year.") is None
+    assert yes_no_question("The value has been converted to a string.") == "Has the value been converted to a string?"
 
 
 def test_yes_no_polarity_comes_from_the_source():

@@ -32,6 +32,7 @@ from hcat_pipeline.resources.embedding import EmbeddingModel
 
 
 class GoldenCandidatesConfig(dg.Config):
+    keep_unsure: bool = Field(default=False, description="keep cases the validity checks are unsure about (marked); default: only valid cases")
     created_at: str = Field(
         default="",
         description="ISO date recorded on the cases; empty: SOURCE_DATE_EPOCH, else 1970-01-01 (never the wall clock, "
@@ -61,14 +62,15 @@ def coverage_metadata(strata_path: str, golden: pl.DataFrame, responses: pl.Data
     return {"coverage": preview(table, 100), "strata_covered": f"{covered}/{table.height}"}
 
 
-def _checked(cases: pl.DataFrame, chunks: pl.DataFrame, embedding_model: EmbeddingModel) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
-    """(kept cases with their validity columns, rejected cases, rejections per reason code with zeros): a variant of a
-    rejected base goes with it (``base_rejected``)."""
+def _checked(cases: pl.DataFrame, chunks: pl.DataFrame, embedding_model: EmbeddingModel, keep_unsure: bool = False,
+             ) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    """(kept cases with their validity columns, rejected cases, rejections per reason code with zeros): invalid cases
+    and, unless ``keep_unsure``, unsure ones are rejected; a variant of a rejected base goes with it (``base_rejected``)."""
     rows = cases.to_dicts()
     text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
     sources = {r["case_id"]: "\n".join(text.get(c, "") for c in r["source_chunk_ids"] or []) for r in rows}
     checked = with_validity(rows, validities := validate_cases(rows, sources, embedding_model.embed))
-    bad = {r["case_id"] for r in checked if r["validity_verdict"] == "invalid"}
+    bad = {r["case_id"] for r in checked if r["validity_verdict"] == "invalid" or (r["validity_verdict"] == "unsure" and not keep_unsure)}
     for r in checked:
         if r["base_case_id"] in bad and r["case_id"] not in bad:
             r["validity_reasons"] = [*r["validity_reasons"], f"base_rejected: base case {r['base_case_id']} is invalid"]
@@ -103,7 +105,7 @@ def golden_candidates(
     bases = cases_frame([case_from_query(r, chash) for r in selected_queries.to_dicts()])
     out = pl.concat([bases, robustness_cases.select(bases.columns)], how="vertical")
     out = cases_frame(out.to_dicts()).with_columns(pl.lit(resolve_created_at(config.created_at or None)).alias("created_at"))
-    out, rejected, reasons = _checked(out, chunks, embedding_model)
+    out, rejected, reasons = _checked(out, chunks, embedding_model, config.keep_unsure)
     orphans = out.filter(pl.col("base_case_id").is_not_null() & ~pl.col("base_case_id").is_in(out["case_id"].to_list()))
     if orphans.height:
         context.log.warning(f"{orphans.height} variant(s) whose base case is not among the candidates")

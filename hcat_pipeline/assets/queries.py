@@ -147,6 +147,9 @@ def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: p
     return partner_of
 
 
+MAX_ANCHOR_RANK = 2  # grounded generation: the reference sentence must be an extractive reader's first or second pick
+
+
 def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
     """keep(rows) -> ids of the rows that pass selection with the default thresholds (for the repair rounds) and, with
     ``validity``, whose case the validity checks find valid (golden.validity)."""
@@ -159,7 +162,12 @@ def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
             return {k["query_id"] for k in kept}
         cases = [{**case_from_query(k), "query_id": k["query_id"]} for k in kept]
         sources = {c["case_id"]: "\n".join(text.get(i, "") for i in c["source_chunk_ids"]) for c in cases}
-        return {c["query_id"] for c, v in zip(cases, validate_cases(cases, sources, embed), strict=True) if v.verdict == "valid"}
+        return {c["query_id"] for c, v in zip(cases, validate_cases(cases, sources, embed), strict=True) if accepted(c, v)}
+
+    def accepted(case: dict, v) -> bool:
+        """Valid, and for a generated open question the round trip closes: an extractive reader of the source ranks
+        the reference sentence among its top ``MAX_ANCHOR_RANK`` for the question (the LLM wrote it *for* that sentence)."""
+        return v.verdict == "valid" and (case["query_type"] == "yes_no" or v.checks.get("anchor_rank", 1.0) <= MAX_ANCHOR_RANK)
 
     return keep
 

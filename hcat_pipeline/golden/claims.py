@@ -48,7 +48,13 @@ _DEPENDENT_START = re.compile(
     r"^(?:note|see|for example|for instance|otherwise|also|however|thus|therefore|similarly|likewise|in this case|in that case|"
     r"this|these|that|those|it|its|they|their|such|here|there|both|either|neither|an easy way|the former|the latter|"
     r"return|returns|call|get|set|create|use|raise|remove|add|compare|convert|make)\b", re.I)
-_GLUED = re.compile(r"[a-z0-9)\"”’'*]\.\*?\s*[A-Z]")  # "…future.* A cell object …": two sentences run together
+_GLUED = re.compile(
+    r"[a-z0-9)\"”’'*]\.\*?\s*[A-Z]"  # "…future.* A cell object …": two sentences run together
+    r"|\.\s+[a-z_][\w.]*\(|\)\s+[A-Z][a-z]+\s"  # a signature glued on: ". object.__getitem__(self)", "header=None) Enter the"
+    r"|[a-z]\s+(?:The|A|An|This|These|In|It|For|If|When|Each)\s"  # a heading glued on: "Common Sequence Operations The operations"
+    r"|[~=^-]{3,}|\s\d+\.$|\s\d+\.\s")  # rule lines and numbered steps ("… is invoked. 5.")
+_DEICTIC_THIS = re.compile(r"\b(?:of|by|to|with|for|from|on|in)\s+(?:this|that|these|those)\b(?!\s+[a-z]+(?:s|ion|ment|er|or)?\b(?<!\bis)(?<!\bare))|"
+                           r"\b(?:this|these)\s+(?:is|are|was|were|means|allows|can|will|[,.;:])", re.I)
 
 
 def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> str | None:
@@ -67,8 +73,10 @@ def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> 
         return "documentation noise (a URL, a heading rule, a grammar production, a version note or a footnote)"
     if _DEPENDENT_START.match(s.lstrip("\"'“*")):
         return f"starts with {s.split()[0]!r}: needs the sentence before it, or has no subject"
-    if _GLUED.search(s[:-1]):
-        return "two sentences run together"
+    if _GLUED.search(s[:-1]) or re.search(r"\s\d+\.$", s):
+        return "two sentences, a heading or a signature run together"
+    if _DEICTIC_THIS.search(s):
+        return "refers to 'this' / 'that' in the text before it"
     codey = sum(any(ch in tok for ch in "()[]{}=<>:") for tok in s.split()) / n
     if codey > 0.25:
         return f"code-like ({codey:.0%} of the tokens carry brackets or operators)"
@@ -77,6 +85,8 @@ def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> 
 
 _AUX = ("is", "are", "was", "were", "can", "could", "will", "would", "should", "must", "has", "have", "had", "does", "do", "did",
         "cannot")  # fmt: skip (not may / might: "May X be …?" reads as asking permission)
+_PREPOSITIONS = frozenset({"in", "on", "at", "for", "with", "by", "from", "to", "after", "before", "during", "since", "under", "as"})
+_CLAUSE_WORDS = frozenset({"that", "which", "who", "whom", "whose", "how", "what", "when", "where", "if", "whether", "because"})
 _DETERMINER = re.compile(r"^(?:the|a|an|each|every|all|most|some|any|no|this|these|its|their|modifying|calling|using)\b", re.I)
 
 
@@ -98,11 +108,16 @@ def yes_no_question(statement: str) -> str | None:
     short subject (the question would need a verb's base form) or starts with a subordinate clause."""
     s = " ".join((statement or "").split()).rstrip(" .")
     toks = s.split(" ")
-    for i, tok in enumerate(toks[:12]):
-        word = tok.lower()
-        if "," in tok or ";" in tok or ":" in tok:
+    for i, tok in enumerate(toks[:7]):  # the subject: at most six words, with no clause of its own
+        word = tok.lower().strip("\"'“”*")
+        if "," in tok or ";" in tok or ":" in tok or word in _CLAUSE_WORDS or word in ("may", "might", "shall"):
             return None
         if word in _AUX and i >= 1:
+            nxt = toks[i + 1].lower() if i + 1 < len(toks) else ""
+            if word in ("has", "have", "had") and not (nxt in ("been", "not") or nxt.endswith(("ed", "en", "wn", "ne"))):
+                return None  # "have" as the main verb ("The functions have arguments") is not inverted in English
+            if toks[0].lower() in _PREPOSITIONS:
+                return None  # "In this mode the account is closed": the subject is not at the start
             subject = " ".join(toks[:i])
             if subject.lower().split()[0] in ("if", "when", "although", "though", "while", "because", "since", "unless"):
                 return None

@@ -83,7 +83,8 @@ SOFT_CAP = 0.5  # a soft reason (e.g. unnatural_persona) keeps the case from "va
 _DEICTIC = re.compile(
     r"\b(?:the|this|that|these|those|above|below|following|given|provided|said)\s+"
     r"(?:passage|text|table|document|excerpt|paragraph|section|context|article|snippet|figure|list|sentence|chapter|page|"
-    r"source|author|example above|extract)s?\b|\baccording to (?:the|this) (?:passage|text|document|author|excerpt|context|table)\b"
+    r"source|author|example above|extract)s?\b|\b(?:this|that|these|those|above|below|following|given|provided|said)\s+"
+    r"(?:code|code snippet|code sample|snippet|example|image|diagram)s?\b|\baccording to (?:the|this) (?:passage|text|document|author|excerpt|context|table)\b"
     r"|\b(?:mentioned|described|shown|listed|given) (?:above|below|here)\b|\bin (?:the|this) (?:example|snippet|code) (?:above|below)\b",
     re.I,
 )
