@@ -75,7 +75,8 @@ class QueryGenerationConfig(dg.Config):
         default=8, description="at most this many extra requests for strata / types with no query surviving selection; 0 = none"
     )
     repair_rounds: int = Field(default=2, description="repair rounds sharing max_repair_requests (each only for what is still uncovered)")
-    reserve_per_stratum: int = Field(default=3, description="unsampled chunks per stratum the repair rounds may use")
+    reserve_per_stratum: int = Field(default=8, description="unsampled chunks per stratum the repair rounds (free) or the "
+                                     "per-stratum budget (grounded) may use; documentation chunks often hold few sentences a reviewer would sign")
     query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES))
     seed: int = 0
     temperature: float = 0.0

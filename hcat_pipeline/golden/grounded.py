@@ -39,7 +39,7 @@ DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-c
 PASSAGE_CHARS = 500  # context around the reference sentence in the prompt (shorter prompt: ~2x faster on 2 cores)
 YES_NO_RULE = SimpleNamespace(name="rules:yes_no_inversion", hash=short_hash(inspect.getsource(yes_no_question), n=16))
 CASES_PER_STRATUM = 4  # valid happy-path cases each stratum should end with (16 strata on the default corpus: 64)
-MAX_REQUESTS_PER_STRATUM = 10
+MAX_REQUESTS_PER_STRATUM = 12
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
 MAX_TOKENS = 80
 _CAUSAL = re.compile(r"\b(because|so that|in order to|therefore|which means|to avoid|since|as a result|if|unless|when)\b", re.I)
@@ -122,8 +122,9 @@ def _candidates(pool: list[dict], types: list[str], partner_of) -> list[tuple[di
             if depth < len(sents):
                 qtype = types[t % len(types)]
                 t += 1
-                if (qtype == "multi_hop" and partner_of(chunk) is None) or (qtype == "yes_no" and yes_no_question(sents[depth]) is None):
-                    qtype = "simple"
+                if ((qtype == "multi_hop" and partner_of(chunk) is None) or (qtype == "yes_no" and yes_no_question(sents[depth]) is None)
+                        or (qtype == "inference" and not _CAUSAL.search(sents[depth]))):
+                    qtype = "simple"  # the type does not fit this sentence: ask a simple question, spend no request on a misfit
                 out.append((chunk, sents[depth], qtype))
     return out
 
