@@ -94,3 +94,13 @@ def test_generate_grounded_asks_until_each_stratum_has_its_budget():
     assert len({r["query_id"] for r in rows}) == len(rows)  # one id per sentence asked
     again, _ = generate_grounded(pools, _LLM(), keep, budget=3, max_requests=6, query_types=("simple", "yes_no"), seed=0)
     assert [r["query_id"] for r in again] == [r["query_id"] for r in rows]
+
+
+def test_cut_sentences_and_variable_i_are_not_mistaken():
+    from hcat_pipeline.golden.claims import sentence_problem
+    from hcat_pipeline.golden.variant_checks import is_personal
+
+    assert "chunk boundary" in sentence_problem("The dotted name in the pattern is not looked up using standard Python name")
+    assert "mid-sentence" in sentence_problem('*key* is missing (not in the container), "KeyError" should be raised.')
+    assert not is_personal('Is item *i* of sequence *a* selected by "a[i]"?')  # a variable, not the pronoun
+    assert is_personal("How do I compare singletons in Python?") and is_personal("Can I close my account?")

@@ -33,7 +33,7 @@ EXPECTED_FOR = {  # category or variant kind → the expected behaviours that fi
 }  # fmt: skip
 _PREMISE = re.compile(r"^\s*given that\s+(?P<claim>.+?),\s+(?P<question>(?:what|which|who|whom|whose|when|where|why|how|is|are|can|"
                       r"does|do|did|was|were|will|would|should|could|has|have|in|for|under)\b.*)$", re.I | re.S)  # fmt: skip
-_PERSONAL = re.compile(r"\b(?:i|my|me|mine|we|our|should i|can i|am i|eligible|afford|apply|my own)\b", re.I)
+_PERSONAL_WORDS = re.compile(r"\b(?:my|me|mine|we|our|eligible|afford|apply)\b", re.I)
 _PERSONA_PREFIX = re.compile(r"^\s*as (?:an?|someone|a person)\b[^,]{0,60},\s*", re.I)
 
 
@@ -101,8 +101,10 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
 
 
 def is_personal(question: str) -> bool:
-    """The question is asked by a person about themselves ("Can I …", "my account"): a persona before it reads naturally."""
-    return bool(_PERSONAL.search(question or ""))
+    """The question is asked by a person about themselves ("Can I …", "my account"): a persona before it reads naturally.
+    Only a capital "I" is the pronoun: "item *i* of sequence *a*" is a variable."""
+    q = question or ""
+    return bool(re.search(r"(?<![*`'\"\w])I(?![*`'\"\w])", q) or _PERSONAL_WORDS.search(q))
 
 
 def base_question(query: str) -> str:
