@@ -155,3 +155,20 @@ def test_yes_no_question_grammar(query, ok):
     from hcat_pipeline.golden.validity import question_problem
 
     assert (question_problem(query) is None) == ok
+
+
+def test_answer_type_and_cut_questions():
+    from hcat_pipeline.golden.validity import answer_type_problem, question_problem
+
+    # seen in the default golden set: a question about X's purpose answered by a sentence about when X stops
+    assert answer_type_problem("What is the purpose of the iterator in Python?", "The iterator terminates only when an IndexError is raised.")
+    assert answer_type_problem("Why does the bank keep records?", "Because the law requires it.") is None
+    assert answer_type_problem("How often is interest paid?", "Interest is paid monthly.") is None
+    assert question_problem("What is the special method to") and question_problem("What is a coroutine function?") is None
+
+
+def test_counterfactual_swap_leaves_quoted_literals_alone():
+    from hcat_pipeline.core.robustness import swap_terms
+
+    assert swap_terms('Can "he" abbreviate the help command?', "gender") is None  # the debugger command "he", not a man
+    assert swap_terms("What should he do when his loop never ends?", "gender") == "What should she do when her loop never ends?"

@@ -273,7 +273,8 @@ def swap_terms(text: str, attribute: str) -> str | None:
     for a, b in SWAPS.get(attribute, []):
         table.setdefault(a, b)
         table.setdefault(b, a)
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, table)) + r")\b", re.I) if table else None
+    # a term inside quotes or emphasis is a literal ("he" the debugger command), not a person: left alone
+    pattern = re.compile(r"(?<![\"'“*`])\b(" + "|".join(map(re.escape, table)) + r")\b(?![\"'”*`])", re.I) if table else None
     if pattern is None or not pattern.search(text):
         return None
 

@@ -51,8 +51,10 @@ _DEPENDENT_START = re.compile(
 _GLUED = re.compile(
     r"[a-z0-9)\"”’'*]\.\*?\s*[A-Z]"  # "…future.* A cell object …": two sentences run together
     r"|\.\s+[a-z_][\w.]*\(|\)\s+[A-Z][a-z]+\s"  # a signature glued on: ". object.__getitem__(self)", "header=None) Enter the"
-    r"|[a-z]\s+(?:The|A|An|This|These|In|It|For|If|When|Each)\s"  # a heading glued on: "Common Sequence Operations The operations"
+    r"|[a-z]\s+(?:The|A|An|This|These|In|It|For|If|When|Each|By|On|At|To|As|All|Some|Most|While|Since|Normally|Usually)\s"  # a heading
+    # glued on: "Common Sequence Operations The operations", "Metaclasses By default"
     r"|[~=^-]{3,}|\s\d+\.$|\s\d+\.\s")  # rule lines and numbered steps ("… is invoked. 5.")
+_SEE_ELSEWHERE = re.compile(r"\bas indicated\b|\bsee\b[^.]*\b(?:above|below)\b|\b(?:described|shown|listed|explained) (?:above|below)\b", re.I)
 _DEICTIC_THIS = re.compile(r"\b(?:of|by|to|with|for|from|on|in)\s+(?:this|that|these|those)\b(?!\s+[a-z]+(?:s|ion|ment|er|or)?\b(?<!\bis)(?<!\bare))|"
                            r"\b(?:this|these)\s+(?:is|are|was|were|means|allows|can|will|[,.;:])", re.I)
 
@@ -79,6 +81,8 @@ def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> 
         return f"starts with {s.split()[0]!r}: needs the sentence before it, or has no subject"
     if _GLUED.search(s[:-1]) or re.search(r"\s\d+\.$", s):
         return "two sentences, a heading or a signature run together"
+    if _SEE_ELSEWHERE.search(s):
+        return "points elsewhere in the text ('see … below', 'as indicated')"
     if _DEICTIC_THIS.search(s):
         return "refers to 'this' / 'that' in the text before it"
     codey = sum(any(ch in tok for ch in "()[]{}=<>:") for tok in s.split()) / n
@@ -90,7 +94,8 @@ def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> 
 _AUX = ("is", "are", "was", "were", "can", "could", "will", "would", "should", "must", "has", "have", "had", "does", "do", "did",
         "cannot")  # fmt: skip (not may / might: "May X be …?" reads as asking permission)
 _PREPOSITIONS = frozenset({"in", "on", "at", "for", "with", "by", "from", "to", "after", "before", "during", "since", "under", "as"})
-_CLAUSE_WORDS = frozenset({"that", "which", "who", "whom", "whose", "how", "what", "when", "where", "if", "whether", "because"})
+_CLAUSE_WORDS = frozenset({"that", "which", "who", "whom", "whose", "how", "what", "when", "where", "if", "whether", "because", "once",
+                           "after", "before", "until", "unless", "although", "while"})
 _DETERMINER = re.compile(r"^(?:the|a|an|each|every|all|most|some|any|no|this|these|its|their|modifying|calling|using)\b", re.I)
 
 

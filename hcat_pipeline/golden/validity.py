@@ -5,7 +5,9 @@ Every case gets a ``Validity``: ``score`` (0-1, higher = sounder), ``verdict`` (
 
 An answerable case (expected behaviour ``answer`` with a reference) is checked for:
 
-- a **grammatical** question (``question_problem``: no "Is the value must be …?");
+- a **grammatical** question (``question_problem``: ends with "?", no "Is the value must be …?");
+- **answer type**: a question asking for a purpose, a default, a syntax or a quantity gets a reference that carries one
+  (``answer_type_problem``: "What is the purpose of X?" answered by "X terminates when …" is not);
 - **self-contained** question (``self_contained``): no "the passage", "the table", "the above", "according to the
   text", no emphasised single-letter variable with a definite article ("the *n*") and no leading pronoun
   ("What does it return?") — a user of the system under test sees the question alone;
@@ -75,7 +77,7 @@ class Validity:
 
 HARD = ("not_self_contained", "reference_not_supported", "reference_contradicts_source", "polarity_contradicts_source",
         "comparison_incomplete", "near_duplicate", "malformed", "premise_not_false", "premise_not_from_source",
-        "wrong_expected_behavior", "unnatural_persona")  # fmt: skip
+        "wrong_expected_behavior", "unnatural_persona", "answer_type_mismatch")  # fmt: skip
 MIN_VALID_RATE = 0.9  # the golden_set asset check warns below this share of valid cases (the issue's target)
 SOFT_CAP = 0.5  # a soft reason (e.g. unnatural_persona) keeps the case from "valid": at most this score
 
@@ -85,7 +87,7 @@ _DEICTIC = re.compile(
     r"(?:passage|text|table|document|excerpt|paragraph|section|context|article|snippet|figure|list|sentence|chapter|page|"
     r"source|author|example above|extract)s?\b|\b(?:this|that|these|those|above|below|following|given|provided|said)\s+"
     r"(?:code|code snippet|code sample|snippet|example|image|diagram)s?\b|\baccording to (?:the|this) (?:passage|text|document|author|excerpt|context|table)\b"
-    r"|\b(?:mentioned|described|shown|listed|given) (?:above|below|here)\b|\bin (?:the|this) (?:example|snippet|code) (?:above|below)\b",
+    r"|\b(?:mentioned|described|shown|listed|given|indicated) (?:above|below|here)\b|\bas indicated\b|\bsee\b[^.?]*\b(?:above|below)\b|\bin (?:the|this) (?:example|snippet|code) (?:above|below)\b",
     re.I,
 )
 _VAR_WITH_ARTICLE = re.compile(r"\bthe\s+(?:\*|`)?[A-Za-z](?:\*|`)?(?=[\s?.,;:]|$)")  # "the *n*", "the x" (not "the X class")
@@ -120,9 +122,34 @@ _DOUBLE_AUX = re.compile(
 
 
 def question_problem(query: str) -> str | None:
-    """Why the question is not grammatical English, or None (two finite auxiliaries in a yes/no question)."""
-    m = _DOUBLE_AUX.match(query or "")
+    """Why the question is not a well-formed question, or None: cut short (no closing "?"), or two finite auxiliaries in
+    a yes/no question."""
+    q = (query or "").strip()
+    if not q.endswith("?"):
+        return f"does not end with '?' (cut short?): {q[-30:]!r}"
+    m = _DOUBLE_AUX.match(q)
     return f"two auxiliaries in one yes/no question ({m.group(0).strip()!r}…)" if m else None
+
+
+# the kind of answer a question asks for, and a cue the reference must carry to give it (answer-type consistency)
+ANSWER_TYPES = (
+    ("purpose", re.compile(r"^\s*(?:what is|what's|what are) the (?:purpose|use|role|point) of\b|^\s*why\b", re.I),
+     re.compile(r"\b(?:to|for|so that|in order to|because|since|allows?|lets?|enables?|used|helps?|serves?|ensures?|avoids?|"
+                r"prevents?|requires?|means|indicates?|so|as)\b", re.I)),
+    ("default", re.compile(r"\bdefault\b", re.I), re.compile(r"\bdefault|\bby default\b|\bunless\b|\botherwise\b|\bnormally\b", re.I)),
+    ("syntax", re.compile(r"\bsyntax\b", re.I), re.compile(r"\bsyntax\b|::=|\bof the form\b|[\"'`“]|\bwritten\b|\bspelled\b", re.I)),
+    ("quantity", re.compile(r"^\s*how (?:many|much|long|often|far)\b", re.I),
+     re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|once|twice|daily|weekly|monthly|yearly|annually|every|each|"
+                r"none|all|no|several|few|many|hours?|days?|weeks?|months?|years?)\b", re.I)),
+)
+
+
+def answer_type_problem(query: str, reference: str) -> str | None:
+    """The question asks for a kind of answer (a purpose, a default, a syntax, a quantity) the reference does not carry."""
+    for kind, asks, cue in ANSWER_TYPES:
+        if asks.search(query or "") and not cue.search(reference or ""):
+            return f"the question asks for a {kind}; the reference states none"
+    return None
 
 
 def focus_words(query: str) -> list[str]:
@@ -198,6 +225,9 @@ def answerable_checks(case: dict, source: str, vec: Callable[[str], np.ndarray],
     bad = question_problem(q)
     if bad:
         reasons.append(f"malformed: {bad}")
+    mismatch = answer_type_problem(q, ref)
+    if mismatch:
+        reasons.append(f"answer_type_mismatch: {mismatch}")
     sents = _sentences(source, cfg.min_sentence_words)
     if not ref.strip():
         return {"support": 0.0, "round_trip": 0.0, "alignment": 0.0}, [*reasons, "reference_not_supported: no reference"]

@@ -33,7 +33,7 @@ EXPECTED_FOR = {  # category or variant kind → the expected behaviours that fi
 }  # fmt: skip
 _PREMISE = re.compile(r"^\s*given that\s+(?P<claim>.+?),\s+(?P<question>(?:what|which|who|whom|whose|when|where|why|how|is|are|can|"
                       r"does|do|did|was|were|will|would|should|could|has|have|in|for|under)\b.*)$", re.I | re.S)  # fmt: skip
-_PERSONAL_WORDS = re.compile(r"\b(?:my|me|mine|we|our|eligible|afford|apply)\b", re.I)
+_PERSONAL_WORDS = re.compile(r"\b(?:my|me|mine|we|our|us)\b", re.I)
 _PERSONA_PREFIX = re.compile(r"^\s*as (?:an?|someone|a person)\b[^,]{0,60},\s*", re.I)
 
 
