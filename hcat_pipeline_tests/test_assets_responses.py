@@ -88,7 +88,8 @@ class ScriptedLLM(LLM):
         return LLMResult(text, None, "local", "scripted", 0.001, 50, 5, 0.0, 1)
 
 
-DEFAULT_SYSTEMS = [s.model_dump(mode="json") for s in load_campaign(PROJECT_ROOT / "campaign.yaml").systems]
+# every reference system (the full profile: the default campaign runs three of them)
+DEFAULT_SYSTEMS = [s.model_dump(mode="json") for s in load_campaign(PROJECT_ROOT / "campaigns" / "full.yaml").systems]
 
 
 def run(tmp_path, embedding_model, llm, config=None, select=("golden_set", "chunks", "chunk_embeddings", "rag_responses"),

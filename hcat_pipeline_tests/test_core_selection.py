@@ -44,7 +44,7 @@ def test_reference_polarity(question, statement, expected):
 
 
 def test_contractions_are_negations():
-    from hcat_pipeline.core.selection import _tokens
+    from hcat_pipeline.core.selection import polarity_tokens as _tokens
 
     assert _tokens("It cannot; can't, won't, doesn’t") == ["it", "can", "not", "can", "not", "will", "not", "does", "not"]
     assert reference_polarity("Can the value be changed?", "The value can't be changed.") == "no"
