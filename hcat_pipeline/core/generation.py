@@ -346,9 +346,10 @@ def query_row(chunk: dict, qtype: str, chunk_ids: list[str], template: PromptTem
     return row
 
 
-def colloquial_rewrite(query: str, llm, seed: int, failed_exceptions=(), max_tokens: int = 96, prompt_version: str = PROMPT_VERSION):
-    """LLM rewrite of ``query`` in colloquial register. Returns (rewrite | None, prompt_hash, model, error)."""
-    template = load_prompt(f"colloquial_rewrite_{prompt_version}")
+def llm_rewrite(prompt: str, query: str, llm, seed: int, failed_exceptions=(), max_tokens: int = 96, prompt_version: str = PROMPT_VERSION):
+    """LLM rewrite of ``query`` by the ``<prompt>_<version>`` template ({"rewrite": …}).
+    Returns (rewrite | None, prompt_hash, model, error)."""
+    template = load_prompt(f"{prompt}_{prompt_version}")
     try:
         result = llm.generate(template.render(query=query), json_schema=COLLOQUIAL_SCHEMA, temperature=0.0, seed=seed, max_tokens=max_tokens)
     except failed_exceptions as e:
@@ -356,12 +357,12 @@ def colloquial_rewrite(query: str, llm, seed: int, failed_exceptions=(), max_tok
     return str((result.data or {}).get("rewrite", "")).strip(), template.hash, result.model, None
 
 
-def first_person_rewrite(query: str, llm, seed: int, failed_exceptions=(), max_tokens: int = 96, prompt_version: str = PROMPT_VERSION):
-    """LLM rewrite of ``query`` as a person asking for themselves ("How do I …"), so a persona before it reads naturally
-    (counterfactual bias pairs). Returns (rewrite | None, prompt_hash, model, error)."""
-    template = load_prompt(f"first_person_rewrite_{prompt_version}")
-    try:
-        result = llm.generate(template.render(query=query), json_schema=COLLOQUIAL_SCHEMA, temperature=0.0, seed=seed, max_tokens=max_tokens)
-    except failed_exceptions as e:
-        return None, template.hash, None, f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}"
-    return str((result.data or {}).get("rewrite", "")).strip(), template.hash, result.model, None
+def colloquial_rewrite(query: str, llm, seed: int, failed_exceptions=(), **kw):
+    """``query`` in colloquial register (robustness variants)."""
+    return llm_rewrite("colloquial_rewrite", query, llm, seed, failed_exceptions, **kw)
+
+
+def first_person_rewrite(query: str, llm, seed: int, failed_exceptions=(), **kw):
+    """``query`` as a person asking for themselves ("How do I …"), so a persona before it reads naturally
+    (counterfactual bias pairs)."""
+    return llm_rewrite("first_person_rewrite", query, llm, seed, failed_exceptions, **kw)
