@@ -165,3 +165,15 @@ def test_hcat_init_writes_a_valid_commented_file_and_never_overwrites(tmp_path, 
     assert spec.systems[-1].http.url == "http://127.0.0.1:9/ask" and "# Your documents" in out.read_text()
     assert main(["init", "--out", str(out)]) == 2 and "exists" in capsys.readouterr().err
     assert main(["init", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path / "d.yaml")]) == 2
+
+
+def test_generation_run_config_is_valid_for_the_generation_job(tmp_path):
+    from hcat_pipeline.campaign_spec import generation_run_config
+    from hcat_pipeline.definitions import defs
+
+    (tmp_path / "docs").mkdir()
+    path = tmp_path / "c.yaml"
+    path.write_text("corpus:\n  paths: [docs]\ngeneration:\n  cases_per_stratum: 2\nsystems:\n  - system_id: s\n")
+    job = defs.get_job_def("test_generation_job")
+    for spec in (load_campaign(), load_campaign(path)):  # what `hcat campaign` hands the job when it generates
+        dg.validate_run_config(job, generation_run_config(spec))
