@@ -25,7 +25,7 @@ from hcat_pipeline.core.golden import (
     resolve_created_at,
     table_sha256,
 )
-from hcat_pipeline.golden.validity import MIN_VALID_RATE, reason_counts, validate_cases, validity_rate, with_validity
+from hcat_pipeline.golden.validity import MIN_VALID_RATE, check_rows, reason_counts, validity_rate
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -66,16 +66,13 @@ def _checked(cases: pl.DataFrame, chunks: pl.DataFrame, embedding_model: Embeddi
              ) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     """(kept cases with their validity columns, rejected cases, rejections per reason code with zeros): invalid cases
     and, unless ``keep_unsure``, unsure ones are rejected; a variant of a rejected base goes with it (``base_rejected``)."""
-    rows = cases.to_dicts()
-    text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
-    sources = {r["case_id"]: "\n".join(text.get(c, "") for c in r["source_chunk_ids"] or []) for r in rows}
-    checked = with_validity(rows, validities := validate_cases(rows, sources, embedding_model.embed))
+    checked = check_rows(cases.to_dicts(), dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), embedding_model.embed)
     bad = {r["case_id"] for r in checked if r["validity_verdict"] == "invalid" or (r["validity_verdict"] == "unsure" and not keep_unsure)}
     for r in checked:
         if r["base_case_id"] in bad and r["case_id"] not in bad:
             r["validity_reasons"] = [*r["validity_reasons"], f"base_rejected: base case {r['base_case_id']} is invalid"]
             bad.add(r["case_id"])
-    reasons = reason_counts(validities) | {"base_rejected": sum(any(x.startswith("base_rejected") for x in r["validity_reasons"]) for r in checked)}
+    reasons = reason_counts(checked) | {"base_rejected": sum(any(x.startswith("base_rejected") for x in r["validity_reasons"]) for r in checked)}
     frame = cases_frame(checked)
     return frame.filter(~pl.col("case_id").is_in(sorted(bad))), frame.filter(pl.col("case_id").is_in(sorted(bad))), reasons
 

@@ -38,7 +38,7 @@ from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robu
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM, generate_grounded
-from hcat_pipeline.golden.validity import validate_cases
+from hcat_pipeline.golden.validity import sources_for, validate_cases
 from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
@@ -162,8 +162,7 @@ def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
         if not validity or not kept:
             return {k["query_id"] for k in kept}
         cases = [{**case_from_query(k), "query_id": k["query_id"]} for k in kept]
-        sources = {c["case_id"]: "\n".join(text.get(i, "") for i in c["source_chunk_ids"]) for c in cases}
-        return {c["query_id"] for c, v in zip(cases, validate_cases(cases, sources, embed), strict=True) if accepted(c, v)}
+        return {c["query_id"] for c, v in zip(cases, validate_cases(cases, sources_for(cases, text), embed), strict=True) if accepted(c, v)}
 
     def accepted(case: dict, v) -> bool:
         """Valid, and for a generated open question the round trip closes: an extractive reader of the source ranks

@@ -91,13 +91,11 @@ def validity_check(chunks_path: str, keep_invalid: bool):
         import polars as pl
 
         from hcat_pipeline.core.golden import cases_frame
-        from hcat_pipeline.golden.validity import validate_cases, with_validity
+        from hcat_pipeline.golden.validity import check_rows
         from hcat_pipeline.resources.embedding import EmbeddingModel
 
         text = dict(pl.read_parquet(chunks_path, columns=["chunk_id", "text"]).iter_rows()) if Path(chunks_path).exists() else {}
-        rows = frame.to_dicts()
-        sources = {r["case_id"]: "\n".join(text.get(c, "") for c in r["source_chunk_ids"] or []) for r in rows}
-        checked = with_validity(rows, validate_cases(rows, sources, EmbeddingModel().embed))
+        checked = check_rows(frame.to_dicts(), text, EmbeddingModel().embed)
         problems = [] if keep_invalid else [
             (0, f"case {r['case_id']}: invalid ({r['validity_score']:.2f}): {'; '.join(r['validity_reasons'])}")
             for r in checked if r["validity_verdict"] == "invalid"

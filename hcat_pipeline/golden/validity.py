@@ -240,7 +240,8 @@ def answerable_checks(case: dict, source: str, vec: Callable[[str], np.ndarray],
     support = max(float(lexical_recall(ref, source)), float(ref_cos.max()))
     focus, idf = focus_words(q), _idf(sents)
     q_score = np.clip(sv @ vec(q), -1.0, 1.0) + np.array([_recall(focus, s, idf) for s in sents])
-    top = np.argsort(-q_score, kind="stable")[: cfg.round_trip_k]
+    ranking = np.argsort(-q_score, kind="stable")  # the sentences an extractive reader would pick, best first
+    top = ranking[: cfg.round_trip_k]
     round_trip = _recall(ref_words, " ".join(sents[i] for i in top)) if ref_words else float(ref_cos[top].max())
     anchor = int(np.argmax(ref_lex + ref_cos))
     # relative to the source's best sentence: words the question shares only with a heading (the product's name) do
@@ -262,7 +263,7 @@ def answerable_checks(case: dict, source: str, vec: Callable[[str], np.ndarray],
         said = reference_polarity(q, source)
         if label and said and said != label:
             reasons.append(f"polarity_contradicts_source: reference says {label!r}, the source says {said!r}")
-    checks = {"support": support, "round_trip": float(round_trip), "alignment": float(alignment), "anchor_rank": float(int(np.where(np.argsort(-q_score, kind="stable") == anchor)[0][0]) + 1)}
+    checks = {"support": support, "round_trip": float(round_trip), "alignment": float(alignment), "anchor_rank": float(int(np.flatnonzero(ranking == anchor)[0]) + 1)}
     return checks, reasons
 
 
@@ -292,10 +293,10 @@ def validate_cases(cases: list[dict], sources: dict[str, str], embed: Embed, con
 
     Texts are embedded once for the batch. Variants are checked by ``variant_checks.variant_validity``; a case that is
     neither answerable nor a known variant kind gets the checks its category has."""
-    from hcat_pipeline.golden.variant_checks import pair_problems, variant_validity
+    from hcat_pipeline.golden.variant_checks import base_question, pair_problems, variant_validity
 
     cfg = config or ValidityConfig()
-    texts = {c.get("query") or "" for c in cases} | {reference_text(c) for c in cases}
+    texts = {c.get("query") or "" for c in cases} | {base_question(c.get("query") or "") for c in cases} | {reference_text(c) for c in cases}
     for c in cases:
         texts |= set(_sentences(sources.get(c.get("case_id") or "", ""), cfg.min_sentence_words))
     uniq = sorted(t for t in texts if t)
@@ -355,10 +356,22 @@ def with_validity(cases: list[dict], validities: Sequence[Validity]) -> list[dic
             for c, v in zip(cases, validities, strict=True)]  # fmt: skip
 
 
-def reason_counts(validities: Sequence[Validity]) -> dict[str, int]:
-    """Cases per reason code (every code of ``HARD``, zeros included, plus any other code seen)."""
+def reason_counts(checked: Sequence[dict]) -> dict[str, int]:
+    """Cases per reason code of rows with ``validity_reasons`` (every code of ``HARD``, zeros included, plus any other
+    code seen)."""
     out = dict.fromkeys(HARD, 0)
-    for v in validities:
-        for code in sorted({r.split(":", 1)[0] for r in v.reasons}):
+    for row in checked:
+        for code in sorted({r.split(":", 1)[0] for r in row["validity_reasons"]}):
             out[code] = out.get(code, 0) + 1
     return out
+
+
+def check_rows(rows: list[dict], chunk_text: dict[str, str], embed: Embed, config: ValidityConfig | None = None) -> list[dict]:
+    """Golden-set rows with their validity columns, each checked against its cited chunks (``source_chunk_ids`` looked
+    up in ``chunk_text``; an id not found contributes nothing). The one place rows meet their sources."""
+    return with_validity(rows, validate_cases(rows, sources_for(rows, chunk_text), embed, config))
+
+
+def sources_for(rows: list[dict], chunk_text: dict[str, str]) -> dict[str, str]:
+    """case_id → the text of its cited chunks (``source_chunk_ids`` in ``chunk_text``; an id not found adds nothing)."""
+    return {r["case_id"]: "\n".join(chunk_text.get(c, "") for c in r.get("source_chunk_ids") or []) for r in rows}
