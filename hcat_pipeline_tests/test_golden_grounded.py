@@ -50,7 +50,8 @@ def test_yes_no_questions_invert_the_source_without_an_llm():
 
     assert yes_no_question("The return value must be a string object.") == "Must the return value be a string object?"
     assert yes_no_question('Item *i* of sequence *a* is selected by "a[i]".') == 'Is item *i* of sequence *a* selected by "a[i]"?'
-    assert yes_no_question("The Easy Saver account cannot be held jointly.") == "Can the Easy Saver account not be held jointly?"
+    assert yes_no_question("The Easy Saver account cannot be held jointly.") is None  # a negated question has no clear "yes"
+    assert yes_no_question("The account can be closed online, however the card must be returned.") is None  # two claims
     assert yes_no_question("Numeric types used for keys obey the normal rules.") is None  # no auxiliary: no question by rule
     assert yes_no_question("If the value is empty, it is ignored.") is None
     assert yes_no_question("The exec() and eval() functions have optional arguments.") is None  # "have" as the main verb
@@ -61,15 +62,17 @@ def test_yes_no_questions_invert_the_source_without_an_llm():
 def test_yes_no_polarity_comes_from_the_source():
     chunk = {"chunk_id": "c1", "text": SAVINGS}
     sentence = "You can make up to three withdrawals in each calendar year without losing interest."
-    labels = {}
-    for seed in range(12):
+    for seed in range(12):  # no antonym or number to swap: always the sentence itself, "yes"
         req = build_request(chunk, "yes_no", sentence, None, seed)
-        labels[req["label"]] = req
-        assert req["reference"].endswith(sentence) and req["reference"].startswith(req["label"].capitalize() + ".")
-    assert set(labels) == {"yes", "no"}
-    # a "yes" case asks about the sentence itself; a "no" case about the claim made false ("can not make …")
-    assert labels["yes"]["question"] == "Can you make up to three withdrawals in each calendar year without losing interest?"
-    assert labels["no"]["question"] != labels["yes"]["question"] and labels["no"]["question"].startswith("Can you not make")
+        assert req["label"] == "yes" and req["reference"] == f"Yes. {sentence}"
+        assert req["question"] == "Can you make up to three withdrawals in each calendar year without losing interest?"
+    numbered = "Interest is paid on the first business day of the month after 12 months."
+    labels = {build_request(chunk, "yes_no", numbered, None, seed)["label"]: seed for seed in range(12)}
+    assert set(labels) == {"yes", "no"}  # the seed picks the claim itself or one with an antonym swapped
+    no = build_request(chunk, "yes_no", numbered, None, labels["no"])
+    assert no["question"] == "Is interest paid on the last business day of the month after 12 months?" and no["reference"] == f"No. {numbered}"
+    negated = build_request(chunk, "yes_no", "The Easy Saver account cannot be held jointly.", None, 0)
+    assert (negated["question"], negated["label"]) == ("Can the Easy Saver account be held jointly?", "no")  # never "Can … not …?"
 
 
 def test_generate_grounded_asks_until_each_stratum_has_its_budget():

@@ -133,6 +133,12 @@ def contradict_sentence(sentence: str) -> tuple[str, str] | None:
     m = _NEGATABLE.search(s)
     if m:
         return s[: m.end()] + " not" + s[m.end() :], "negation"
+    return swap_antonym_or_number(s)
+
+
+def swap_antonym_or_number(sentence: str) -> tuple[str, str] | None:
+    """``sentence`` made false by its first antonym swapped, else its first number changed; (sentence, rule) or None."""
+    s = sentence.strip()
     for w in re.finditer(r"[A-Za-z]+", s):
         ant = ANTONYMS.get(w.group(0).lower())
         if ant:

@@ -111,11 +111,20 @@ def _lower_first_word(toks: list[str]) -> bool:
 _NAMES = frozenset({"Python", "Unicode", "Windows", "Linux", "Unix", "Mac", "macOS", "Java", "English", "European", "American"})
 
 
+MAX_YES_NO_WORDS = 25  # a longer yes/no question is rarely one a user would ask
+_NOT = re.compile(r"\b(?:not|cannot|never)\b|n't\b", re.I)
+_SECOND_CLAUSE = re.compile(r";|,\s+(?:however|but|whereas|while|and\s+(?:the|a|an|it|this|they|its)\b)", re.I)
+
+
 def yes_no_question(statement: str) -> str | None:
     """The yes/no question whose "yes" is ``statement``, by subject-auxiliary inversion ("The return value must be a
     string object." → "Must the return value be a string object?"); None when the statement has no auxiliary after a
-    short subject (the question would need a verb's base form) or starts with a subordinate clause."""
+    short subject (the question would need a verb's base form), starts with a subordinate clause, is negated (a
+    negated question has no clear "yes": ask the positive claim, whose answer is "No"), joins a second main clause,
+    or is longer than ``MAX_YES_NO_WORDS``."""
     s = " ".join((statement or "").split()).rstrip(" .")
+    if _NOT.search(s) or _SECOND_CLAUSE.search(s) or len(s.split()) > MAX_YES_NO_WORDS:
+        return None  # "Can X not be …?" has no clear yes; "Does X …, however Y …?" asks two things at once
     toks = s.split(" ")
     for i, tok in enumerate(toks[:7]):  # the subject: at most six words, with no clause of its own
         word = tok.lower().strip("\"'“”*")
@@ -131,8 +140,7 @@ def yes_no_question(statement: str) -> str | None:
             if subject.lower().split()[0] in ("if", "when", "although", "though", "while", "because", "since", "unless"):
                 return None
             subject = subject[0].lower() + subject[1:] if _lower_first_word(toks[: i + 1]) else subject
-            aux, neg = ("Can", " not") if word == "cannot" else (word.capitalize(), "")
-            return f"{aux} {subject}{neg} {' '.join(toks[i + 1:])}?".replace("  ", " ")
+            return f"{word.capitalize()} {subject} {' '.join(toks[i + 1:])}?".replace("  ", " ")
     return None
 
 

@@ -6,10 +6,11 @@ before it). The question is then written *for* that reference:
 
 - ``simple`` / ``inference``: the LLM writes the question (``query_grounded_<type>_v1`` prompts, the sentence and
   ``PASSAGE_CHARS`` of context around it); the reference is the sentence;
-- ``yes_no``: no LLM. Polarity comes from the source: a "yes" case inverts the sentence ("The return value must be a
-  string object." → "Must the return value be a string object?", ``claims.yes_no_question``), a "no" case inverts a
-  claim made false by one rule (``core.robustness.contradict_sentence``: negation, number, antonym); the reference is
-  "Yes." / "No." followed by the true source sentence;
+- ``yes_no``: no LLM, never a negated question. Polarity comes from the source: a negated sentence asks its positive
+  claim ("The account cannot be held jointly." → "Can the account be held jointly?", "No."); an affirmative one is
+  inverted as it stands ("The return value must be a string object." → "Must the return value be a string object?",
+  "Yes.", ``claims.yes_no_question``) or, by the seed, made false by a swapped antonym or number first ("No."); the
+  reference is "Yes." / "No." followed by the true source sentence (``yes_no_request``);
 - ``multi_hop`` (on request, not in ``DEFAULT_TYPES``): the reference joins the sentence and the partner chunk's
   sentence sharing most content words with it (at least two), the LLM writes one question needing both.
 
@@ -30,7 +31,7 @@ from hcat_pipeline.core.exam_spans import sentences
 from hcat_pipeline.core.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
-from hcat_pipeline.core.robustness import contradict_sentence
+from hcat_pipeline.core.robustness import contradict_sentence, swap_antonym_or_number
 from hcat_pipeline.core.selection import content_words
 from hcat_pipeline.golden.claims import sentence_problem, yes_no_question
 
@@ -60,22 +61,32 @@ def _passage_around(text: str, sentence: str, max_chars: int) -> str:
     return flat[start : start + max_chars]
 
 
-def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, seed: int) -> dict | None:
-    """Prompt values and the reference of one request; None when the type does not fit the sentence."""
-    if qtype == "yes_no":  # no LLM: the question inverts the source sentence, or the claim made false from it
-        polarity = "no" if item_seed(seed, "polarity", chunk["chunk_id"], sentence) % 2 else "yes"
-        statement = sentence
+def yes_no_request(chunk: dict, sentence: str, seed: int) -> dict | None:
+    """A yes/no question whose answer the source decides, never a negated question: a negated source sentence ("X
+    cannot be held jointly") asks its positive claim ("Can X be held jointly?" → "No."); an affirmative one asks
+    itself ("yes") or, by the seed, a claim made false by a swapped antonym or number ("no"; a "yes" when none applies)."""
+    contra = contradict_sentence(sentence)
+    if contra and contra[1] == "remove_negation":
+        polarity, statement = "no", contra[0]
+    else:
+        polarity, statement = ("no" if item_seed(seed, "polarity", chunk["chunk_id"], sentence) % 2 else "yes"), sentence
         if polarity == "no":
-            contra = contradict_sentence(sentence)
-            if not contra or sentence_problem(contra[0]) or yes_no_question(contra[0]) is None:
+            swapped = swap_antonym_or_number(sentence)
+            if swapped is None or sentence_problem(swapped[0]) or yes_no_question(swapped[0]) is None:
                 polarity = "yes"
             else:
-                statement = contra[0]
-        question = yes_no_question(statement)
-        if question is None:
-            return None
-        return {"question": question, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
-                "evidence": sentence, "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
+                statement = swapped[0]
+    question = yes_no_question(statement)
+    if question is None:
+        return None
+    return {"question": question, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity, "evidence": sentence,
+            "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
+
+
+def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, seed: int) -> dict | None:
+    """Prompt values and the reference of one request; None when the type does not fit the sentence."""
+    if qtype == "yes_no":  # no LLM: polarity from the source (see yes_no_request)
+        return yes_no_request(chunk, sentence, seed)
     if qtype == "multi_hop":  # the partner's sentence sharing most content words: the two facts are about one thing
         mine = set(content_words(sentence))
         scored = sorted(((len(mine & set(content_words(o))), o) for o in (reference_sentences(partner["text"]) if partner else [])),
@@ -122,7 +133,7 @@ def _candidates(pool: list[dict], types: list[str], partner_of) -> list[tuple[di
             if depth < len(sents):
                 qtype = types[t % len(types)]
                 t += 1
-                if ((qtype == "multi_hop" and partner_of(chunk) is None) or (qtype == "yes_no" and yes_no_question(sents[depth]) is None)
+                if ((qtype == "multi_hop" and partner_of(chunk) is None) or (qtype == "yes_no" and yes_no_request(chunk, sents[depth], 0) is None)
                         or (qtype == "inference" and not _CAUSAL.search(sents[depth]))):
                     qtype = "simple"  # the type does not fit this sentence: ask a simple question, spend no request on a misfit
                 out.append((chunk, sents[depth], qtype))
