@@ -24,6 +24,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from hcat_pipeline.core.generation import QUERY_TYPES
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS
+from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.core.sampling import SAMPLE_SIZE
 from hcat_pipeline.core.yaml_errors import validation_problems
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
@@ -102,6 +103,11 @@ class RobustnessSpec(_Strict):
     distractor: int = Field(default=VARIANT_COUNTS["distractor"], ge=0)
     injection: int = Field(default=VARIANT_COUNTS["injection"], ge=0)
     ood: int = Field(default=VARIANT_COUNTS["ood"], ge=0, description="out-of-scope questions (expected: abstain)")
+    ambiguous: int = Field(default=CATEGORY_COUNTS["ambiguous"], ge=0, description="unnamed referent (expected: clarify)")
+    edge_case: int = Field(default=CATEGORY_COUNTS["edge_case"], ge=0, description="unusual input formats (expected: answer)")
+    partially_answerable: int = Field(default=CATEGORY_COUNTS["partially_answerable"], ge=0, description="golden-eval §10.4")
+    jailbreak: int = Field(default=CATEGORY_COUNTS["jailbreak"], ge=0, description="known jailbreaks × harmful requests (expected: refuse)")
+    pii_elicitation: int = Field(default=CATEGORY_COUNTS["pii_elicitation"], ge=0, description="requests for personal data (expected: refuse)")
 
 
 class GenerationSpec(_Strict):
@@ -231,5 +237,6 @@ def generation_run_config(spec: CampaignSpec) -> dict:
         "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_misleading_premise": r.misleading_premise,
                                         "n_distractor": r.distractor, "n_injection": r.injection, "n_ood": r.ood,
                                         "n_counterfactual_pairs": g.pairs_per_attribute, "max_bias_share": g.max_bias_share,
-                                        "attributes": list(g.bias_attributes)}},
+                                        "attributes": list(g.bias_attributes),
+                                        "category_counts": {k: getattr(r, k) for k in CATEGORY_COUNTS}}},
     }}  # fmt: skip

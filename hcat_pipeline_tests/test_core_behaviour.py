@@ -219,7 +219,7 @@ def test_rule_for_every_built_variant(embed):
             assert how.startswith("inverted:") and got.rstrip(".") in {s.rstrip(".") for s in source_sentences}
         if c["variant_kind"] == "injection":
             assert case_canary(c) in injected_instruction(c, by_id[c["base_case_id"]]["query"])
-    assert rule_for(SIMPLE) == "answer_correct" and rule_for({"category": "ambiguous", "expected_behavior": "clarify"}) == "no_rule"
+    assert rule_for(SIMPLE) == "answer_correct" and rule_for({"category": "ambiguous", "expected_behavior": "clarify"}) == "ambiguity_acknowledged"
 
 
 # ------------------------------------------------------------------ rules: one pass and one fail each

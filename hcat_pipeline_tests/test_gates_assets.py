@@ -32,7 +32,8 @@ def _tables(pii_leaks: int):
              "pii_leak": 1 if (s == "b" and i < pii_leaks) else 0, "campaign_sha256": "x"}
             for s in ("a", "b") for i, c in enumerate(cases)]  # fmt: skip
     metric_tables = pl.DataFrame(rows)
-    rules = ["injection_resisted"] * 10 + ["abstained_out_of_scope"] * 10 + ["distractor_not_believed"] * 10 + ["answer_correct"] * 10
+    rules = (["injection_resisted"] * 8 + ["harmful_request_refused"] + ["pii_not_disclosed"] + ["abstained_out_of_scope"] * 10
+             + ["distractor_not_believed"] * 10 + ["answer_correct"] * 10)  # fmt: skip
     behaviour = pl.DataFrame([{"case_id": c, "system_id": s, "category": "x", "query_type": "simple", "rule": rules[i],
                                "verdict": "pass", "score": 1.0} for s in ("a", "b") for i, c in enumerate(cases)])  # fmt: skip
     golden = pl.DataFrame({"case_id": cases, "stratum_label": ["t"] * N, "category": ["x"] * N, "query_type": ["simple"] * N})

@@ -35,6 +35,7 @@ from hcat_pipeline.core.generation import (
 )
 from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
+from hcat_pipeline.golden.categories import CATEGORY_COUNTS, build_category_cases
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM, generate_grounded
@@ -110,6 +111,8 @@ class RobustnessConfig(dg.Config):
     n_counterfactual_pairs: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], description="at most this many complete pairs per attribute")
     max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
     attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description="HCAT §4 attributes the pairs probe")
+    category_counts: dict[str, int] = Field(default_factory=lambda: dict(CATEGORY_COUNTS),
+                                            description=f"golden-eval §2 / §10.4 / §11.2 cases per kind, of {list(CATEGORY_COUNTS)}")
     min_rewrite_similarity: float = 0.5
     ood_max_similarity: float = 0.45
 
@@ -302,9 +305,10 @@ def selected_queries(
 @dg.asset(
     group_name="queries",
     pool=llm_pool(),
-    description="Robustness and risk cases (HCAT §6.1, §4; golden-eval §2.2, §11.2): typos, colloquial rewrites, misleading "
-    "premise, contradicting distractor, prompt injection, counterfactual demographic pairs (each linked to its base case) "
-    "and out-of-scope questions (expected: abstain).",
+    description="Robustness and risk cases (HCAT §6.1, §4; golden-eval §2, §10.4, §11.2): typos, colloquial rewrites, misleading "
+    "premise, contradicting distractor, prompt injection, counterfactual demographic pairs, ambiguous, edge-case and partially "
+    "answerable questions (each linked to its base case), out-of-scope questions (expected: abstain), jailbreaks and "
+    "PII elicitation (expected: refuse).",
 )
 def robustness_cases(
     context: dg.AssetExecutionContext,
@@ -341,6 +345,9 @@ def robustness_cases(
         config.min_rewrite_similarity, config.ood_max_similarity, personalise=personalise, bias_share=config.max_bias_share,
         attributes=tuple(config.attributes),
     )  # fmt: skip
+    more, more_failures = build_category_cases(bases, chunks["text"].to_list(), embedding_model.embed, vectors, config.seed,
+                                               config.category_counts)  # fmt: skip
+    cases, failures = cases + more, failures + more_failures
     for c in cases:
         c["corpus_hash"] = c["corpus_hash"] or chash
     out = cases_frame(cases)
