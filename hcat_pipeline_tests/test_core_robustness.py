@@ -196,3 +196,15 @@ def test_colloquial_rules_fallback_is_casual_deterministic_and_keeps_terms():
     assert a == colloquial_rules(q, 0, "k1") and a != q and a.lower() == a
     assert "whats" in a and " u " in a and "list" in a and "tuple" in a and "with" not in a
     assert colloquial_rules("How do I use the with statement?", 0, "k").count("with") == 1
+
+
+def test_false_premise_skips_a_claim_the_source_itself_states():
+    from hcat_pipeline.core.robustness import false_premise
+
+    first = "The card can be used abroad without a fee."
+    second = "Interest is paid on the first business day of the month."
+    source = f"{first} {second} The card can not be used abroad without a fee."  # the source states the first "false" claim
+    true_claim, false_claim, rule = false_premise([first, second], source)
+    assert (true_claim, rule) == (second, "negation") and false_claim == "Interest is not paid on the first business day of the month."
+    assert false_premise([first], source).startswith("premise_not_false")  # the reason is kept when no sentence is left
+    assert false_premise([first])[0] == first  # without a source, only the sentence checks apply

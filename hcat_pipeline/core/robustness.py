@@ -151,11 +151,14 @@ def swap_antonym_or_number(sentence: str) -> tuple[str, str] | None:
     return None
 
 
-def false_premise(sentences: list[str]) -> tuple[str, str, str] | str:
+def false_premise(sentences: list[str], source: str = "") -> tuple[str, str, str] | str:
     """(true claim, false claim, rule) from the first source sentence a reviewer would sign as a claim
     (``golden.claims.sentence_problem``: grammatical, self-standing, no table / code / documentation noise) that a
-    contradiction rule applies to, keeping the false claim only if it is itself a sentence; else the reason there is none."""
+    contradiction rule applies to, keeping the false claim only if it is itself a sentence and, given the ``source``
+    text, passes the premise checks the golden set's validity applies (``golden.variant_checks.premise_checks``: from
+    the source, and false by it); else the reason there is none."""
     from hcat_pipeline.golden.claims import claim_problem, sentence_problem
+    from hcat_pipeline.golden.variant_checks import premise_checks
 
     why = "no supporting sentence"
     for sent in sentences:
@@ -168,8 +171,13 @@ def false_premise(sentences: list[str]) -> tuple[str, str, str] | str:
         if not contra:
             why = "no contradiction rule applies to the supporting sentences"
             continue
-        if claim_problem(contra[0]) is None:
+        if claim_problem(contra[0]) is not None:
+            why = f"the false claim is no sentence ({claim_problem(contra[0])})"
+            continue
+        unsound = premise_checks(contra[0], source) if source else []
+        if not unsound:
             return sent, contra[0], contra[1]
+        why = unsound[0]
     return why
 
 
@@ -417,7 +425,8 @@ def build_robustness_cases(
             fits = (lambda c: c["query_type"] in _OPEN_TYPES) if kind == "misleading_premise" else (  # "Given that X, is X …?" reads badly
                 lambda c: c["query_type"] in _OPEN_TYPES or c["query_type"] == "yes_no")
             for base in sweep(fits) if counts[kind] > 0 else []:
-                claim = false_premise(_supporting_sentences(base, chunk_texts, embed)[:3])
+                claim = false_premise(_supporting_sentences(base, chunk_texts, embed)[:5],
+                                      "\n".join(chunk_texts.get(c, "") for c in base["source_chunk_ids"]))
                 if isinstance(claim, str):
                     failures.append({"kind": kind, "base_case_id": base["case_id"], "reason": claim})
                     continue
