@@ -107,3 +107,24 @@ def test_cut_sentences_and_variable_i_are_not_mistaken():
     assert "mid-sentence" in sentence_problem('*key* is missing (not in the container), "KeyError" should be raised.')
     assert not is_personal('Is item *i* of sequence *a* selected by "a[i]"?')  # a variable, not the pronoun
     assert is_personal("How do I compare singletons in Python?") and is_personal("Can I close my account?")
+
+
+def test_validity_gate_keeps_what_the_generation_loop_kept():
+    """selected_queries applies the same acceptance as the loop: a grounded question best answered by another sentence of
+    its chunk is rejected (case_invalid, stage validity); rows not made by golden.grounded pass through."""
+    from hcat_pipeline.golden.grounded import validity_gate
+    from hcat_pipeline_tests.test_core_generation import bow_embed
+
+    ref = "You can make up to three withdrawals in each calendar year without losing interest."
+
+    def row(qid, query, prompt="query_grounded_simple_v1"):
+        return {"query_id": qid, "query_type": "simple", "chunk_id": "c1", "source_chunk_ids": ["c1"], "query": query,
+                "reference_answer": ref, "prompt_name": prompt, "stratum": 0, "stratum_label": "s"}  # fmt: skip
+
+    good = row("q1", "How many withdrawals can you make in each calendar year without losing interest?")
+    off = row("q2", "How is interest on the Easy Saver account calculated on the cleared balance and paid monthly?")
+    free = {**off, "query_id": "q3", "prompt_name": "query_simple_v1"}
+    kept, rejected = validity_gate([good, off, free], {"c1": SAVINGS}, bow_embed)
+    assert [r["query_id"] for r in kept] == ["q1", "q3"]
+    assert [(r["query_id"], r["reason"], r["stage"]) for r in rejected] == [("q2", "case_invalid", "validity")]
+    assert rejected[0]["detail"]

@@ -35,11 +35,16 @@ from hcat_pipeline.core.generation import (
 )
 from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
-from hcat_pipeline.golden.categories import CATEGORY_COUNTS, build_category_cases
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
-from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM, generate_grounded
-from hcat_pipeline.golden.validity import sources_for, validate_cases
+from hcat_pipeline.golden.categories import CATEGORY_COUNTS, build_category_cases
+from hcat_pipeline.golden.grounded import (
+    CASES_PER_STRATUM,
+    DEFAULT_TYPES,
+    MAX_REQUESTS_PER_STRATUM,
+    generate_grounded,
+    validity_gate,
+)
 from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
@@ -151,26 +156,17 @@ def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: p
     return partner_of
 
 
-MAX_ANCHOR_RANK = 2  # grounded generation: the reference sentence must be an extractive reader's first or second pick
-
-
 def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
     """keep(rows) -> ids of the rows that pass selection with the default thresholds (for the repair rounds) and, with
-    ``validity``, whose case the validity checks find valid (golden.validity)."""
+    ``validity``, that the golden set's validity accepts (``golden.grounded.validity_gate``)."""
     text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
 
     def keep(rows: list[dict]) -> set[str]:
         needed = {c for r in rows for c in r["source_chunk_ids"]}
         kept, _ = select_queries(rows, {c: text[c] for c in needed if c in text}, embed, SelectionConfig())
-        if not validity or not kept:
-            return {k["query_id"] for k in kept}
-        cases = [{**case_from_query(k), "query_id": k["query_id"]} for k in kept]
-        return {c["query_id"] for c, v in zip(cases, validate_cases(cases, sources_for(cases, text), embed), strict=True) if accepted(c, v)}
-
-    def accepted(case: dict, v) -> bool:
-        """Valid, and for a generated open question the round trip closes: an extractive reader of the source ranks
-        the reference sentence among its top ``MAX_ANCHOR_RANK`` for the question (the LLM wrote it *for* that sentence)."""
-        return v.verdict == "valid" and (case["query_type"] == "yes_no" or v.checks.get("anchor_rank", 1.0) <= MAX_ANCHOR_RANK)
+        if validity and kept:
+            kept, _ = validity_gate(kept, text, embed)
+        return {k["query_id"] for k in kept}
 
     return keep
 
@@ -268,6 +264,8 @@ def selected_queries(
     needed = {c for ids in generated_queries["source_chunk_ids"].to_list() for c in ids}
     chunk_texts = dict(chunks.filter(pl.col("chunk_id").is_in(list(needed))).select("chunk_id", "text").iter_rows())
     kept, rej = select_queries(generated_queries.to_dicts(), chunk_texts, embedding_model.embed, cfg)
+    kept, invalid = validity_gate(kept, chunk_texts, embedding_model.embed)  # grounded rows: what the generation loop kept
+    rej += invalid
     kept_df = pl.DataFrame(kept, schema=SELECTED_QUERIES, orient="row") if kept else pl.DataFrame(schema=SELECTED_QUERIES)
     rej_df = pl.DataFrame(rej, schema=QUERY_REJECTIONS, orient="row") if rej else pl.DataFrame(schema=QUERY_REJECTIONS)
     by_type = {t: int((kept_df["query_type"] == t).sum()) for t in QUERY_TYPES}

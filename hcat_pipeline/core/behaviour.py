@@ -42,6 +42,13 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from hcat_pipeline.core.behaviour_categories import (
+    CATEGORY_RULES,
+    ambiguity_acknowledged,
+    harmful_request_refused,
+    partial_answer,
+    pii_not_disclosed,
+)
 from hcat_pipeline.core.behaviour_evidence import (  # noqa: F401 (re-exported: one import for the behaviour-check API)
     OPTION_LETTERS,
     Vectors,
@@ -59,13 +66,6 @@ from hcat_pipeline.core.behaviour_evidence import (  # noqa: F401 (re-exported: 
     recover_source,
     strip_planted,
     yes_no_polarity,
-)
-from hcat_pipeline.core.behaviour_categories import (
-    CATEGORY_RULES,
-    ambiguity_acknowledged,
-    harmful_request_refused,
-    partial_answer,
-    pii_not_disclosed,
 )
 from hcat_pipeline.core.metrics.nli import content_tokens, negation_count
 from hcat_pipeline.core.metrics.refusal import refusal_probability

@@ -40,7 +40,7 @@ DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-c
 PASSAGE_CHARS = 500  # context around the reference sentence in the prompt (shorter prompt: ~2x faster on 2 cores)
 YES_NO_RULE = SimpleNamespace(name="rules:yes_no_inversion", hash=short_hash(inspect.getsource(yes_no_question), n=16))
 CASES_PER_STRATUM = 4  # valid happy-path cases each stratum should end with (16 strata on the default corpus: 64)
-MAX_REQUESTS_PER_STRATUM = 12
+MAX_REQUESTS_PER_STRATUM = 16
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
 MAX_TOKENS = 80
 _CAUSAL = re.compile(r"\b(because|so that|in order to|therefore|which means|to avoid|since|as a result|if|unless|when)\b", re.I)
@@ -181,3 +181,46 @@ def generate_grounded(
         if k < budget:
             summary["short_strata"][st] = f"{k} of {budget} after {asked[st]} request(s)" + ("" if queue[st] else "; no sentence left")
     return rows, summary
+
+
+MAX_ANCHOR_RANK = 2  # the reference sentence must be an extractive reader's first or second pick for the question
+
+
+def is_grounded(row: dict) -> bool:
+    """A row made by this module (its reference is a source sentence by construction)."""
+    name = row.get("prompt_name") or ""
+    return name.startswith("query_grounded_") or name == YES_NO_RULE.name
+
+
+def accepted(case: dict, validity) -> tuple[bool, str]:
+    """(kept, why not): valid, and for an LLM-written open question the round trip closes — an extractive reader of the
+    source ranks the reference sentence among its top ``MAX_ANCHOR_RANK`` for the question (it was written *for* it)."""
+    if validity.verdict != "valid":
+        return False, f"{validity.verdict}: {'; '.join(validity.reasons) or f'score {validity.score:.2f}'}"
+    rank = validity.checks.get("anchor_rank", 1.0)
+    if case["query_type"] != "yes_no" and rank > MAX_ANCHOR_RANK:
+        return False, f"anchor_rank {rank:.0f} > {MAX_ANCHOR_RANK}: the question is not best answered by its reference sentence"
+    return True, ""
+
+
+def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed) -> tuple[list[dict], list[dict]]:
+    """Split selected grounded rows into (kept, rejections) by ``accepted``; rows not made here pass through. A rejection
+    has the selection's shape with reason ``case_invalid`` and the validity's reasons as its detail."""
+    from hcat_pipeline.core.golden import case_from_query
+    from hcat_pipeline.golden.validity import sources_for, validate_cases
+
+    grounded = [r for r in kept if is_grounded(r)]
+    if not grounded:
+        return kept, []
+    cases = [{**case_from_query(r), "query_id": r["query_id"]} for r in grounded]
+    verdicts = {c["query_id"]: accepted(c, v) for c, v in zip(cases, validate_cases(cases, sources_for(cases, chunk_text), embed), strict=True)}
+    out, rejections = [], []
+    for r in kept:
+        ok, why = verdicts.get(r["query_id"], (True, ""))
+        if ok:
+            out.append(r)
+        else:
+            rejections.append({"query_id": r["query_id"], "query_type": r["query_type"], "chunk_id": r["chunk_id"],
+                               "source_chunk_ids": list(r["source_chunk_ids"]), "query": r.get("query"),
+                               "reference_answer": r.get("reference_answer"), "stage": "validity", "reason": "case_invalid", "detail": why})  # fmt: skip
+    return out, rejections
