@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     base = HERE if args.set == "dev" else HERE / "heldout"
     args.cases, args.corpus = args.cases or str(base / "cases.jsonl"), args.corpus or str(base / "corpus")
-    from hcat_pipeline.golden.validity import validate_cases
+    from hcat_pipeline.golden.case_checks import validate_cases
     from hcat_pipeline.resources.embedding import EmbeddingModel
 
     cases, sources = load(Path(args.cases), Path(args.corpus))

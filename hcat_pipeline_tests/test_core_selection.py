@@ -118,3 +118,17 @@ def test_selection_rejects_bad_references_with_named_reasons():
     assert {k["query_id"] for k in kept} == {"yn-good", "mc-good", "open-good"}
     assert all(r["detail"] for r in rej) and set(reasons.values()) <= set(REJECTION_REASONS)
     assert sum(rejection_counts(rej).values()) == len(rej) == len(rows) - len(kept)
+
+
+def test_the_dagster_selection_config_is_derived_from_the_core_dataclass():
+    """One field list: every SelectionConfig field (max_answer_words included) is a launchpad field with its default."""
+    import dataclasses
+
+    from hcat_pipeline.assets._config import to_core
+    from hcat_pipeline.assets.queries import QuerySelectionConfig
+    from hcat_pipeline.core.selection import SelectionConfig
+
+    names = [f.name for f in dataclasses.fields(SelectionConfig)]
+    assert list(QuerySelectionConfig.model_fields) == names and "max_answer_words" in names
+    assert to_core(SelectionConfig, QuerySelectionConfig()) == SelectionConfig()
+    assert to_core(SelectionConfig, QuerySelectionConfig(min_relevancy=0.9)).min_relevancy == 0.9

@@ -8,6 +8,7 @@ import pytest
 from hcat_pipeline.core.behaviour import rule_for
 from hcat_pipeline.core.behaviour_categories import ambiguity_acknowledged, harmful_request_refused, partial_answer, pii_spans
 from hcat_pipeline.core.golden import case_from_query, cases_frame, validate_case
+from hcat_pipeline.golden.case_checks import check_rows
 from hcat_pipeline.golden.categories import (
     CATEGORY_COUNTS,
     EDGE_FORMATS,
@@ -15,7 +16,6 @@ from hcat_pipeline.golden.categories import (
     build_category_cases,
     edge_format,
 )
-from hcat_pipeline.golden.validity import check_rows
 from hcat_pipeline_tests.test_core_generation import bow_embed
 
 EASY = "The Easy Saver account pays interest monthly on the first business day. You can withdraw three times a year without losing interest."

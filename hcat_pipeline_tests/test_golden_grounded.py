@@ -48,7 +48,8 @@ def test_reference_sentences_are_claims_a_reviewer_would_sign():
 def test_yes_no_questions_invert_the_source_without_an_llm():
     from hcat_pipeline.golden.claims import yes_no_question
 
-    assert yes_no_question("The return value must be a string object.") == "Must the return value be a string object?"
+    assert yes_no_question('The return value of "__str__()" must be a string object.') == 'Must the return value of "__str__()" be a string object?'
+    assert yes_no_question("The return value must be a string object.") is None  # the return value of what?
     assert yes_no_question('Item *i* of sequence *a* is selected by "a[i]".') == 'Is item *i* of sequence *a* selected by "a[i]"?'
     assert yes_no_question("The Easy Saver account cannot be held jointly.") is None  # a negated question has no clear "yes"
     assert yes_no_question("The account can be closed online, however the card must be returned.") is None  # two claims
@@ -56,7 +57,7 @@ def test_yes_no_questions_invert_the_source_without_an_llm():
     assert yes_no_question("If the value is empty, it is ignored.") is None
     assert yes_no_question("The exec() and eval() functions have optional arguments.") is None  # "have" as the main verb
     assert yes_no_question("In this mode the account is closed after a year.") is None
-    assert yes_no_question("The value has been converted to a string.") == "Has the value been converted to a string?"
+    assert yes_no_question("The *fill* value has been converted to a string.") == "Has the *fill* value been converted to a string?"
 
 
 def test_yes_no_polarity_comes_from_the_source():
@@ -128,3 +129,19 @@ def test_validity_gate_keeps_what_the_generation_loop_kept():
     assert [r["query_id"] for r in kept] == ["q1", "q3"]
     assert [(r["query_id"], r["reason"], r["stage"]) for r in rejected] == [("q2", "case_invalid", "validity")]
     assert rejected[0]["detail"]
+
+
+def test_conditions_and_definitions_are_asked_by_rule():
+    from hcat_pipeline.golden.claims import generic_subject, wh_question
+
+    assert wh_question("Claims submitted later are rejected unless a director approves them.") == "Under what condition are claims submitted later rejected?"
+    assert wh_question("You must tell us within 14 days if you change address.") == "Under what condition must you tell us within 14 days?"
+    assert wh_question('A warning is printed to "sys.stderr" when an exception occurs in a destructor.') == 'When is a warning printed to "sys.stderr"?'
+    assert wh_question("The calling convention is a set of assumptions made by the compiler about function arguments.") == "What is the calling convention?"
+    assert wh_question("The exchange rate is fixed at the moment you confirm and is shown when you pay.") is None  # two predicates
+    assert wh_question("The result is a set of assumptions made by the compiler.") is None  # "the result" of what?
+    assert generic_subject("the return value") and generic_subject("This method") and not generic_subject('the "__exit__()" method')
+    assert not generic_subject("the value of the counter") and not generic_subject("the Easy Saver account")
+    chunk = {"chunk_id": "c1", "text": "Claims submitted later are rejected unless a director approves them."}
+    req = build_request(chunk, "simple", chunk["text"], None, 0)
+    assert req["question"] == "Under what condition are claims submitted later rejected?" and req["reference"] == chunk["text"]

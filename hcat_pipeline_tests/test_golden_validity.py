@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from hcat_pipeline.golden.case_checks import validate_cases, validity_rate
 from hcat_pipeline.golden.claims import claim_problem, contradicted_by
-from hcat_pipeline.golden.validity import comparison_terms, self_contained, validate_cases, validity_rate
+from hcat_pipeline.golden.validity import comparison_terms, self_contained
 from hcat_pipeline.golden.variant_checks import pair_problems
 
 SOURCE = (

@@ -10,14 +10,12 @@ head (or sentence similarity), the refusal detector. Core: ``hcat_pipeline.core.
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
-import dataclasses
-import typing
 from typing import Literal
 
 import dagster as dg
 import polars as pl
-from pydantic import create_model
 
+from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.behaviour import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
 from hcat_pipeline.partitions import campaign_run
@@ -25,12 +23,7 @@ from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.nli import NLIModel
 
 # The Dagster config *is* the core's BehaviourConfig (one field list, one set of defaults) + the support mode.
-BehaviourChecksConfig = create_model(
-    "BehaviourChecksConfig",
-    __base__=dg.Config,
-    support=(Literal["nli", "similarity"], "nli"),
-    **{f.name: (typing.get_type_hints(BehaviourConfig)[f.name], f.default) for f in dataclasses.fields(BehaviourConfig)},
-)
+BehaviourChecksConfig = config_from(BehaviourConfig, "BehaviourChecksConfig", support=(Literal["nli", "similarity"], "nli"))
 
 
 @dg.asset(
@@ -48,7 +41,7 @@ def behaviour_checks(
     rag_responses: pl.DataFrame,
     golden_set: pl.DataFrame,
 ) -> pl.DataFrame:
-    cfg = BehaviourConfig(**config.model_dump(exclude={"support"}))
+    cfg = to_core(BehaviourConfig, config)
     support = nli_support(nli_model) if config.support == "nli" else embedding_support(embedding_model.embed)
     try:
         table = judge_behaviour(golden_set, rag_responses, embed=embedding_model.embed, support=support, config=cfg)

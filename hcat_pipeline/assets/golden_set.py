@@ -25,7 +25,8 @@ from hcat_pipeline.core.golden import (
     resolve_created_at,
     table_sha256,
 )
-from hcat_pipeline.golden.validity import MIN_VALID_RATE, check_rows, reason_counts, validity_rate
+from hcat_pipeline.golden.case_checks import check_rows, reason_counts, validity_rate
+from hcat_pipeline.golden.validity import MIN_VALID_RATE
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel

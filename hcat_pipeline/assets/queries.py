@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
+from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.console import progress_message
 from hcat_pipeline.core.generation import (
@@ -90,19 +91,8 @@ class QueryGenerationConfig(dg.Config):
     max_passage_chars: int = MAX_PASSAGE_CHARS
 
 
-class QuerySelectionConfig(dg.Config):
-    min_relevancy: float = SelectionConfig.min_relevancy
-    min_answer_support: float = SelectionConfig.min_answer_support
-    min_lexical_support: float = SelectionConfig.min_lexical_support
-    min_evidence_overlap: float = SelectionConfig.min_evidence_overlap
-    min_evidence_similarity: float = SelectionConfig.min_evidence_similarity
-    min_evidence_words: int = SelectionConfig.min_evidence_words
-    min_hop_relevancy: float = SelectionConfig.min_hop_relevancy
-    max_duplicate_similarity: float = SelectionConfig.max_duplicate_similarity
-    min_query_words: int = SelectionConfig.min_query_words
-    max_query_words: int = SelectionConfig.max_query_words
-    max_answer_passage_ratio: float = SelectionConfig.max_answer_passage_ratio
-    min_copied_passage_words: int = SelectionConfig.min_copied_passage_words
+# the selection thresholds *are* the core's SelectionConfig (one field list, one set of defaults)
+QuerySelectionConfig = config_from(SelectionConfig, "QuerySelectionConfig")
 
 
 class RobustnessConfig(dg.Config):
@@ -260,7 +250,7 @@ def selected_queries(
     chunks: pl.DataFrame,
     topic_strata: pl.DataFrame,
 ):
-    cfg = SelectionConfig(**config.model_dump())
+    cfg = to_core(SelectionConfig, config)
     needed = {c for ids in generated_queries["source_chunk_ids"].to_list() for c in ids}
     chunk_texts = dict(chunks.filter(pl.col("chunk_id").is_in(list(needed))).select("chunk_id", "text").iter_rows())
     kept, rej = select_queries(generated_queries.to_dicts(), chunk_texts, embedding_model.embed, cfg)

@@ -91,7 +91,7 @@ def validity_check(chunks_path: str, keep_invalid: bool):
         import polars as pl
 
         from hcat_pipeline.core.golden import cases_frame
-        from hcat_pipeline.golden.validity import check_rows
+        from hcat_pipeline.golden.case_checks import check_rows
         from hcat_pipeline.resources.embedding import EmbeddingModel
 
         text = dict(pl.read_parquet(chunks_path, columns=["chunk_id", "text"]).iter_rows()) if Path(chunks_path).exists() else {}
@@ -155,8 +155,8 @@ def _validate_args(p: argparse.ArgumentParser) -> None:
 
 @command("validate-cases", "check test cases from anywhere: self-contained, grounded reference that answers the question, sound variants", _validate_args)
 def _validate(args: argparse.Namespace) -> int:
+    from hcat_pipeline.golden.case_checks import validate_cases, validity_rate
     from hcat_pipeline.golden.case_file import read_case_rows, resolve_sources, verdict_rows, write_jsonl
-    from hcat_pipeline.golden.validity import validate_cases, validity_rate
     from hcat_pipeline.resources.embedding import EmbeddingModel
 
     try:

@@ -29,7 +29,8 @@ generation:
   cases_per_stratum: {cases_per_stratum}           # happy-path cases each stratum should end with (after the validity checks)
   max_requests_per_stratum: {max_requests}   # LLM requests a stratum may spend on them
   query_types: [{query_types}]
-  robustness: {{typo: {typo}, colloquial: {colloquial}, misleading_premise: {misleading_premise}, distractor: {distractor}, injection: {injection}, ood: {ood}}}
+  robustness:                    # variants and categories per golden set (HCAT §6.1, §4; golden-eval §2, §10.4, §11.2)
+    {robustness}
   bias_attributes: [{attributes}]
   pairs_per_attribute: {pairs}          # counterfactual pairs per attribute …
   max_bias_share: {bias_share}             # … and at most this share of all cases
@@ -71,8 +72,7 @@ def render(corpus: str | None, http: str | None, out_name: str, name: str = "my-
     return TEMPLATE.format(
         out_name=out_name, name=name, paths=f"[{corpus!r}]".replace("'", '"') if corpus else "[]", sample_size=g.sample_size,
         cases_per_stratum=g.cases_per_stratum, max_requests=g.max_requests_per_stratum, query_types=", ".join(g.query_types),
-        typo=r.typo, colloquial=r.colloquial, misleading_premise=r.misleading_premise, distractor=r.distractor, injection=r.injection,
-        ood=r.ood, attributes=", ".join(g.bias_attributes), pairs=g.pairs_per_attribute, bias_share=g.max_bias_share,
+        robustness="{" + ", ".join(f"{k}: {v}" for k, v in r.model_dump().items()) + "}", attributes=", ".join(g.bias_attributes), pairs=g.pairs_per_attribute, bias_share=g.max_bias_share,
         max_cases=spec["max_cases"].default, systems=LOCAL_SYSTEMS + (HTTP_SYSTEM.format(url=http) if http else ""),
     )  # fmt: skip
 

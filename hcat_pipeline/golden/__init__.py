@@ -8,8 +8,12 @@ Pure core, no Dagster import. Its asset modules are ``assets/queries.py`` (gener
   trip over the source's sentences), polarity, near-duplicates.
 - ``variant_checks``: the checks of robustness and safety variants (misleading premise is a real claim made
   false and grammatical; counterfactual pairs differ only in the attribute; injections carry their canary).
+- ``case_checks``: both over a batch (``validate_cases``, ``check_rows``, ``validity_rate``).
+- ``grounded``: happy-path cases grounded by construction; ``categories``: ambiguous, edge-case, partially
+  answerable, jailbreak and PII-elicitation cases; ``claims``: what makes a source sentence a claim a reviewer signs.
 """
 
-from hcat_pipeline.golden.validity import VERDICTS, Validity, ValidityConfig, validate_cases
+from hcat_pipeline.golden.case_checks import validate_cases
+from hcat_pipeline.golden.validity import VERDICTS, Validity, ValidityConfig
 
 __all__ = ["VERDICTS", "Validity", "ValidityConfig", "validate_cases"]

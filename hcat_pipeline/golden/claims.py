@@ -116,17 +116,15 @@ _NOT = re.compile(r"\b(?:not|cannot|never)\b|n't\b", re.I)
 _SECOND_CLAUSE = re.compile(r";|,\s+(?:however|but|whereas|while|and\s+(?:the|a|an|it|this|they|its)\b)", re.I)
 
 
-def yes_no_question(statement: str) -> str | None:
-    """The yes/no question whose "yes" is ``statement``, by subject-auxiliary inversion ("The return value must be a
-    string object." → "Must the return value be a string object?"); None when the statement has no auxiliary after a
-    short subject (the question would need a verb's base form), starts with a subordinate clause, is negated (a
-    negated question has no clear "yes": ask the positive claim, whose answer is "No"), joins a second main clause,
-    or is longer than ``MAX_YES_NO_WORDS``."""
+def subject_split(statement: str) -> tuple[str, str, list[str]] | None:
+    """(subject, auxiliary, the words after it) of a plain affirmative statement with a short subject (at most six
+    words, no clause of its own) followed by an auxiliary; None otherwise. The subject's first word is lower-cased
+    unless it is a name. Used to invert a statement into a question by rule."""
     s = " ".join((statement or "").split()).rstrip(" .")
-    if _NOT.search(s) or _SECOND_CLAUSE.search(s) or len(s.split()) > MAX_YES_NO_WORDS:
+    if _NOT.search(s) or _SECOND_CLAUSE.search(s):
         return None  # "Can X not be …?" has no clear yes; "Does X …, however Y …?" asks two things at once
     toks = s.split(" ")
-    for i, tok in enumerate(toks[:7]):  # the subject: at most six words, with no clause of its own
+    for i, tok in enumerate(toks[:7]):
         word = tok.lower().strip("\"'“”*")
         if "," in tok or ";" in tok or ":" in tok or word in _CLAUSE_WORDS or word in ("may", "might", "shall"):
             return None
@@ -134,13 +132,68 @@ def yes_no_question(statement: str) -> str | None:
             nxt = toks[i + 1].lower() if i + 1 < len(toks) else ""
             if word in ("has", "have", "had") and not (nxt in ("been", "not") or nxt.endswith(("ed", "en", "wn", "ne"))):
                 return None  # "have" as the main verb ("The functions have arguments") is not inverted in English
-            if toks[0].lower() in _PREPOSITIONS:
+            if toks[0].lower() in _PREPOSITIONS or toks[0].lower() in ("if", "when", "although", "though", "while", "because", "since", "unless"):
                 return None  # "In this mode the account is closed": the subject is not at the start
             subject = " ".join(toks[:i])
-            if subject.lower().split()[0] in ("if", "when", "although", "though", "while", "because", "since", "unless"):
-                return None
             subject = subject[0].lower() + subject[1:] if _lower_first_word(toks[: i + 1]) else subject
-            return f"{word.capitalize()} {subject} {' '.join(toks[i + 1:])}?".replace("  ", " ")
+            return subject, word, toks[i + 1 :]
+    return None
+
+
+GENERIC_NOUNS = frozenset(
+    "value values result results return argument arguments function functions method methods object objects item items element "
+    "elements parameter parameters field fields expression expressions name names type types string strings number numbers "
+    "operation operations statement statements call calls instance instances class classes attribute attributes variable "
+    "variables default defaults code data output input entry entries list key keys option options account customer fee".split()
+)
+
+
+def generic_subject(subject: str) -> bool:
+    """The subject names nothing a user could recognise on its own: determiners and generic nouns only ("the return
+    value", "the result", "this method"), no literal, no name and no "of …" phrase. A question about it has no
+    antecedent."""
+    if re.search(r"[\"'`*“”()_]|\bof\b", subject) or any(w[:1].isupper() for w in subject.split()[1:]):
+        return False
+    words = [w.lower() for w in subject.split() if not _DETERMINER.match(w)]
+    return bool(words) and all(w in GENERIC_NOUNS for w in words)
+
+
+def yes_no_question(statement: str) -> str | None:
+    """The yes/no question whose "yes" is ``statement``, by subject-auxiliary inversion ("The return value of "__str__()"
+    must be a string object." → "Must the return value of "__str__()" be a string object?"); None when ``subject_split`` finds no short subject
+    and auxiliary (the question would need a verb's base form; a subordinate clause first; a negated statement — a
+    negated question has no clear "yes": ask the positive claim, whose answer is "No"; a second main clause), when the
+    subject is generic (``generic_subject``) or the statement is longer than ``MAX_YES_NO_WORDS``."""
+    parts = subject_split(statement)
+    if parts is None or len(" ".join((statement or "").split()).split()) > MAX_YES_NO_WORDS or generic_subject(parts[0]):
+        return None
+    subject, aux, rest = parts
+    return f"{aux.capitalize()} {subject} {' '.join(rest)}?".replace("  ", " ")
+
+
+_CONDITION = {"when": "When", "whenever": "When", "once": "When", "if": "Under what condition", "unless": "Under what condition"}
+MAX_WH_PREDICATE_WORDS = 12
+
+
+def wh_question(statement: str) -> str | None:
+    """A "when" / "under what condition" question whose answer is the condition ``statement`` states ("A warning is
+    printed to "sys.stderr" when an exception occurs in "__del__()"." → "When is a warning printed to "sys.stderr"?"),
+    or a "what is" question for a definition ("The string argument passed to "eval()" is a code block." → "What is the
+    string argument passed to "eval()"?"). By rule, the reference is the statement itself; None when neither form
+    applies or the subject is generic."""
+    parts = subject_split(statement)
+    if parts is None or generic_subject(parts[0]):
+        return None
+    subject, aux, rest = parts
+    for k, tok in enumerate(rest):
+        word = tok.lower().strip(",")
+        if k >= 1 and word in _CONDITION and len(rest) - k >= 3:
+            predicate = " ".join(rest[:k]).rstrip(",")
+            if 1 <= len(predicate.split()) <= MAX_WH_PREDICATE_WORDS and not re.search(r"[,;:]|\b(?:and|or)\b", predicate):
+                return f"{_CONDITION[word]} {aux} {subject} {predicate}?"
+            return None
+    if aux in ("is", "are") and rest and rest[0].lower() in ("a", "an", "one") and len(content_words(subject)) >= 2:
+        return f"What {aux} {subject}?"
     return None
 
 

@@ -4,11 +4,13 @@ The reference comes first: a source sentence a reviewer would sign (``reference_
 — a grammatical, self-standing claim of 8-40 words, no documentation noise, no code, not leaning on the sentence
 before it). The question is then written *for* that reference:
 
-- ``simple`` / ``inference``: the LLM writes the question (``query_grounded_<type>_v1`` prompts, the sentence and
+- ``simple``: a sentence stating a condition or a definition is asked by rule, no LLM (``claims.wh_question``: "X is
+  rejected unless a director approves it." → "Under what condition is X rejected?"); otherwise, and for
+  ``inference``, the LLM writes the question (``query_grounded_<type>_v1`` prompts, the sentence and
   ``PASSAGE_CHARS`` of context around it); the reference is the sentence;
 - ``yes_no``: no LLM, never a negated question. Polarity comes from the source: a negated sentence asks its positive
   claim ("The account cannot be held jointly." → "Can the account be held jointly?", "No."); an affirmative one is
-  inverted as it stands ("The return value must be a string object." → "Must the return value be a string object?",
+  inverted as it stands ("The *fill* value must be a string." → "Must the *fill* value be a string?",
   "Yes.", ``claims.yes_no_question``) or, by the seed, made false by a swapped antonym or number first ("No."); the
   reference is "Yes." / "No." followed by the true source sentence (``yes_no_request``);
 - ``multi_hop`` (on request, not in ``DEFAULT_TYPES``): the reference joins the sentence and the partner chunk's
@@ -33,12 +35,13 @@ from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.core.robustness import contradict_sentence, swap_antonym_or_number
 from hcat_pipeline.core.selection import content_words
-from hcat_pipeline.golden.claims import sentence_problem, yes_no_question
+from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
 
 GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
 DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-chunk questions by the 0.5B model were rarely sound
 PASSAGE_CHARS = 500  # context around the reference sentence in the prompt (shorter prompt: ~2x faster on 2 cores)
 YES_NO_RULE = SimpleNamespace(name="rules:yes_no_inversion", hash=short_hash(inspect.getsource(yes_no_question), n=16))
+WH_RULE = SimpleNamespace(name="rules:wh_question", hash=short_hash(inspect.getsource(wh_question), n=16))
 CASES_PER_STRATUM = 4  # valid happy-path cases each stratum should end with (16 strata on the default corpus: 64)
 MAX_REQUESTS_PER_STRATUM = 16
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
@@ -96,6 +99,9 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
         other = scored[0][1]
         return {"values": {"sentence": sentence, "sentence_2": other}, "reference": f"{sentence} {other}", "label": None,
                 "evidence": "", "chunk_ids": [chunk["chunk_id"], partner["chunk_id"]]}  # fmt: skip
+    if qtype == "simple" and (question := wh_question(sentence)):  # a condition or a definition: asked by rule, no LLM
+        return {"question": question, "reference": sentence, "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]],
+                "rule": WH_RULE}  # fmt: skip
     if qtype == "inference" and not _CAUSAL.search(sentence):
         return None
     return {"values": {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence}, "reference": sentence,
@@ -104,8 +110,8 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
 
 def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1) -> dict:
     """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source."""
-    template = YES_NO_RULE if qtype == "yes_no" else load_prompt(f"query_grounded_{qtype}_{PROMPT_VERSION}")
     req = build_request(chunk, qtype, sentence, partner, seed)
+    template = (req or {}).get("rule") or (YES_NO_RULE if qtype == "yes_no" else load_prompt(f"query_grounded_{qtype}_{PROMPT_VERSION}"))
     if req is None:
         return query_row(chunk, qtype, [chunk["chunk_id"]], template, seed, generation_round=generation_round,
                     error=f"type_mismatch: no {qtype} question fits the sentence" if qtype != "multi_hop" else "no_partner: no partner sentence")
@@ -151,7 +157,7 @@ def generate_grounded(
     partner_of: Callable[[dict], dict | None] = lambda c: None,
     seed: int = 0,
     failed_exceptions: tuple[type[BaseException], ...] = (),
-    max_rounds: int = 4,
+    max_rounds: int = 6,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> tuple[list[dict], dict]:
     """Rows of every request and a summary (requests per round, kept and short strata). See the module docstring."""
@@ -189,7 +195,7 @@ MAX_ANCHOR_RANK = 2  # the reference sentence must be an extractive reader's fir
 def is_grounded(row: dict) -> bool:
     """A row made by this module (its reference is a source sentence by construction)."""
     name = row.get("prompt_name") or ""
-    return name.startswith("query_grounded_") or name == YES_NO_RULE.name
+    return name.startswith("query_grounded_") or name in (YES_NO_RULE.name, WH_RULE.name)
 
 
 def accepted(case: dict, validity) -> tuple[bool, str]:
@@ -207,7 +213,7 @@ def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed) -> tuple[
     """Split selected grounded rows into (kept, rejections) by ``accepted``; rows not made here pass through. A rejection
     has the selection's shape with reason ``case_invalid`` and the validity's reasons as its detail."""
     from hcat_pipeline.core.golden import case_from_query
-    from hcat_pipeline.golden.validity import sources_for, validate_cases
+    from hcat_pipeline.golden.case_checks import sources_for, validate_cases
 
     grounded = [r for r in kept if is_grounded(r)]
     if not grounded:
