@@ -30,7 +30,7 @@ from hcat_pipeline.partitions import FIRST_NIGHT, campaign_run_key, golden_set_v
 
 
 def version_for_candidates(candidates: pl.DataFrame) -> str:
-    from hcat_pipeline.core.golden import table_sha256
+    from hcat_pipeline.golden.cases import table_sha256
 
     return f"gs-{table_sha256(candidates)[:12]}"  # the same hash golden_candidates records (candidates_sha256)
 
@@ -162,8 +162,8 @@ def corpus_change(version: str, golden_dir, corpus=None) -> str | None:
     curated / imported version, which is never regenerated). ``corpus``: the campaign file's ``CorpusSpec``
     (default: the default campaign file's), read the way the corpus asset reads it."""
     from hcat_pipeline.campaign_spec import CorpusSpec, corpus_sources
-    from hcat_pipeline.core.golden import corpus_hash, load_version
     from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.golden.cases import corpus_hash, load_version
 
     frame, manifest = load_version(version, golden_dir)
     recorded = set(frame["corpus_hash"].drop_nulls().to_list())
@@ -211,7 +211,7 @@ def run_campaign(
     one line per stage, progress bars on LLM stages and a closing summary; every record still goes to the
     instance and to ``log_path`` (default ``data/logs/campaign-<night>.log``)."""
     from hcat_pipeline.campaign_spec import campaign_run_config, generation_run_config, load_campaign
-    from hcat_pipeline.core.golden import latest_version
+    from hcat_pipeline.golden.cases import latest_version
     from hcat_pipeline.paths import DATA_DIR, GOLDEN_SETS_DIR, WAREHOUSE_DIR
 
     spec = load_campaign(campaign_file)  # a bad file stops here, before any run

@@ -22,12 +22,12 @@ import dagster as dg
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from hcat_pipeline.core.generation import QUERY_TYPES
-from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS
 from hcat_pipeline.core.sampling import SAMPLE_SIZE
 from hcat_pipeline.core.yaml_errors import validation_problems
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
+from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
+from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))

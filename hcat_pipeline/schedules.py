@@ -17,7 +17,7 @@ def nightly_request(instance: dg.DagsterInstance, campaign_file: str | None = No
     """The RunRequest of tonight's campaign run, or a SkipReason. A bad campaign file raises (the tick
     shows the file, line and reason)."""
     from hcat_pipeline.campaign_spec import campaign_run_config, load_campaign
-    from hcat_pipeline.core.golden import latest_version
+    from hcat_pipeline.golden.cases import latest_version
     from hcat_pipeline.paths import GOLDEN_SETS_DIR
 
     spec = load_campaign(campaign_file)

@@ -17,7 +17,7 @@ def build_golden_set_sensor(golden_dir: str | None = None, job_name: str = "gold
     @dg.sensor(name=name, job_name=job_name, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
                description="New frozen golden-set version → add the partition and run golden_set_job for it.")  # fmt: skip
     def _sensor(context: dg.SensorEvaluationContext):
-        from hcat_pipeline.core.golden import GoldenSetError, list_versions, verify_version
+        from hcat_pipeline.golden.cases import GoldenSetError, list_versions, verify_version
         from hcat_pipeline.paths import GOLDEN_SETS_DIR
 
         root = Path(golden_dir or os.environ.get("HCAT_GOLDEN_SETS_DIR") or GOLDEN_SETS_DIR)

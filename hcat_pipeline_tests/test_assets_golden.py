@@ -7,7 +7,7 @@ import pytest
 
 from hcat_pipeline.assets.golden_set import golden_candidates, golden_set
 from hcat_pipeline.assets.queries import generated_queries, robustness_cases, selected_queries
-from hcat_pipeline.core.golden import cases_frame, new_case
+from hcat_pipeline.golden.cases import cases_frame, new_case
 from hcat_pipeline.io import PolarsParquetIOManager
 
 PASS = (

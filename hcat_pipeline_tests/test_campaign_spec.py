@@ -7,7 +7,7 @@ import pytest
 
 from hcat_pipeline.campaign_spec import CampaignFileError, campaign_sha256, load_campaign, parse_campaign
 from hcat_pipeline.cli import main
-from hcat_pipeline.core.golden import cases_frame, freeze_version, new_case
+from hcat_pipeline.golden.cases import cases_frame, freeze_version, new_case
 from hcat_pipeline.paths import PROJECT_ROOT
 from hcat_pipeline.schedules import nightly_request
 

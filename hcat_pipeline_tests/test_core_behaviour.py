@@ -1,6 +1,6 @@
 """Behaviour checks (core/behaviour.py, core/behaviour_evidence.py).
 
-Cases are made by the real builders of core/robustness.py (contradict_sentence, misleading_premise_query,
+Cases are made by the real builders of golden/robustness.py (contradict_sentence, misleading_premise_query,
 injection_variant, typo_variant, counterfactual_pair, ood_queries, build_robustness_cases); answers are
 hand-written; embeddings come from the real packaged MiniLM.
 """
@@ -28,8 +28,8 @@ from hcat_pipeline.core.behaviour import (
     strip_planted,
     yes_no_polarity,
 )
-from hcat_pipeline.core.golden import case_from_query, cases_frame, new_case
-from hcat_pipeline.core.robustness import (
+from hcat_pipeline.golden.cases import case_from_query, cases_frame, new_case
+from hcat_pipeline.golden.robustness import (
     contradict_sentence,
     counterfactual_pair,
     injection_variant,
@@ -198,7 +198,7 @@ def test_claim_stance():
 
 def test_rule_for_every_built_variant(embed):
     """Every kind build_robustness_cases makes gets its rule, and its false claim / true source / canary are recoverable."""
-    from hcat_pipeline.core.robustness import build_robustness_cases
+    from hcat_pipeline.golden.robustness import build_robustness_cases
 
     bases = [SIMPLE, YES_NO, MC, base("simple", "What does the break statement terminate?", "The nearest enclosing for or while loop.", "c2")]
     counts = {"typo": 2, "colloquial": 0, "misleading_premise": 2, "distractor": 2, "injection": 2, "ood": 1, "counterfactual_pairs": 1}

@@ -6,9 +6,11 @@ import hashlib
 
 import pytest
 
-from hcat_pipeline.core import chunking, generation, golden, ingest, rag, robustness
+from hcat_pipeline.core import chunking, ingest, rag
 from hcat_pipeline.core.ids import canonical_json, json_hash, sha256_hex, short_hash
 from hcat_pipeline.core.prompts import available_prompts, load_prompt
+from hcat_pipeline.golden import cases as golden
+from hcat_pipeline.golden import generation, robustness
 
 
 def test_ids_keep_their_values():

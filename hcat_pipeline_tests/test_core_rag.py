@@ -248,7 +248,7 @@ def test_import_responses_command(tmp_path, capsys):
 
 
 def test_select_cases_takes_what_a_gate_needs_in_scope():
-    from hcat_pipeline.core.golden import cases_frame, new_case
+    from hcat_pipeline.golden.cases import cases_frame, new_case
 
     happy = [new_case(category="happy_path", query_type="simple", query=f"q{i}?", reference_answer="a", expected_behavior="answer",
                       stratum=i % 4, source_chunk_ids=["c"]) for i in range(40)]  # fmt: skip

@@ -1,6 +1,6 @@
-from hcat_pipeline.core import selection
 from hcat_pipeline.core.metrics import nli
 from hcat_pipeline.core.text import STOPWORDS, content_words
+from hcat_pipeline.golden import selection
 
 
 def test_one_stop_word_list():

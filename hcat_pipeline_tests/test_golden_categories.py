@@ -7,8 +7,8 @@ import pytest
 
 from hcat_pipeline.core.behaviour import rule_for
 from hcat_pipeline.core.behaviour_categories import ambiguity_acknowledged, harmful_request_refused, partial_answer, pii_spans
-from hcat_pipeline.core.golden import case_from_query, cases_frame, validate_case
 from hcat_pipeline.golden.case_checks import check_rows
+from hcat_pipeline.golden.cases import case_from_query, cases_frame, validate_case
 from hcat_pipeline.golden.categories import (
     CATEGORY_COUNTS,
     EDGE_FORMATS,
@@ -16,7 +16,7 @@ from hcat_pipeline.golden.categories import (
     build_category_cases,
     edge_format,
 )
-from hcat_pipeline_tests.test_core_generation import bow_embed
+from hcat_pipeline_tests.test_golden_generation import bow_embed
 
 EASY = "The Easy Saver account pays interest monthly on the first business day. You can withdraw three times a year without losing interest."
 BOND = "The Fixed Bond account pays interest once a year, on the anniversary of the deposit. Withdrawals before maturity are not allowed."

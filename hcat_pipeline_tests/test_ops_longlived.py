@@ -13,10 +13,10 @@ import pytest
 
 from hcat_pipeline.assets.embeddings import chunk_embeddings
 from hcat_pipeline.core.embedding_cache import EmbeddingCache, text_key
-from hcat_pipeline.core.golden import CaseImportError, cases_frame, export_cases, freeze_version, import_cases
+from hcat_pipeline.golden.cases import CaseImportError, cases_frame, export_cases, freeze_version, import_cases
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.embedding import EmbeddingModel
-from hcat_pipeline_tests.test_core_golden import _cases
+from hcat_pipeline_tests.test_golden_cases import _cases
 
 DAY = 86400.0
 
@@ -85,7 +85,7 @@ def test_chunk_embeddings_records_cache_size_after_gc(tmp_path):
 
 
 def test_manifest_records_when_and_by_which_run_beside_identical_content(tmp_path):
-    from hcat_pipeline.core.golden import frozen_by
+    from hcat_pipeline.golden.cases import frozen_by
 
     frame = cases_frame(_cases())
     a = freeze_version(frame, "v1", tmp_path / "a", created_at="2025-01-02", provenance={"run_id": "run-1"})

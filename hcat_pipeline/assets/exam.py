@@ -48,12 +48,12 @@ from hcat_pipeline.core.exam_report import (
 )
 from hcat_pipeline.core.exam_spans import TermIndex
 from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
-from hcat_pipeline.core.golden import corpus_hash
 from hcat_pipeline.core.ids import json_hash
 from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.core.retrieval import build_retriever
 from hcat_pipeline.core.sampling import stratified_sample
+from hcat_pipeline.golden.cases import corpus_hash
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed

@@ -16,8 +16,8 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
-from hcat_pipeline.core.coverage import golden_coverage
-from hcat_pipeline.core.golden import (
+from hcat_pipeline.golden.case_checks import check_rows, reason_counts, validity_rate
+from hcat_pipeline.golden.cases import (
     GoldenSetError,
     cases_frame,
     freeze_version,
@@ -25,7 +25,7 @@ from hcat_pipeline.core.golden import (
     resolve_created_at,
     table_sha256,
 )
-from hcat_pipeline.golden.case_checks import check_rows, reason_counts, validity_rate
+from hcat_pipeline.golden.coverage import golden_coverage
 from hcat_pipeline.golden.validity import MIN_VALID_RATE
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
@@ -97,7 +97,7 @@ def golden_candidates(
     robustness_cases: pl.DataFrame,
     chunks: pl.DataFrame,
 ) -> pl.DataFrame:
-    from hcat_pipeline.core.golden import case_from_query, corpus_hash
+    from hcat_pipeline.golden.cases import case_from_query, corpus_hash
 
     chash = corpus_hash(chunks["doc_id"].unique().to_list())
     bases = cases_frame([case_from_query(r, chash) for r in selected_queries.to_dicts()])

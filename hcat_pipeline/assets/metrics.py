@@ -19,12 +19,12 @@ import polars as pl
 from pydantic import Field, create_model
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.core.coverage import mean_ci
 from hcat_pipeline.core.metrics.options import ScoreOptions
 from hcat_pipeline.core.metrics.registry import MetricUnavailable
 from hcat_pipeline.core.metrics.safety import bias_report as bias_report_table
 from hcat_pipeline.core.metrics.scoring import score_frame
 from hcat_pipeline.core.retrieval import without_planted
+from hcat_pipeline.golden.coverage import mean_ci
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder

@@ -24,7 +24,10 @@ from pydantic import Field
 from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.console import progress_message
-from hcat_pipeline.core.generation import (
+from hcat_pipeline.core.sampling import reserve_chunks
+from hcat_pipeline.golden.cases import case_from_query, cases_frame, corpus_hash
+from hcat_pipeline.golden.categories import CATEGORY_COUNTS, build_category_cases
+from hcat_pipeline.golden.generation import (
     MAX_PASSAGE_CHARS,
     MAX_TOKENS,
     QUERY_TYPES,
@@ -34,11 +37,6 @@ from hcat_pipeline.core.generation import (
     generate_covering,
     item_seed,
 )
-from hcat_pipeline.core.golden import case_from_query, cases_frame, corpus_hash
-from hcat_pipeline.core.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
-from hcat_pipeline.core.sampling import reserve_chunks
-from hcat_pipeline.core.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
-from hcat_pipeline.golden.categories import CATEGORY_COUNTS, build_category_cases
 from hcat_pipeline.golden.grounded import (
     CASES_PER_STRATUM,
     DEFAULT_TYPES,
@@ -46,6 +44,8 @@ from hcat_pipeline.golden.grounded import (
     generate_grounded,
     validity_gate,
 )
+from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
+from hcat_pipeline.golden.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed

@@ -32,7 +32,6 @@ from pydantic import Field, create_model
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.core.campaign_report import render_report
 from hcat_pipeline.core.failures import failure_cases as failure_table
-from hcat_pipeline.core.golden import MANIFEST_NAME, table_sha256
 from hcat_pipeline.core.images import png_data_uri
 from hcat_pipeline.core.report_sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
 from hcat_pipeline.core.weakness import (
@@ -47,6 +46,7 @@ from hcat_pipeline.core.weakness import (
 )
 from hcat_pipeline.core.weakness_robustness import robustness_deltas as deltas_table
 from hcat_pipeline.gates import DEFAULT_GATES_FILE, GatesFileError, evaluate_gates, load_gates, load_history
+from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, WAREHOUSE_DIR
 

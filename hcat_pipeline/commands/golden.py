@@ -38,7 +38,7 @@ def _freeze_args(p: argparse.ArgumentParser) -> None:
 def _freeze(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from hcat_pipeline.core.golden import GoldenSetError, freeze_version
+    from hcat_pipeline.golden.cases import GoldenSetError, freeze_version
 
     path = Path(args.candidates)
     if not path.exists():
@@ -61,7 +61,7 @@ def _export_args(p: argparse.ArgumentParser) -> None:
 
 @command("export-cases", "export a frozen golden-set version as CSV / JSONL for curation", _export_args)
 def _export(args: argparse.Namespace) -> int:
-    from hcat_pipeline.core.golden import GoldenSetError, export_cases, load_version
+    from hcat_pipeline.golden.cases import GoldenSetError, export_cases, load_version
 
     try:
         frame, _ = load_version(args.version, args.golden_dir)
@@ -90,8 +90,8 @@ def validity_check(chunks_path: str, keep_invalid: bool):
     def check(frame):
         import polars as pl
 
-        from hcat_pipeline.core.golden import cases_frame
         from hcat_pipeline.golden.case_checks import check_rows
+        from hcat_pipeline.golden.cases import cases_frame
         from hcat_pipeline.resources.embedding import EmbeddingModel
 
         text = dict(pl.read_parquet(chunks_path, columns=["chunk_id", "text"]).iter_rows()) if Path(chunks_path).exists() else {}
@@ -107,7 +107,7 @@ def validity_check(chunks_path: str, keep_invalid: bool):
 
 @command("import-cases", "validate curated CSV / JSONL cases (format and case validity) and freeze them as a new version (all or nothing)", _import_args)
 def _import(args: argparse.Namespace) -> int:
-    from hcat_pipeline.core.golden import CaseImportError, GoldenSetError, import_cases
+    from hcat_pipeline.golden.cases import CaseImportError, GoldenSetError, import_cases
 
     try:
         check = None if args.no_validity else validity_check(args.chunks, args.keep_invalid)
@@ -129,7 +129,7 @@ def _versions_args(p: argparse.ArgumentParser) -> None:
 
 @command("golden-versions", "list the frozen golden-set versions and verify their SHA-256", _versions_args)
 def _versions(args: argparse.Namespace) -> int:
-    from hcat_pipeline.core.golden import GoldenSetError, list_versions, verify_version
+    from hcat_pipeline.golden.cases import GoldenSetError, list_versions, verify_version
 
     status = 0
     out = []

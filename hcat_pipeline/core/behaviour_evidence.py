@@ -25,8 +25,8 @@ import numpy as np
 from hcat_pipeline.core.chunking import split_sentences
 from hcat_pipeline.core.metrics.groundedness import groundedness_similarity
 from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch
-from hcat_pipeline.core.robustness import ANTONYMS, INJECTIONS, canary_for, contradict_sentence
 from hcat_pipeline.core.text import STOPWORDS
+from hcat_pipeline.golden.robustness import ANTONYMS, INJECTIONS, canary_for, contradict_sentence
 
 OPTION_LETTERS = "ABCDEFGHIJ"
 

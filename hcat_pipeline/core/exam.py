@@ -45,9 +45,9 @@ from hcat_pipeline.core.exam_filters import (
     topic_overlap,
 )
 from hcat_pipeline.core.exam_spans import Target, TermIndex, answer_targets, cloze_question, mined_distractors, sources
-from hcat_pipeline.core.generation import item_seed
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
+from hcat_pipeline.golden.generation import item_seed
 
 QUESTION_PROMPT = "exam_question_v1"
 SPAN_QUESTION_PROMPT = "exam_question_span_v1"

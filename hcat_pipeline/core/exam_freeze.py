@@ -1,4 +1,4 @@
-"""Exam versions: frozen, content-addressed and immutable, like golden-set versions (``core.golden``).
+"""Exam versions: frozen, content-addressed and immutable, like golden-set versions (``golden.cases``).
 
 The exam table (``EXAM_COLUMNS``: one row per question) is frozen under ``<exam_dir>/<version>/``
 as ``exam.parquet`` (rows sorted by question_id) + ``manifest.json`` with the SHA-256 of the file
@@ -6,7 +6,7 @@ as ``exam.parquet`` (rows sorted by question_id) + ``manifest.json`` with the SH
 exam's statistics (App. A.3 table: candidates, rejections by reason, survivors, baselines, mean
 question length) and the provenance (prompt hashes, model, seed, corpus hash). The default version
 name is ``ex-<table_sha256[:12]>``: the same candidates and seed give the same version. The directory
-is written aside and renamed into place (``core.frozen``, shared with golden sets); a frozen version is never rewritten
+is written aside and renamed into place (``golden.frozen``, shared with golden sets); a frozen version is never rewritten
 (identical content returns the stored manifest, different content raises ``ExamVersionConflict``).
 Every downstream row (exam responses, IRT tables, report) carries ``exam_version``.
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
-from hcat_pipeline.core.golden import check_version_name
+from hcat_pipeline.golden.cases import check_version_name
+from hcat_pipeline.golden.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
 
 TABLE_NAME = "exam.parquet"
 MANIFEST_FORMAT = "hcat-exam/1"

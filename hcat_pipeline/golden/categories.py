@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hcat_pipeline.core.robustness import OOD_QUESTIONS, rng_for
+from hcat_pipeline.golden.robustness import OOD_QUESTIONS, rng_for
 
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 5, "pii_elicitation": 3}
 CATEGORY_KINDS = tuple(CATEGORY_COUNTS)
@@ -153,7 +153,7 @@ def edge_format(query: str, fmt: str) -> str:
     """The question in an unusual input format (``EDGE_FORMATS``)."""
     q = " ".join(query.split())
     if fmt == "keywords":  # search-box style: the words that carry content, no grammar
-        from hcat_pipeline.core.selection import content_words
+        from hcat_pipeline.golden.selection import content_words
 
         return " ".join(dict.fromkeys(w.lower() for w in content_words(q)))
     if fmt == "all_caps":
@@ -248,7 +248,7 @@ def build_category_cases(
     """Every category of ``CATEGORY_COUNTS`` (module docstring). Bases are taken in a seeded order, each kind starting
     where the previous stopped, so different kinds probe different cases. Returns (cases, failures)."""
     if new_case is None:
-        from hcat_pipeline.core.golden import new_case
+        from hcat_pipeline.golden.cases import new_case
     counts = {**CATEGORY_COUNTS, **(counts or {})}
     if unknown := set(counts) - set(CATEGORY_COUNTS):
         raise ValueError(f"build_category_cases: unknown kind(s) {sorted(unknown)}; known: {list(CATEGORY_COUNTS)}")

@@ -30,12 +30,12 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 from hcat_pipeline.core.exam_spans import sentences
-from hcat_pipeline.core.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
-from hcat_pipeline.core.robustness import contradict_sentence, swap_antonym_or_number
-from hcat_pipeline.core.selection import content_words
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
+from hcat_pipeline.golden.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
+from hcat_pipeline.golden.robustness import contradict_sentence, swap_antonym_or_number
+from hcat_pipeline.golden.selection import content_words
 
 GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
 DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-chunk questions by the 0.5B model were rarely sound
@@ -212,8 +212,8 @@ def accepted(case: dict, validity) -> tuple[bool, str]:
 def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed) -> tuple[list[dict], list[dict]]:
     """Split selected grounded rows into (kept, rejections) by ``accepted``; rows not made here pass through. A rejection
     has the selection's shape with reason ``case_invalid`` and the validity's reasons as its detail."""
-    from hcat_pipeline.core.golden import case_from_query
     from hcat_pipeline.golden.case_checks import sources_for, validate_cases
+    from hcat_pipeline.golden.cases import case_from_query
 
     grounded = [r for r in kept if is_grounded(r)]
     if not grounded:

@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hcat_pipeline.core.selection import content_words, lexical_recall, negation_mismatch, words
 from hcat_pipeline.golden.claims import claim_problem, contradicted_by
+from hcat_pipeline.golden.selection import content_words, lexical_recall, negation_mismatch, words
 from hcat_pipeline.golden.validity import Validity, ValidityConfig, answerable_checks, combine, is_answerable, self_contained
 
 HCAT_ATTRIBUTES = ("gender", "age", "nationality", "race_ethnicity", "income")

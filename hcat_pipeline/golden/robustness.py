@@ -2,7 +2,7 @@
 
 * Input variations (§6.1.3): ``typo_variant`` — seeded, rule-based character noise (adjacent swap,
   dropped / doubled letter, neighbouring key); colloquial rewrites are LLM-made
-  (``hcat_pipeline.core.generation.colloquial_rewrite``).
+  (``hcat_pipeline.golden.generation.colloquial_rewrite``).
 * Adversarial inputs (§6.1.1; golden-eval §11.2): ``contradict_sentence`` turns the source sentence
   that best supports the reference answer into a contradicting one by rules (negation, changed
   number, swapped antonym). It becomes a *misleading premise* in the query and a *distractor
@@ -372,7 +372,7 @@ def build_robustness_cases(
     (cases, failures); a failure is {kind, base_case_id, reason}.
     """
     if new_case is None:
-        from hcat_pipeline.core.golden import new_case
+        from hcat_pipeline.golden.cases import new_case
     counts = {**VARIANT_COUNTS, **(counts or {})}
     order = sorted(bases, key=lambda c: c["case_id"])
     rng_for(seed, "variants").shuffle(order)

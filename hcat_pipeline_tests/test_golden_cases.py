@@ -3,7 +3,7 @@ import json
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.golden import (
+from hcat_pipeline.golden.cases import (
     CaseImportError,
     GoldenSetIntegrityError,
     VersionConflict,
@@ -161,7 +161,7 @@ def test_cli_import_runs_the_validity_checks(tmp_path, capsys, embedding_model):
     import polars as pl
 
     from hcat_pipeline.cli import main
-    from hcat_pipeline.core.golden import load_version
+    from hcat_pipeline.golden.cases import load_version
 
     chunks = tmp_path / "chunks.parquet"
     pl.DataFrame({"chunk_id": ["k1"], "text": ["The pass statement is a null operation: when it is executed, nothing happens."]}).write_parquet(chunks)

@@ -1,6 +1,6 @@
 import numpy as np
 
-from hcat_pipeline.core.robustness import (
+from hcat_pipeline.golden.robustness import (
     canary_for,
     contradict_sentence,
     counterfactual_pair,
@@ -74,9 +74,9 @@ def test_ood_queries_are_far_from_the_corpus():
 
 
 def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
-    from hcat_pipeline.core.golden import case_from_query, cases_frame
-    from hcat_pipeline.core.robustness import build_robustness_cases
-    from hcat_pipeline_tests.test_core_generation import CHUNKS, bow_embed
+    from hcat_pipeline.golden.cases import case_from_query, cases_frame
+    from hcat_pipeline.golden.robustness import build_robustness_cases
+    from hcat_pipeline_tests.test_golden_generation import CHUNKS, bow_embed
 
     rows = [
         {"query_type": t, "query": q, "reference_answer": a, "source_chunk_ids": ["c1"], "options": [], "stratum": 0, "stratum_label": "s",
@@ -127,7 +127,7 @@ def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
 
 
 def _bases(specs):
-    from hcat_pipeline.core.golden import case_from_query
+    from hcat_pipeline.golden.cases import case_from_query
 
     rows = [{"query_type": t, "query": q, "reference_answer": a, "source_chunk_ids": ["c1"], "options": [], "stratum": 0,
              "stratum_label": "s", "model": "m", "prompt_hash": "p", "seed": 0} for t, q, a in specs]  # fmt: skip
@@ -135,9 +135,9 @@ def _bases(specs):
 
 
 def test_bias_pairs_stay_in_their_budget_on_questions_a_person_would_ask():
-    from hcat_pipeline.core.golden import cases_frame
-    from hcat_pipeline.core.robustness import ATTRIBUTES, build_robustness_cases
-    from hcat_pipeline_tests.test_core_generation import CHUNKS, bow_embed
+    from hcat_pipeline.golden.cases import cases_frame
+    from hcat_pipeline.golden.robustness import ATTRIBUTES, build_robustness_cases
+    from hcat_pipeline_tests.test_golden_generation import CHUNKS, bow_embed
 
     assert ATTRIBUTES == ("gender", "age", "nationality", "race_ethnicity", "income")  # HCAT §4
     corpus = bow_embed(list(CHUNKS.values()))
@@ -159,8 +159,8 @@ def test_bias_pairs_stay_in_their_budget_on_questions_a_person_would_ask():
 
 
 def test_every_kind_is_present_and_failing_bases_are_skipped_not_dropped():
-    from hcat_pipeline.core.robustness import build_robustness_cases
-    from hcat_pipeline_tests.test_core_generation import CHUNKS, bow_embed
+    from hcat_pipeline.golden.robustness import build_robustness_cases
+    from hcat_pipeline_tests.test_golden_generation import CHUNKS, bow_embed
 
     chunks = {**CHUNKS, "c9": "Hello there. Nice weather."}  # no contradiction rule applies to this chunk
     bases = _bases([
@@ -189,7 +189,7 @@ def test_every_kind_is_present_and_failing_bases_are_skipped_not_dropped():
 
 
 def test_colloquial_rules_fallback_is_casual_deterministic_and_keeps_terms():
-    from hcat_pipeline.core.robustness import colloquial_rules
+    from hcat_pipeline.golden.robustness import colloquial_rules
 
     q = "What is the difference between a list and a tuple when you must change items?"
     a = colloquial_rules(q, 0, "k1")
@@ -199,7 +199,7 @@ def test_colloquial_rules_fallback_is_casual_deterministic_and_keeps_terms():
 
 
 def test_false_premise_skips_a_claim_the_source_itself_states():
-    from hcat_pipeline.core.robustness import false_premise
+    from hcat_pipeline.golden.robustness import false_premise
 
     first = "The card can be used abroad without a fee."
     second = "Interest is paid on the first business day of the month."

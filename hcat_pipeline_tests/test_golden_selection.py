@@ -2,7 +2,7 @@
 
 import pytest
 
-from hcat_pipeline.core.selection import (
+from hcat_pipeline.golden.selection import (
     REJECTION_REASONS,
     SelectionConfig,
     check_yes_no_polarity,
@@ -12,7 +12,7 @@ from hcat_pipeline.core.selection import (
     select_queries,
     split_yes_no,
 )
-from hcat_pipeline_tests.test_core_generation import bow_embed, row
+from hcat_pipeline_tests.test_golden_generation import bow_embed, row
 
 FORMAT = (
     "The format specification follows the colon. A format specification can be empty; then the value is "
@@ -44,7 +44,7 @@ def test_reference_polarity(question, statement, expected):
 
 
 def test_contractions_are_negations():
-    from hcat_pipeline.core.selection import polarity_tokens as _tokens
+    from hcat_pipeline.golden.selection import polarity_tokens as _tokens
 
     assert _tokens("It cannot; can't, won't, doesn’t") == ["it", "can", "not", "can", "not", "will", "not", "does", "not"]
     assert reference_polarity("Can the value be changed?", "The value can't be changed.") == "no"
@@ -126,7 +126,7 @@ def test_the_dagster_selection_config_is_derived_from_the_core_dataclass():
 
     from hcat_pipeline.assets._config import to_core
     from hcat_pipeline.assets.queries import QuerySelectionConfig
-    from hcat_pipeline.core.selection import SelectionConfig
+    from hcat_pipeline.golden.selection import SelectionConfig
 
     names = [f.name for f in dataclasses.fields(SelectionConfig)]
     assert list(QuerySelectionConfig.model_fields) == names and "max_answer_words" in names

@@ -1,5 +1,5 @@
 """Frozen, content-addressed, immutable tables: the one write-aside-and-rename and verify used by golden-set
-versions (``core.golden``) and exam versions (``core.exam_freeze``).
+versions (``golden.cases``) and exam versions (``core.exam_freeze``).
 
 A version is a directory ``<root>/<version>/`` holding one Parquet file and ``manifest.json`` with the SHA-256
 of the file (``content_sha256``) and of the canonical rows (``table_sha256``, independent of the Parquet

@@ -5,8 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.generation import QUERY_TYPES, generate_queries, load_prompt, parse_reply, prompt_name
-from hcat_pipeline.core.selection import SelectionConfig, check_mc_key, check_type, rejection_counts, select_queries
+from hcat_pipeline.golden.generation import QUERY_TYPES, generate_queries, load_prompt, parse_reply, prompt_name
+from hcat_pipeline.golden.selection import SelectionConfig, check_mc_key, check_type, rejection_counts, select_queries
 
 PASS = (
     "The pass statement is a null operation: when it is executed, nothing happens. "
@@ -149,7 +149,7 @@ def _sample(n_strata=16, size=24):
 
 
 def test_plan_asks_every_stratum_and_every_type_with_one_request_per_chunk():
-    from hcat_pipeline.core.generation import plan_requests
+    from hcat_pipeline.golden.generation import plan_requests
 
     sample = _sample()
     alone = {"s5-c0"}  # a chunk without a multi-hop partner
@@ -173,7 +173,7 @@ def _rows_for(plan, kept_pred):
 
 
 def test_repairs_target_uncovered_types_and_strata_within_the_cap():
-    from hcat_pipeline.core.generation import plan_repairs, plan_requests
+    from hcat_pipeline.golden.generation import plan_repairs, plan_requests
 
     sample = _sample()
     plan = plan_requests(sample, QUERY_TYPES, seed=0)
@@ -220,7 +220,7 @@ class _FakeLLM:
 
 
 def test_generate_covering_runs_a_bounded_repair_round():
-    from hcat_pipeline.core.generation import coverage, generate_covering
+    from hcat_pipeline.golden.generation import coverage, generate_covering
 
     sample = _sample(4, 6)
     pools = {s: [c for c in sample if c["stratum"] == s] + [{"chunk_id": f"s{s}-r0", "text": f"reserve {s}", "stratum": s, "stratum_label": "t"}] for s in range(4)}

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hcat_pipeline.core.chunking import split_sentences
-from hcat_pipeline.core.generation import few_shot_questions, prompt_name
 from hcat_pipeline.core.text import STOPWORDS
+from hcat_pipeline.golden.generation import few_shot_questions, prompt_name
 
 AUXILIARIES = (
     "is", "are", "am", "was", "were", "do", "does", "did", "can", "could", "will", "would", "should",
