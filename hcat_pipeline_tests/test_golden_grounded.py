@@ -23,6 +23,8 @@ class _LLM:
         user = messages[-1]["content"]
         self.seen.append(user)
         line = [ln for ln in user.splitlines() if ln.startswith(("Sentence:", "Statement:", "Sentence 1:"))][0].split(":", 1)[1].strip()
+        answer = [ln.split(":", 1)[1].strip() for ln in user.splitlines() if ln.startswith("Answer:")]
+        line = line.replace(answer[0], "what") if answer else line  # a span question does not name its answer
         return SimpleNamespace(data={"question": f"Is it true that {line.rstrip('.')}?"}, text="", model="fake", latency_s=0.0,
                                input_tokens=1, output_tokens=1)  # fmt: skip
 
@@ -145,3 +147,21 @@ def test_conditions_and_definitions_are_asked_by_rule():
     chunk = {"chunk_id": "c1", "text": "Claims submitted later are rejected unless a director approves them."}
     req = build_request(chunk, "simple", chunk["text"], None, 0)
     assert req["question"] == "Under what condition are claims submitted later rejected?" and req["reference"] == chunk["text"]
+
+
+def test_simple_questions_are_written_for_a_span_and_must_not_name_it():
+    from hcat_pipeline.golden.grounded import answer_span, ask
+
+    sentence = "You can make up to three withdrawals in each calendar year without losing interest."
+    chunk = {"chunk_id": "c1", "text": SAVINGS, "stratum": 0, "stratum_label": "s"}
+    assert answer_span('"index" raises "ValueError" when *x* is not found in *s*.') == "index"
+    req = build_request(chunk, "simple", 'The fee is "15 pounds" for a payment made in a branch.', None, 0)
+    assert req["values"]["answer"] == "15" and req["prompt"] == "query_grounded_span"
+
+    class Leaky:  # names the answer in its question
+        def generate(self, messages, **kw):
+            return SimpleNamespace(data={"question": "Is 15 pounds the branch fee?"}, text="{}", model="fake", latency_s=0.0, input_tokens=1, output_tokens=1)
+
+    row = ask(chunk, "simple", 'The fee is "15 pounds" for a payment made in a branch.', Leaky(), None, 0)
+    assert row["error"].startswith("answer_in_question") and row["query"] is None
+    assert answer_span(sentence) is None or answer_span(sentence) in sentence

@@ -178,8 +178,9 @@ MAX_WH_PREDICATE_WORDS = 12
 def wh_question(statement: str) -> str | None:
     """A "when" / "under what condition" question whose answer is the condition ``statement`` states ("A warning is
     printed to "sys.stderr" when an exception occurs in "__del__()"." → "When is a warning printed to "sys.stderr"?"),
-    or a "what is" question for a definition ("The string argument passed to "eval()" is a code block." → "What is the
-    string argument passed to "eval()"?"). By rule, the reference is the statement itself; None when neither form
+    or a "what is" question for a definition of a definite subject ("The string argument passed to "eval()" is a code
+    block." → "What is the string argument passed to "eval()"?"; "A non-empty return is a syntax error …" states a
+    property of a kind, not a definition: no question). By rule, the reference is the statement itself; None when neither form
     applies or the subject is generic."""
     parts = subject_split(statement)
     if parts is None or generic_subject(parts[0]):
@@ -187,12 +188,14 @@ def wh_question(statement: str) -> str | None:
     subject, aux, rest = parts
     for k, tok in enumerate(rest):
         word = tok.lower().strip(",")
+        if word in ("which", "that", "who", "whose", "where"):
+            return None  # a relative clause: its "when" belongs to it, not to the statement
         if k >= 1 and word in _CONDITION and len(rest) - k >= 3:
             predicate = " ".join(rest[:k]).rstrip(",")
             if 1 <= len(predicate.split()) <= MAX_WH_PREDICATE_WORDS and not re.search(r"[,;:]|\b(?:and|or)\b", predicate):
                 return f"{_CONDITION[word]} {aux} {subject} {predicate}?"
             return None
-    if aux in ("is", "are") and rest and rest[0].lower() in ("a", "an", "one") and len(content_words(subject)) >= 2:
+    if aux in ("is", "are") and rest and rest[0].lower() in ("a", "an", "one") and subject.lower().startswith("the ") and len(content_words(subject)) >= 2:
         return f"What {aux} {subject}?"
     return None
 

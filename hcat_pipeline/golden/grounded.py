@@ -29,7 +29,8 @@ import re
 from collections.abc import Callable
 from types import SimpleNamespace
 
-from hcat_pipeline.core.exam_spans import sentences
+from hcat_pipeline.core.exam_filters import answer_in_question
+from hcat_pipeline.core.exam_spans import sentences, terms
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
@@ -86,6 +87,15 @@ def yes_no_request(chunk: dict, sentence: str, seed: int) -> dict | None:
             "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
 
 
+def answer_span(sentence: str) -> str | None:
+    """The span of ``sentence`` a "simple" question asks for: its first exam answer term (``core.exam_spans.terms``: a
+    literal, a number with its unit, a named term) that occurs once in it and leaves at least four other words."""
+    for t in terms(sentence):
+        if sentence.count(t) == 1 and len(sentence.replace(t, " ").split()) >= 4:
+            return t
+    return None
+
+
 def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, seed: int) -> dict | None:
     """Prompt values and the reference of one request; None when the type does not fit the sentence."""
     if qtype == "yes_no":  # no LLM: polarity from the source (see yes_no_request)
@@ -104,14 +114,19 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
                 "rule": WH_RULE}  # fmt: skip
     if qtype == "inference" and not _CAUSAL.search(sentence):
         return None
-    return {"values": {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence}, "reference": sentence,
-            "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
+    values = {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence}
+    target = answer_span(sentence) if qtype == "simple" else None
+    if target:  # the question is written for a span of the sentence, as the exam's are (its answer)
+        return {"values": {**values, "answer": target}, "reference": sentence, "label": None, "evidence": target,
+                "chunk_ids": [chunk["chunk_id"]], "prompt": "query_grounded_span"}  # fmt: skip
+    return {"values": values, "reference": sentence, "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]]}
 
 
 def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1) -> dict:
     """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source."""
     req = build_request(chunk, qtype, sentence, partner, seed)
-    template = (req or {}).get("rule") or (YES_NO_RULE if qtype == "yes_no" else load_prompt(f"query_grounded_{qtype}_{PROMPT_VERSION}"))
+    name = (req or {}).get("prompt") or f"query_grounded_{qtype}"
+    template = (req or {}).get("rule") or (YES_NO_RULE if qtype == "yes_no" else load_prompt(f"{name}_{PROMPT_VERSION}"))
     if req is None:
         return query_row(chunk, qtype, [chunk["chunk_id"]], template, seed, generation_round=generation_round,
                     error=f"type_mismatch: no {qtype} question fits the sentence" if qtype != "multi_hop" else "no_partner: no partner sentence")
@@ -125,7 +140,11 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
         result = llm.generate(template.render(**req["values"]), json_schema=QUESTION_SCHEMA, temperature=0.0, seed=s, max_tokens=MAX_TOKENS)
     except failed_exceptions as e:  # noqa: PERF203 - one failure must not stop the batch
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}", **extra)
-    return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=str((result.data or {}).get("question", "")).strip(),
+    question = str((result.data or {}).get("question", "")).strip()
+    if req["evidence"] and answer_in_question(question, req["evidence"]):
+        return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"answer_in_question: the question names its answer {req['evidence']!r}",
+                         model=result.model, raw_reply=result.text, **extra)  # fmt: skip
+    return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=question,
                 reference_answer=req["reference"], answer_label=req["label"], model=result.model, latency_s=result.latency_s,
                 input_tokens=result.input_tokens, output_tokens=result.output_tokens, raw_reply=result.text, **extra)  # fmt: skip
 
