@@ -100,8 +100,9 @@ def colloquial_rules(query: str, seed: int, key: str = "") -> str:
 
 
 # ---------------------------------------------------------------- adversarial: contradiction rules
-_NEGATABLE = re.compile(
-    r"\b(is|are|was|were|can|could|will|would|should|must|may|does|do|did|has|have)\b(?!\s+not\b)(?!n't)", re.I
+_NEGATABLE = re.compile(  # "can only" / "have just" read badly negated; "has" / "have" only as auxiliaries (before a participle)
+    r"\b(?:(is|are|was|were|can|could|will|would|should|must|may|does|do|did)|(?:has|have)(?=\s+(?:been|\w+(?:ed|en|wn|ne))\b))\b"
+    r"(?!\s+(?:not|only|also|just|both|either|neither|never)\b)(?!n't)", re.I
 )
 _NEGATED = re.compile(r"\b(is|are|was|were|can|could|will|would|should|must|may|does|do|did|has|have)\s+not\b|\b(\w+)n't\b", re.I)
 ANTONYMS = {
@@ -332,11 +333,13 @@ _OPEN_TYPES = ("simple", "inference", "multi_hop")
 
 
 def _supporting_sentences(case: dict, chunk_texts: dict[str, str], embed) -> list[str]:
-    """Source sentences ordered by similarity to the reference answer (best first)."""
-    from hcat_pipeline.core.chunking import split_sentences
+    """Source sentences ordered by similarity to the reference answer (best first): the readable sentences the grounded
+    references are chosen from (``core.exam_spans.sentences``), so a grounded case's own reference sentence is among
+    them (the chunker's split cuts at chunk boundaries and keeps headings glued to sentences)."""
+    from hcat_pipeline.core.exam_spans import sentences
 
-    sents = [s for cid in case["source_chunk_ids"] if cid in chunk_texts for s in split_sentences(chunk_texts[cid])]
-    sents = [s for s in dict.fromkeys(sents) if 3 <= len(s.split()) <= 60]
+    sents = [s for cid in case["source_chunk_ids"] if cid in chunk_texts for s in sentences(chunk_texts[cid])]
+    sents = list(dict.fromkeys(sents))
     if not sents:
         return []
     v = embed([case["reference_answer"] or case["query"], *sents])
