@@ -72,6 +72,8 @@ def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> 
         return "does not end a sentence (cut at a chunk boundary?)"
     if not (s[:1].isupper() or s[:1] in "\"“'"):
         return f"starts mid-sentence ({s.split()[0]!r})"
+    if s.count("(") != s.count(")"):
+        return "unbalanced parentheses (cut from a longer sentence?)"
     n = len(s.split())
     if not min_words <= n <= max_words:
         return f"{n} words, outside [{min_words}, {max_words}]"

@@ -5,9 +5,11 @@ The reference comes first: a source sentence a reviewer would sign (``reference_
 before it). The question is then written *for* that reference:
 
 - ``simple``: a sentence stating a condition or a definition is asked by rule, no LLM (``claims.wh_question``: "X is
-  rejected unless a director approves it." → "Under what condition is X rejected?"); otherwise, and for
-  ``inference``, the LLM writes the question (``query_grounded_<type>_v1`` prompts, the sentence and
-  ``PASSAGE_CHARS`` of context around it); the reference is the sentence;
+  rejected unless a director approves it." → "Under what condition is X rejected?"); otherwise the LLM writes the
+  question for a span of the sentence (``answer_span``: a literal, number or named term — the exam's answer-target
+  method, ``query_grounded_span_v1``; a question naming its answer is an error row); a sentence with neither gets no
+  simple question (the small model's questions without a target were rarely sound). ``inference``: the LLM writes the
+  question for a causal or conditional sentence (``query_grounded_inference_v1``). The reference is the sentence;
 - ``yes_no``: no LLM, never a negated question. Polarity comes from the source: a negated sentence asks its positive
   claim ("The account cannot be held jointly." → "Can the account be held jointly?", "No."); an affirmative one is
   inverted as it stands ("The *fill* value must be a string." → "Must the *fill* value be a string?",
@@ -149,8 +151,22 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
                 input_tokens=result.input_tokens, output_tokens=result.output_tokens, raw_reply=result.text, **extra)  # fmt: skip
 
 
+def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None) -> bool:
+    """Whether a question of ``qtype`` can be built for ``sentence``: yes/no by inversion, simple for a span or by the
+    condition / definition rule, inference on a causal or conditional sentence, multi-hop with a partner chunk."""
+    if qtype == "yes_no":
+        return yes_no_request(chunk, sentence, 0) is not None
+    if qtype == "simple":
+        return bool(answer_span(sentence) or wh_question(sentence))
+    if qtype == "inference":
+        return bool(_CAUSAL.search(sentence))
+    return qtype == "multi_hop" and partner_of(chunk) is not None
+
+
 def _candidates(pool: list[dict], types: list[str], partner_of) -> list[tuple[dict, str, str]]:
-    """(chunk, sentence, type) in asking order for one stratum: chunks in pool order, their sentences, types rotated."""
+    """(chunk, sentence, type) in asking order for one stratum: chunks in pool order, their sentences, types rotated. A
+    sentence the type does not fit gets the first of simple / yes_no that fits it, else none (no request is spent on a
+    question the small model would have to invent without a target: those were rarely sound)."""
     out, t = [], 0
     by_chunk = [(c, reference_sentences(c["text"])) for c in pool]
     for depth in range(max((len(s) for _, s in by_chunk), default=0)):
@@ -158,10 +174,9 @@ def _candidates(pool: list[dict], types: list[str], partner_of) -> list[tuple[di
             if depth < len(sents):
                 qtype = types[t % len(types)]
                 t += 1
-                if ((qtype == "multi_hop" and partner_of(chunk) is None) or (qtype == "yes_no" and yes_no_request(chunk, sents[depth], 0) is None)
-                        or (qtype == "inference" and not _CAUSAL.search(sents[depth]))):
-                    qtype = "simple"  # the type does not fit this sentence: ask a simple question, spend no request on a misfit
-                out.append((chunk, sents[depth], qtype))
+                chosen = next((q for q in (qtype, "simple", "yes_no") if fits(chunk, sents[depth], q, partner_of)), None)
+                if chosen:
+                    out.append((chunk, sents[depth], chosen))
     return out
 
 
