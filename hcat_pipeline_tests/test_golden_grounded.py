@@ -165,3 +165,13 @@ def test_simple_questions_are_written_for_a_span_and_must_not_name_it():
     row = ask(chunk, "simple", 'The fee is "15 pounds" for a payment made in a branch.', Leaky(), None, 0)
     assert row["error"].startswith("answer_in_question") and row["query"] is None
     assert answer_span(sentence) is None or answer_span(sentence) in sentence
+
+
+def test_rule_questions_need_every_referent_in_the_sentence():
+    from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
+
+    assert yes_no_question("One can think of them as defining the value of an object indirectly.") is None  # them?
+    assert wh_question("They are rejected unless a director approves them.") is None
+    glued = "A future statement is treated specially at compile time: Changes to the semantics are implemented differently."
+    assert sentence_problem(glued) is not None  # two sentences after a colon
+    assert sentence_problem("The context manager is entered first: the value is bound to the target of the statement.") is None

@@ -53,7 +53,8 @@ _GLUED = re.compile(
     r"|\.\s+[a-z_][\w.]*\(|\)\s+[A-Z][a-z]+\s"  # a signature glued on: ". object.__getitem__(self)", "header=None) Enter the"
     r"|[a-z]\s+(?:The|A|An|This|These|In|It|For|If|When|Each|By|On|At|To|As|All|Some|Most|While|Since|Normally|Usually)\s"  # a heading
     # glued on: "Common Sequence Operations The operations", "Metaclasses By default"
-    r"|[~=^-]{3,}|\s\d+\.$|\s\d+\.\s")  # rule lines and numbered steps ("… is invoked. 5.")
+    r"|[~=^-]{3,}|\s\d+\.$|\s\d+\.\s"  # rule lines and numbered steps ("… is invoked. 5.")
+    r"|[a-z]:\s+[A-Z][a-z]+\s")  # a second sentence after a colon ("… at compile time: Changes to the semantics …")
 _SEE_ELSEWHERE = re.compile(r"\bas indicated\b|\bsee\b[^.]*\b(?:above|below)\b|\b(?:described|shown|listed|explained) (?:above|below)\b", re.I)
 _DEICTIC_THIS = re.compile(r"\b(?:of|by|to|with|for|from|on|in)\s+(?:this|that|these|those)\b(?!\s+[a-z]+(?:s|ion|ment|er|or)?\b(?<!\bis)(?<!\bare))|"
                            r"\b(?:this|these)\s+(?:is|are|was|were|means|allows|can|will|[,.;:])", re.I)
@@ -113,6 +114,7 @@ def _lower_first_word(toks: list[str]) -> bool:
 _NAMES = frozenset({"Python", "Unicode", "Windows", "Linux", "Unix", "Mac", "macOS", "Java", "English", "European", "American"})
 
 
+_ANAPHOR = re.compile(r"\b(?:they|them|their|theirs)\b", re.I)  # refers to something before the sentence: a question by rule has no antecedent
 MAX_YES_NO_WORDS = 25  # a longer yes/no question is rarely one a user would ask
 _NOT = re.compile(r"\b(?:not|cannot|never)\b|n't\b", re.I)
 _SECOND_CLAUSE = re.compile(r";|,\s+(?:however|but|whereas|while|and\s+(?:the|a|an|it|this|they|its)\b)", re.I)
@@ -167,7 +169,8 @@ def yes_no_question(statement: str) -> str | None:
     negated question has no clear "yes": ask the positive claim, whose answer is "No"; a second main clause), when the
     subject is generic (``generic_subject``) or the statement is longer than ``MAX_YES_NO_WORDS``."""
     parts = subject_split(statement)
-    if parts is None or len(" ".join((statement or "").split()).split()) > MAX_YES_NO_WORDS or generic_subject(parts[0]):
+    if (parts is None or len(" ".join((statement or "").split()).split()) > MAX_YES_NO_WORDS or generic_subject(parts[0])
+            or _ANAPHOR.search(statement)):
         return None
     subject, aux, rest = parts
     return f"{aux.capitalize()} {subject} {' '.join(rest)}?".replace("  ", " ")
@@ -185,7 +188,7 @@ def wh_question(statement: str) -> str | None:
     property of a kind, not a definition: no question). By rule, the reference is the statement itself; None when neither form
     applies or the subject is generic."""
     parts = subject_split(statement)
-    if parts is None or generic_subject(parts[0]):
+    if parts is None or generic_subject(parts[0]) or _ANAPHOR.search(statement):
         return None
     subject, aux, rest = parts
     for k, tok in enumerate(rest):
