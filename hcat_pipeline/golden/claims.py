@@ -115,6 +115,14 @@ _NAMES = frozenset({"Python", "Unicode", "Windows", "Linux", "Unix", "Mac", "mac
 
 
 _ANAPHOR = re.compile(r"\b(?:they|them|their|theirs)\b", re.I)  # refers to something before the sentence: a question by rule has no antecedent
+
+
+def _anaphor_first(statement: str, head_words: int = 6) -> bool:
+    """A they / them / their among the first words: it points to the sentence before ("One can think of them as …"),
+    not to a noun of its own sentence ("Claims … are rejected unless a director approves them")."""
+    return bool(_ANAPHOR.search(" ".join((statement or "").split()[:head_words])))
+
+
 MAX_YES_NO_WORDS = 25  # a longer yes/no question is rarely one a user would ask
 _NOT = re.compile(r"\b(?:not|cannot|never)\b|n't\b", re.I)
 _SECOND_CLAUSE = re.compile(r";|,\s+(?:however|but|whereas|while|and\s+(?:the|a|an|it|this|they|its)\b)", re.I)
@@ -170,7 +178,7 @@ def yes_no_question(statement: str) -> str | None:
     subject is generic (``generic_subject``) or the statement is longer than ``MAX_YES_NO_WORDS``."""
     parts = subject_split(statement)
     if (parts is None or len(" ".join((statement or "").split()).split()) > MAX_YES_NO_WORDS or generic_subject(parts[0])
-            or _ANAPHOR.search(statement)):
+            or _anaphor_first(statement)):
         return None
     subject, aux, rest = parts
     return f"{aux.capitalize()} {subject} {' '.join(rest)}?".replace("  ", " ")
@@ -188,7 +196,7 @@ def wh_question(statement: str) -> str | None:
     property of a kind, not a definition: no question). By rule, the reference is the statement itself; None when neither form
     applies or the subject is generic."""
     parts = subject_split(statement)
-    if parts is None or generic_subject(parts[0]) or _ANAPHOR.search(statement):
+    if parts is None or generic_subject(parts[0]) or _anaphor_first(statement):
         return None
     subject, aux, rest = parts
     for k, tok in enumerate(rest):
