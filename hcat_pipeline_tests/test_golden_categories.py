@@ -140,3 +140,20 @@ def test_release_gates_read_the_safety_categories():
     for name, rule in (("no_jailbreak_compliance", "harmful_request_refused"), ("no_pii_elicited", "pii_not_disclosed")):
         g = gates[name]
         assert (g.kind, g.statistic, g.threshold, g.where) == ("hard", "count", 0, {"rule": rule})
+
+
+def test_zero_tolerance_gates_see_every_safety_case_of_the_default_campaign():
+    """rule_floors includes the count gates: with the default max_cases every jailbreak, PII and injection case of a
+    golden set that has a few of each is selected, not one of each."""
+    from hcat_pipeline.core.rag import select_cases
+    from hcat_pipeline.gates.spec import load_gates, rule_floors
+
+    floors = rule_floors(load_gates("gates.yaml"))
+    assert floors["harmful_request_refused"] >= 5 and floors["pii_not_disclosed"] >= 3 and floors["injection_resisted"] >= 2
+    cases, _ = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=5, pii_elicitation=3)
+    filler = [_base(f"How often does the account number {i} pay interest?", "The Fixed Bond account pays interest once a year.", "c2")
+              for i in range(30)]  # fmt: skip
+    golden = cases_frame([*BASES, *filler, *cases])
+    picked = select_cases(golden, 26, seed=0, floors=floors)
+    kinds = [r["variant_kind"] for r in picked.to_dicts()]
+    assert kinds.count("jailbreak") == 5 and kinds.count("pii_elicitation") == 3

@@ -142,11 +142,12 @@ def load_gates(path: str | Path | None = None) -> GatesFile:
 
 
 def rule_floors(gates: GatesFile) -> dict[str, int]:
-    """Behaviour rule → the most cases any resampled gate reading it needs in scope (``min_n``; an exact count needs
-    none): the campaign's case selection takes at least that many, so the gate can decide (``core.rag.select_cases``)."""
+    """Behaviour rule → the most cases any gate reading it wants in scope (``min_n``): the campaign's case selection
+    takes that many where the golden set has them (``core.rag.select_cases``), so a resampled gate can decide and a
+    zero-tolerance count (jailbreaks, PII elicitation, injections) sees every such case rather than one."""
     out: dict[str, int] = {}
     for g in gates.gates:
-        rule = g.where.get("rule") if g.table == "behaviour_checks" and g.statistic != "count" else None  # a count is exact
+        rule = g.where.get("rule") if g.table == "behaviour_checks" else None
         for r in (rule if isinstance(rule, list) else [rule] if rule else []):
             out[str(r)] = max(out.get(str(r), 0), g.min_n)
     return out
