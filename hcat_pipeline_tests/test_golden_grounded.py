@@ -175,3 +175,4 @@ def test_rule_questions_need_every_referent_in_the_sentence():
     glued = "A future statement is treated specially at compile time: Changes to the semantics are implemented differently."
     assert sentence_problem(glued) is not None  # two sentences after a colon
     assert sentence_problem("The context manager is entered first: the value is bound to the target of the statement.") is None
+    assert yes_no_question("You must ensure that these type objects live as long as the call interface.") is None  # these?

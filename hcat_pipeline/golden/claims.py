@@ -114,11 +114,11 @@ def _lower_first_word(toks: list[str]) -> bool:
 _NAMES = frozenset({"Python", "Unicode", "Windows", "Linux", "Unix", "Mac", "macOS", "Java", "English", "European", "American"})
 
 
-_ANAPHOR = re.compile(r"\b(?:they|them|their|theirs)\b", re.I)  # refers to something before the sentence: a question by rule has no antecedent
+_ANAPHOR = re.compile(r"\b(?:they|them|their|theirs|these|those)\b", re.I)  # refers to something before the sentence: a question by rule has no antecedent
 
 
 def _anaphor_first(statement: str, head_words: int = 6) -> bool:
-    """A they / them / their among the first words: it points to the sentence before ("One can think of them as …"),
+    """A they / them / their / these / those among the first words: it points to the sentence before ("One can think of them as …"),
     not to a noun of its own sentence ("Claims … are rejected unless a director approves them")."""
     return bool(_ANAPHOR.search(" ".join((statement or "").split()[:head_words])))
 
