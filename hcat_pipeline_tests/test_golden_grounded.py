@@ -176,3 +176,14 @@ def test_rule_questions_need_every_referent_in_the_sentence():
     assert sentence_problem(glued) is not None  # two sentences after a colon
     assert sentence_problem("The context manager is entered first: the value is bound to the target of the statement.") is None
     assert yes_no_question("You must ensure that these type objects live as long as the call interface.") is None  # these?
+
+
+def test_a_no_case_made_by_an_antonym_swap_reads_as_no():
+    """The selection's polarity check knows every swap the generator makes: "last" for "first" is a "no"."""
+    from hcat_pipeline.golden.selection import check_yes_no_polarity
+
+    sentence = "You must first describe the structure to the library by creating a new type object for it."
+    row = {"query": "Must you last describe the structure to the library by creating a new type object for it?",
+           "reference_answer": f"No. {sentence}", "answer_label": "no", "evidence": sentence}  # fmt: skip
+    assert check_yes_no_polarity(row, sentence) is None
+    assert check_yes_no_polarity({**row, "answer_label": "yes", "reference_answer": f"Yes. {sentence}"}, sentence) is not None
