@@ -69,11 +69,11 @@ def test_yes_no_polarity_comes_from_the_source():
         req = build_request(chunk, "yes_no", sentence, None, seed)
         assert req["label"] == "yes" and req["reference"] == f"Yes. {sentence}"
         assert req["question"] == "Can you make up to three withdrawals in each calendar year without losing interest?"
-    numbered = "Interest is paid on the first business day of the month after 12 months."
-    labels = {build_request(chunk, "yes_no", numbered, None, seed)["label"]: seed for seed in range(12)}
+    swappable = "Partial withdrawals are allowed on the Easy Saver account after the first year."
+    labels = {build_request(chunk, "yes_no", swappable, None, seed)["label"]: seed for seed in range(12)}
     assert set(labels) == {"yes", "no"}  # the seed picks the claim itself or one with an antonym swapped
-    no = build_request(chunk, "yes_no", numbered, None, labels["no"])
-    assert no["question"] == "Is interest paid on the last business day of the month after 12 months?" and no["reference"] == f"No. {numbered}"
+    no = build_request(chunk, "yes_no", swappable, None, labels["no"])
+    assert no["question"] == "Are partial withdrawals forbidden on the Easy Saver account after the first year?" and no["reference"] == f"No. {swappable}"
     negated = build_request(chunk, "yes_no", "The Easy Saver account cannot be held jointly.", None, 0)
     assert (negated["question"], negated["label"]) == ("Can the Easy Saver account be held jointly?", "no")  # never "Can … not …?"
 
@@ -178,12 +178,13 @@ def test_rule_questions_need_every_referent_in_the_sentence():
     assert yes_no_question("You must ensure that these type objects live as long as the call interface.") is None  # these?
 
 
-def test_a_no_case_made_by_an_antonym_swap_reads_as_no():
-    """The selection's polarity check knows every swap the generator makes: "last" for "first" is a "no"."""
-    from hcat_pipeline.golden.selection import check_yes_no_polarity
+def test_a_no_case_is_made_only_when_the_polarity_reader_sees_the_no():
+    """A "no" case by a swapped word is kept only if selection and validity read it as "no" (their lexical reader knows
+    negations and a short antonym list, not "first" / "last"): otherwise the sentence is asked as it stands, "yes"."""
+    from hcat_pipeline.golden.selection import reference_polarity
 
+    chunk = {"chunk_id": "c1", "text": SAVINGS}
     sentence = "You must first describe the structure to the library by creating a new type object for it."
-    row = {"query": "Must you last describe the structure to the library by creating a new type object for it?",
-           "reference_answer": f"No. {sentence}", "answer_label": "no", "evidence": sentence}  # fmt: skip
-    assert check_yes_no_polarity(row, sentence) is None
-    assert check_yes_no_polarity({**row, "answer_label": "yes", "reference_answer": f"Yes. {sentence}"}, sentence) is not None
+    for seed in range(8):
+        req = build_request(chunk, "yes_no", sentence, None, seed)
+        assert req["label"] == "yes" and reference_polarity(req["question"], sentence) != "no"

@@ -38,7 +38,7 @@ from hcat_pipeline.core.prompts import load_prompt
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
 from hcat_pipeline.golden.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
 from hcat_pipeline.golden.robustness import contradict_sentence, swap_antonym_or_number
-from hcat_pipeline.golden.selection import content_words
+from hcat_pipeline.golden.selection import content_words, reference_polarity
 
 GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
 DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-chunk questions by the 0.5B model were rarely sound
@@ -78,8 +78,9 @@ def yes_no_request(chunk: dict, sentence: str, seed: int) -> dict | None:
         polarity, statement = ("no" if item_seed(seed, "polarity", chunk["chunk_id"], sentence) % 2 else "yes"), sentence
         if polarity == "no":
             swapped = swap_antonym_or_number(sentence)
-            if swapped is None or sentence_problem(swapped[0]) or yes_no_question(swapped[0]) is None:
-                polarity = "yes"
+            question = yes_no_question(swapped[0]) if swapped and not sentence_problem(swapped[0]) else None
+            if question is None or reference_polarity(question, sentence) != "no":
+                polarity = "yes"  # no swap, or one the polarity reader of selection and validity cannot see as a "no"
             else:
                 statement = swapped[0]
     question = yes_no_question(statement)
