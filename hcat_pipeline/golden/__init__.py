@@ -9,8 +9,12 @@ Pure core, no Dagster import. Its asset modules are ``assets/queries.py`` (gener
 - ``variant_checks``: the checks of robustness and safety variants (misleading premise is a real claim made
   false and grammatical; counterfactual pairs differ only in the attribute; injections carry their canary).
 - ``case_checks``: both over a batch (``validate_cases``, ``check_rows``, ``validity_rate``).
-- ``grounded``: happy-path cases grounded by construction; ``categories``: ambiguous, edge-case, partially
-  answerable, jailbreak and PII-elicitation cases; ``claims``: what makes a source sentence a claim a reviewer signs.
+- ``grounded``: happy-path cases grounded by construction (``generation``: the free mode and the row contract);
+  ``selection``: the step 5.4 checks; ``robustness``: variants (typos, rewrites, premises, distractors, injections,
+  counterfactual pairs, out-of-scope); ``categories``: ambiguous, edge-case, partially answerable, jailbreak and
+  PII-elicitation cases; ``claims``: what makes a source sentence a claim a reviewer signs, and questions by rule.
+- ``cases``: the case contract (golden-eval §2.4), frozen versions and curated imports (``frozen``: content-addressed
+  storage shared with the exam); ``coverage``: strata × types covered.
 """
 
 from hcat_pipeline.golden.case_checks import validate_cases
