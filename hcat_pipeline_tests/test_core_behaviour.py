@@ -29,13 +29,12 @@ from hcat_pipeline.core.behaviour import (
     yes_no_polarity,
 )
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, new_case
+from hcat_pipeline.golden.counterfactual import counterfactual_pair, pair_id_for
 from hcat_pipeline.golden.robustness import (
     contradict_sentence,
-    counterfactual_pair,
     injection_variant,
     misleading_premise_query,
     ood_queries,
-    pair_id_for,
     typo_variant,
 )
 

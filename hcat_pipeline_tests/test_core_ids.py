@@ -10,7 +10,7 @@ from hcat_pipeline.core import chunking, ingest, rag
 from hcat_pipeline.core.ids import canonical_json, json_hash, sha256_hex, short_hash
 from hcat_pipeline.core.prompts import available_prompts, load_prompt
 from hcat_pipeline.golden import cases as golden
-from hcat_pipeline.golden import generation, robustness
+from hcat_pipeline.golden import counterfactual, generation, robustness
 
 
 def test_ids_keep_their_values():
@@ -22,8 +22,8 @@ def test_ids_keep_their_values():
     assert golden.corpus_hash(["d2", "d1", "d1"]) == "a000e27b005e0fad"
     assert golden.corpus_hash([]) == "e3b0c44298fc1c14"  # SHA-256 of the empty string
     assert robustness.canary_for("gc-1") == "CANARY-87D44283"
-    assert robustness.pair_id_for("gc-1", "gender") == "pair-27bf0dab4f"
-    assert robustness.pair_id_for("gc-1", "gender", 2) == "pair-4ceba04d69"
+    assert counterfactual.pair_id_for("gc-1", "gender") == "pair-27bf0dab4f"
+    assert counterfactual.pair_id_for("gc-1", "gender", 2) == "pair-4ceba04d69"
     assert ingest.doc_id_for("héllo") == "3c48591d8d098a45"
     assert chunking.chunk_id_for("d1", 0, 10) == "3d8fb6db97093c33"
 

@@ -1,13 +1,12 @@
 import numpy as np
 
+from hcat_pipeline.golden.counterfactual import counterfactual_pair, swap_terms
 from hcat_pipeline.golden.robustness import (
     canary_for,
     contradict_sentence,
-    counterfactual_pair,
     injection_variant,
     misleading_premise_query,
     ood_queries,
-    swap_terms,
     typo_variant,
 )
 

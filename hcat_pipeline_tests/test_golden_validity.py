@@ -169,7 +169,7 @@ def test_answer_type_and_cut_questions():
 
 
 def test_counterfactual_swap_leaves_quoted_literals_alone():
-    from hcat_pipeline.golden.robustness import swap_terms
+    from hcat_pipeline.golden.counterfactual import swap_terms
 
     assert swap_terms('Can "he" abbreviate the help command?', "gender") is None  # the debugger command "he", not a man
     assert swap_terms("What should he do when his loop never ends?", "gender") == "What should she do when her loop never ends?"
