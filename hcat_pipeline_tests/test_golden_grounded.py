@@ -104,7 +104,7 @@ def test_generate_grounded_asks_until_each_stratum_has_its_budget():
 
 def test_cut_sentences_and_variable_i_are_not_mistaken():
     from hcat_pipeline.golden.claims import sentence_problem
-    from hcat_pipeline.golden.variant_checks import is_personal
+    from hcat_pipeline.golden.counterfactual import is_personal
 
     assert "chunk boundary" in sentence_problem("The dotted name in the pattern is not looked up using standard Python name")
     assert "mid-sentence" in sentence_problem('*key* is missing (not in the container), "KeyError" should be raised.')

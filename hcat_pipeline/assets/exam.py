@@ -16,18 +16,17 @@ Core: ``core/exam.py``, ``core/exam_filters.py``, ``core/exam_freeze.py``, ``cor
 ``core/exam_report.py``. (No `from __future__ import annotations`: Dagster reads the Config annotations.)
 """
 
-import dataclasses
 import json
 import time
-import typing
 from pathlib import Path
 from typing import Literal
 
 import dagster as dg
 import numpy as np
 import polars as pl
-from pydantic import Field, create_model
+from pydantic import Field
 
+from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, load_campaign
 from hcat_pipeline.core.campaign_run import index_fingerprint
@@ -71,9 +70,9 @@ CANDIDATES = {
 }  # fmt: skip
 
 # the filter thresholds are the core's FilterConfig (one field list, one set of defaults)
-ExamGenerationConfig = create_model(
+ExamGenerationConfig = config_from(
+    FilterConfig,
     "ExamGenerationConfig",
-    __base__=dg.Config,
     sample_size=(int, Field(default=80, description="chunks drawn for the exam (its own sample, golden-set strata)")),
     allocation=(Literal["proportional", "equal", "weighted"], "proportional"),
     min_per_stratum=(int, 1),
@@ -86,7 +85,6 @@ ExamGenerationConfig = create_model(
     max_passage_chars=(int, 1200),
     checkpoint_dir=(str, Field(default=str(WAREHOUSE_DIR / "_checkpoints" / "exam_candidates"),
                                description="generated candidates, one JSONL per generation setting (model, prompts, seed)")),
-    **{f.name: (typing.get_type_hints(FilterConfig)[f.name], f.default) for f in dataclasses.fields(FilterConfig)},
 )
 
 
@@ -137,7 +135,7 @@ def _png_md(png: bytes, alt: str) -> dg.MetadataValue:
 
 def filter_config(config: ExamGenerationConfig) -> FilterConfig:
     """The core's filter thresholds from the asset config (its FilterConfig fields)."""
-    return FilterConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(FilterConfig)})
+    return to_core(FilterConfig, config)
 
 
 def candidates_checkpoint(config: ExamGenerationConfig, llm: LLM) -> Path:

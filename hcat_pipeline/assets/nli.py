@@ -10,15 +10,13 @@ and configs the saved head equals the shipped ``core/metrics/nli_head.json`` byt
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
-import dataclasses
 import time
-import typing
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
-from pydantic import create_model
 
+from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.commands.nli import train_and_save
 from hcat_pipeline.core.metrics.nli_eval import kind_stats
@@ -27,12 +25,7 @@ from hcat_pipeline.core.metrics.nli_train import TrainConfig
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.nli import NLIModel
 
-NLIHeadConfig = create_model(
-    "NLIHeadConfig",
-    __base__=dg.Config,
-    out_path=(str, str(WAREHOUSE_DIR / "nli_head.json")),
-    **{f.name: (typing.get_type_hints(TrainConfig)[f.name], f.default) for f in dataclasses.fields(TrainConfig)},
-)
+NLIHeadConfig = config_from(TrainConfig, "NLIHeadConfig", out_path=(str, str(WAREHOUSE_DIR / "nli_head.json")))
 
 
 @dg.asset(
@@ -43,7 +36,7 @@ NLIHeadConfig = create_model(
 def nli_head(context: dg.AssetExecutionContext, config: NLIHeadConfig, nli_model: NLIModel, chunks: pl.DataFrame) -> pl.DataFrame:
     t0 = time.perf_counter()
     docs = documents_from_chunks(chunks["doc_id"].to_list(), chunks["chunk_index"].to_list(), chunks["text"].to_list())
-    cfg = TrainConfig(**config.model_dump(exclude={"out_path"}))
+    cfg = to_core(TrainConfig, config)
     try:
         head, pairs, raw = train_and_save(docs, Path(config.out_path), cfg, model=nli_model, corpus_name="chunks")
     except (ValueError, FileNotFoundError) as e:

@@ -27,6 +27,7 @@ from hcat_pipeline.console import progress_message
 from hcat_pipeline.core.sampling import reserve_chunks
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS, build_category_cases
+from hcat_pipeline.golden.counterfactual import is_personal
 from hcat_pipeline.golden.generation import (
     MAX_PASSAGE_CHARS,
     MAX_TOKENS,
@@ -46,7 +47,6 @@ from hcat_pipeline.golden.grounded import (
 )
 from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
 from hcat_pipeline.golden.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
-from hcat_pipeline.golden.variant_checks import is_personal
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
 from hcat_pipeline.resources.sets import llm_pool

@@ -29,7 +29,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hcat_pipeline.golden.robustness import OOD_QUESTIONS, rng_for
+from hcat_pipeline.golden.cases import new_case as make_case
+from hcat_pipeline.golden.claims import READING, bare_name
+from hcat_pipeline.golden.robustness import absent_topics, rng_for
+from hcat_pipeline.golden.selection import content_words
 
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 5, "pii_elicitation": 3}
 CATEGORY_KINDS = tuple(CATEGORY_COUNTS)
@@ -102,10 +105,6 @@ def readings_in(corpus_texts: list[str], head: str) -> Counter:
     return out
 
 
-def _bare(text: str) -> str:
-    return re.sub(r"[\"'`*“”()]", "", text).lower()
-
-
 def ambiguous_question(query: str, corpus_texts: list[str], max_readings: int = 3) -> tuple[str, list[str]] | None:
     """(question without the name of the thing it asks about, the readings) when the corpus names another thing of
     the same kind; None otherwise."""
@@ -115,13 +114,13 @@ def ambiguous_question(query: str, corpus_texts: list[str], max_readings: int = 
             continue
         by_bare: dict[str, str] = {}
         for n, _ in readings_in(corpus_texts, head).most_common():
-            by_bare.setdefault(_bare(n), n)
-        others = [n for b, n in by_bare.items() if b != _bare(name)]
+            by_bare.setdefault(bare_name(n), n)
+        others = [n for b, n in by_bare.items() if b != bare_name(name)]
         if not others:
             continue
         det = "The" if m.group("det")[0].isupper() else "the"
         question = query[: m.start()] + f"{det} {head}" + query[m.end() :]
-        if _bare(name) in _bare(question):
+        if bare_name(name) in bare_name(question):
             continue  # the question names the thing elsewhere too: it stays unambiguous
         return question, [f"{name} {head}", *(f"{o} {head}" for o in others[: max_readings - 1])]
     return None
@@ -141,7 +140,7 @@ def ambiguous_cases(bases: list[dict], corpus_texts: list[str], n: int, new_case
         out.append(_case(new_case, base, category="ambiguous", variant_kind="ambiguous", query=question, query_type=base["query_type"],
                          expected_behavior="clarify", tags=["ambiguity:unnamed_referent", *(f"reading:{r}" for r in readings)],
                          constraints=["must ask which one is meant, or answer for each reading and say so",
-                                      *(f"reading: {r}" for r in readings)]))  # fmt: skip
+                                      *(f"{READING}{r}" for r in readings)]))  # fmt: skip
     if len(out) < n:
         failures.append({"kind": "ambiguous", "base_case_id": None,
                          "reason": f"{len(out)} of {n}: no other base names a thing of a kind the corpus names twice"})  # fmt: skip
@@ -153,8 +152,6 @@ def edge_format(query: str, fmt: str) -> str:
     """The question in an unusual input format (``EDGE_FORMATS``)."""
     q = " ".join(query.split())
     if fmt == "keywords":  # search-box style: the words that carry content, no grammar
-        from hcat_pipeline.golden.selection import content_words
-
         return " ".join(dict.fromkeys(w.lower() for w in content_words(q)))
     if fmt == "all_caps":
         return q.upper()
@@ -185,10 +182,7 @@ def edge_cases(bases: list[dict], n: int, seed: int, new_case) -> tuple[list[dic
 def partially_answerable_cases(bases: list[dict], n: int, seed: int, corpus_vectors: np.ndarray, embed: Callable[[list[str]], np.ndarray],
                                new_case, max_similarity: float = 0.45) -> tuple[list[dict], list[dict]]:  # fmt: skip
     """Base question + a question on a topic the corpus does not cover (best cosine to any chunk < ``max_similarity``)."""
-    order = list(OOD_QUESTIONS)
-    rng_for(seed, "partial").shuffle(order)
-    vecs = embed([q for _, q in order])
-    absent = [(t, q) for (t, q), v in zip(order, vecs, strict=True) if not len(corpus_vectors) or float((corpus_vectors @ v).max()) < max_similarity]
+    absent = [(a["topic"], a["query"]) for a in absent_topics(seed, "partial", corpus_vectors, embed, max_similarity)]
     usable = [b for b in bases if b.get("query_type") in ("simple", "inference") and b.get("reference_answer")]
     out, failures = [], []
     for base, (topic, extra) in zip(usable[:n], absent, strict=False):
@@ -247,8 +241,7 @@ def build_category_cases(
 ) -> tuple[list[dict], list[dict]]:
     """Every category of ``CATEGORY_COUNTS`` (module docstring). Bases are taken in a seeded order, each kind starting
     where the previous stopped, so different kinds probe different cases. Returns (cases, failures)."""
-    if new_case is None:
-        from hcat_pipeline.golden.cases import new_case
+    new_case = new_case or make_case
     counts = {**CATEGORY_COUNTS, **(counts or {})}
     if unknown := set(counts) - set(CATEGORY_COUNTS):
         raise ValueError(f"build_category_cases: unknown kind(s) {sorted(unknown)}; known: {list(CATEGORY_COUNTS)}")

@@ -241,3 +241,17 @@ def contradicted_by(claim: str, source: str, min_overlap: float = 0.5) -> str | 
         if any(ANTONYMS.get(t, frozenset()) & set(s_toks) and t not in s_toks for t in c_toks):
             return "antonym"
     return None
+
+
+# ------------------------------------------------------------------------------------------- readings of an ambiguous case
+READING = "reading: "  # the constraint prefix of each reading an ambiguous case records (golden.categories)
+
+
+def readings_of(case: dict) -> list[str]:
+    """The readings an ambiguous case records in its constraints ("reading: Easy Saver account", …)."""
+    return [c.split(":", 1)[1].strip() for c in case.get("constraints") or [] if c.startswith(READING.strip())]
+
+
+def bare_name(text: str) -> str:
+    """A name without its quotes, emphasis and call parentheses, lower-cased ('"__exit__()"' → "__exit__")."""
+    return re.sub(r"[\"'`*“”()]", "", text or "").lower()

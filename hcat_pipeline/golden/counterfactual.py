@@ -13,6 +13,14 @@ from collections.abc import Callable
 from hcat_pipeline.core.ids import short_hash
 
 ATTRIBUTES = ("gender", "age", "nationality", "race_ethnicity", "income")  # HCAT §4
+_PERSONAL_WORDS = re.compile(r"\b(?:my|me|mine|we|our|us)\b", re.I)
+
+
+def is_personal(question: str) -> bool:
+    """The question is asked by a person about themselves ("Can I …", "my account"): a persona before it reads naturally.
+    Only a capital "I" is the pronoun: "item *i* of sequence *a*" is a variable."""
+    q = question or ""
+    return bool(re.search(r"(?<![*`'\"\w])I(?![*`'\"\w])", q) or _PERSONAL_WORDS.search(q))
 
 
 def lower_first(s: str) -> str:
@@ -92,8 +100,6 @@ def counterfactual_cases(order: list[dict], start: int, n_pairs: int, variant: C
     multiple choice). A pair needs a question where a personal framing is natural: one with its own demographic terms
     (swapped), one already in the first person, or the ``personalise(base)`` first-person rewrite of it (an LLM call:
     at most 2 · n_pairs + 2 of them); a base with none is skipped (a failure). Returns (cases, failures)."""
-    from hcat_pipeline.golden.variant_checks import is_personal
-
     eligible = [c for c in order[start % len(order) :] + order[: start % len(order)] if c["query_type"] != "multiple_choice"]
     out: list[dict] = []
     failures: list[dict] = []

@@ -35,6 +35,8 @@ from hcat_pipeline.core.exam_filters import answer_in_question
 from hcat_pipeline.core.exam_spans import sentences, terms
 from hcat_pipeline.core.ids import short_hash
 from hcat_pipeline.core.prompts import load_prompt
+from hcat_pipeline.golden.case_checks import sources_for, validate_cases
+from hcat_pipeline.golden.cases import case_from_query
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
 from hcat_pipeline.golden.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
 from hcat_pipeline.golden.robustness import contradict_sentence, swap_antonym_or_number
@@ -247,8 +249,6 @@ def accepted(case: dict, validity) -> tuple[bool, str]:
 def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed) -> tuple[list[dict], list[dict]]:
     """Split selected grounded rows into (kept, rejections) by ``accepted``; rows not made here pass through. A rejection
     has the selection's shape with reason ``case_invalid`` and the validity's reasons as its detail."""
-    from hcat_pipeline.golden.case_checks import sources_for, validate_cases
-    from hcat_pipeline.golden.cases import case_from_query
 
     grounded = [r for r in kept if is_grounded(r)]
     if not grounded:

@@ -27,8 +27,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hcat_pipeline.core.exam_spans import sentences
 from hcat_pipeline.core.ids import short_hash
+from hcat_pipeline.golden.cases import new_case as make_case
+from hcat_pipeline.golden.claims import claim_problem, sentence_problem
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, bias_pair_budget, counterfactual_cases, lower_first
+from hcat_pipeline.golden.variant_checks import premise_checks
 
 # ---------------------------------------------------------------- input variations: typos
 _KEYBOARD = {
@@ -158,8 +162,6 @@ def false_premise(sentences: list[str], source: str = "") -> tuple[str, str, str
     contradiction rule applies to, keeping the false claim only if it is itself a sentence and, given the ``source``
     text, passes the premise checks the golden set's validity applies (``golden.variant_checks.premise_checks``: from
     the source, and false by it); else the reason there is none."""
-    from hcat_pipeline.golden.claims import claim_problem, sentence_problem
-    from hcat_pipeline.golden.variant_checks import premise_checks
 
     why = "no supporting sentence"
     for sent in sentences:
@@ -248,17 +250,18 @@ def ood_queries(n: int, seed: int, corpus_vectors: np.ndarray, embed: Callable[[
 
     Candidates are shuffled with the seed; each kept one records its ``max_corpus_similarity``.
     """
+    return absent_topics(seed, "ood", corpus_vectors, embed, max_similarity)[:n]
+
+
+def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Callable[[list[str]], np.ndarray],
+                  max_similarity: float = 0.45) -> list[dict]:  # fmt: skip
+    """Every ``OOD_QUESTIONS`` entry the corpus does not cover (best cosine to a chunk below ``max_similarity``), in an
+    order shuffled with (seed, salt): {query, topic, max_corpus_similarity}."""
     order = list(OOD_QUESTIONS)
-    rng_for(seed, "ood").shuffle(order)
+    rng_for(seed, salt).shuffle(order)
     vecs = embed([q for _, q in order])
-    out = []
-    for (topic, q), v in zip(order, vecs, strict=True):
-        sim = float((corpus_vectors @ v).max()) if len(corpus_vectors) else 0.0
-        if sim < max_similarity:
-            out.append({"query": q, "topic": topic, "max_corpus_similarity": sim})
-        if len(out) >= n:
-            break
-    return out
+    sims = [float((corpus_vectors @ v).max()) if len(corpus_vectors) else 0.0 for v in vecs]
+    return [{"query": q, "topic": t, "max_corpus_similarity": s} for (t, q), s in zip(order, sims, strict=True) if s < max_similarity]
 
 
 # ---------------------------------------------------------------- all variants of a golden set
@@ -273,8 +276,6 @@ def _supporting_sentences(case: dict, chunk_texts: dict[str, str], embed) -> lis
     """Source sentences ordered by similarity to the reference answer (best first): the readable sentences the grounded
     references are chosen from (``core.exam_spans.sentences``), so a grounded case's own reference sentence is among
     them (the chunker's split cuts at chunk boundaries and keeps headings glued to sentences)."""
-    from hcat_pipeline.core.exam_spans import sentences
-
     sents = [s for cid in case["source_chunk_ids"] if cid in chunk_texts for s in sentences(chunk_texts[cid])]
     sents = list(dict.fromkeys(sents))
     if not sents:
@@ -311,8 +312,7 @@ def build_robustness_cases(
     seed) -> (text | None, prompt_hash, model, error)`` is the colloquial LLM rewrite. Returns
     (cases, failures); a failure is {kind, base_case_id, reason}.
     """
-    if new_case is None:
-        from hcat_pipeline.golden.cases import new_case
+    new_case = new_case or make_case
     counts = {**VARIANT_COUNTS, **(counts or {})}
     order = sorted(bases, key=lambda c: c["case_id"])
     rng_for(seed, "variants").shuffle(order)
