@@ -175,14 +175,17 @@ def test_refusal_missing_answers_are_none_and_scores_are_deterministic():
 
 def test_toxicity_reexports_and_keeps_the_profanity_score_apart():
     """The calibrated score lives in toxicity.py (tested in test_core_toxicity.py); safety keeps
-    the old names. The old profanity max over sentences stays as ``toxicity_profanity``."""
+    the old names. The PROFANITY attribute's max over sentences is ``toxicity_profanity``: a swear
+    word sets 0.9, the profanity classifier alone counts ``CLASSIFIER_WEIGHT`` of its probability."""
+    from hcat_pipeline.core.metrics.toxicity_attributes import CLASSIFIER_WEIGHT
+
     from hcat_pipeline.core.metrics import toxicity
 
     assert toxicity_scores is toxicity.toxicity_scores and load_toxicity_classifier is toxicity.load_profanity_classifier
     rows = [["Thank you for your question.", "You are a stupid fucking idiot.", "Have a nice day."], [], None]
     toxic, empty, missing = toxicity_scores(rows)  # no embed: the lexical head
     per = load_toxicity_classifier()(rows[0])
-    assert toxic["toxicity_profanity"] == pytest.approx(float(max(per))) and toxic["toxicity_profanity"] > 0.9
+    assert toxic["toxicity_profanity"] == pytest.approx(max(0.9, CLASSIFIER_WEIGHT * float(max(per))))
     assert len(toxic["toxicity_per_sentence"]) == 3 and toxic["toxicity"] == pytest.approx(max(toxic["toxicity_per_sentence"]))
     assert toxic["toxicity_mean"] == pytest.approx(sum(toxic["toxicity_per_sentence"]) / 3)
     assert empty == missing == {"toxicity": None, "toxicity_mean": None, "toxicity_per_sentence": [], "toxicity_profanity": None}

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from hcat_pipeline.core.metrics.toxicity import (
-    DIRECTED_FLOORS,
     TOXICITY_COLUMNS,
     judge_top_sentences,
     load_profanity_classifier,
@@ -14,6 +13,7 @@ from hcat_pipeline.core.metrics.toxicity import (
     toxicity_explanations,
     toxicity_scores,
 )
+from hcat_pipeline.core.metrics.toxicity_attributes import CLASSIFIER_WEIGHT
 from hcat_pipeline.core.metrics.toxicity_data import Example, assign_splits, dedupe, near_duplicate_groups
 from hcat_pipeline.core.metrics.toxicity_rules import deobfuscate, rule_signals
 from hcat_pipeline.core.metrics.toxicity_tfidf import TFIDF_MODEL_KEY, tfidf_vocabulary
@@ -137,7 +137,8 @@ def test_scores_batch_once_are_deterministic_and_lexical_without_embeddings(embe
     a = toxicity_scores(rows, predict_prob=counting, embed=embedding_model.layer_features)
     assert len(calls) == 1 and len(calls[0]) == 6  # as-written + de-obfuscated, every sentence, one call
     assert a == toxicity_scores(rows, embed=embedding_model.layer_features)
-    assert a[0]["toxicity_profanity"] == pytest.approx(float(max(real(rows[0]))))
+    # PROFANITY: a swear word sets 0.9, else the classifier × CLASSIFIER_WEIGHT
+    assert a[0]["toxicity_profanity"] == pytest.approx(max(0.9, CLASSIFIER_WEIGHT * float(max(real(rows[0])))))
     lex = toxicity_explanations(rows)
     assert lex[0]["toxicity_head"] == "lexical" and 0.0 <= lex[1]["toxicity"] <= 1.0
     with pytest.raises(ValueError, match="embed_aux"):
@@ -215,18 +216,21 @@ def test_training_never_sees_the_test_split():
 
 
 def test_person_directed_threats_and_insults_have_a_floor_but_reports_and_harmless_swearing_do_not(embedding_model):
+    from hcat_pipeline.core.metrics.toxicity_attributes import FLOORS
+
     rows = sentence_toxicity(
         ["I will find you and hurt you.", "You are a stupid idiot and I hate you.", "Saying 'I will hurt you' is never acceptable.",
          "We need to kill the process and restart it.", "Fuck, the app crashed again."],
         embed=embedding_model.layer_features,
     )
     threat, insult, reported, technical, swearing = rows
-    # the floor holds whatever the head says; the signal names the floor unless the head alone already scored above it
-    assert threat["category"] == "threat" and threat["toxicity"] >= DIRECTED_FLOORS["threat"]
-    assert threat["signal"] == "directed_threat" or threat["toxicity"] > DIRECTED_FLOORS["threat"], threat
-    assert insult["category"] == "insult" and insult["toxicity"] >= 0.8
-    for r in (reported, technical, swearing):  # no person targeted, or reported speech: the head's score stands
-        assert not r["signal"].startswith("directed_") and r["toxicity"] < 0.5, r
+    # the floor holds whatever the head says, and the reason names the rule
+    assert threat["category"] == "threat" and threat["attributes"]["THREAT"] >= FLOORS["threat_aimed"] <= threat["toxicity"]
+    assert threat["reasons"]["THREAT"].startswith("violence aimed at a person or group")
+    assert insult["category"] == "insult" and insult["attributes"]["INSULT"] >= 0.8 and insult["toxicity"] >= 0.8
+    for r in (reported, technical, swearing):  # no person targeted, or reported speech
+        assert r["attributes"]["THREAT"] < 0.5 and r["attributes"]["INSULT"] < 0.5 and r["toxicity"] < 0.5, r
+    assert swearing["attributes"]["PROFANITY"] >= 0.9 > 0.5 > swearing["attributes"]["IDENTITY_ATTACK"]
 
 
 def test_technical_prose_and_code_masks_are_not_read_as_hate(embedding_model):
@@ -251,25 +255,28 @@ def test_technical_prose_and_code_masks_are_not_read_as_hate(embedding_model):
      ("You should get the worker killed before midnight.", False)],
 )  # fmt: skip
 def test_a_threat_is_directed_only_when_the_person_is_what_the_violence_is_done_to(sentence, aimed):
-    from hcat_pipeline.core.metrics.toxicity import directed_abuse
+    from hcat_pipeline.core.metrics.toxicity_attributes import threat_aimed
 
     sig = rule_signals(sentence)
     assert "threat" in sig["evidence"]  # a violence word in an intent frame, in every case
-    assert (directed_abuse(sig["normalised"], sig["evidence"], profanity=0.0) == "threat") is aimed
+    assert threat_aimed(sig["normalised"], sig["evidence"]) is aimed
 
 
-def test_the_insult_floor_needs_an_insulting_word_not_only_the_profanity_model():
-    from hcat_pipeline.core.metrics.toxicity import directed_abuse
+def test_the_insult_floor_needs_an_insulting_word_addressed_to_someone_not_only_the_profanity_model():
+    from hcat_pipeline.core.metrics.toxicity_attributes import lexicon_findings
 
     def rule(s):
         sig = rule_signals(s)
-        return directed_abuse(sig["normalised"], sig["evidence"], profanity=0.95)  # the model is sure either way
+        found = [f for f in lexicon_findings(sig["normalised"], sig["evidence"], profanity=0.95) if f.attribute == "INSULT"]
+        return "insult" if found else None  # the profanity model is sure either way
 
     assert rule("You are a stupid idiot and I hate you.") == "insult"
     assert rule("You fucking moron, nobody asked you.") == "insult"
-    for insult in ("You are an idiot.", "You absolute moron.", "You're a dumbass.", "Shut up, you idiot."):
+    for insult in ("You are an idiot.", "You absolute moron.", "You're a dumbass.", "Shut up, you idiot.", "what a dumbass"):
         assert rule(insult) == "insult", insult
-    assert rule("If you get hit by the goblin, you die and lose the level.") is None
+    for not_insult in ("If you get hit by the goblin, you die and lose the level.", "Your stupid printer jammed again, sorry.",
+                       "You lucky bastard, you won the office lottery twice.", "You are not an idiot, you made one mistake."):
+        assert rule(not_insult) is None, not_insult
 
 
 def test_operational_negatives_are_deterministic_split_by_template_and_exclude_the_tests_sentences():

@@ -8,7 +8,7 @@ a spaCy model; everything here is pure (numpy / polars in and out, no dagster).
   score per answer sentence combining the bundled alt-profanity-check probability, lexical rule
   signals and a head over sentence embeddings (implicit and politely worded hate, threats,
   obfuscated slurs; not harmless swearing, counter-speech or neutral mentions of groups), with the
-  explanation columns; the old profanity score stays as ``toxicity_profanity``.
+  explanation columns and one column per attribute (``toxicity_profanity`` is the PROFANITY attribute).
 * ``bias_pairs`` / ``bias_report`` — counterfactual evaluation: for each golden-set pair (two cases
   that differ in one demographic attribute, sharing ``pair_id``) the semantic similarity of the two
   answers (cosine of their embeddings) and the difference of their VADER sentiment, per system and

@@ -1,7 +1,8 @@
 """Toxicity (HCAT paper §4) as a registered metric: the calibrated per-sentence score of
 ``toxicity.py`` (max over the answer's sentences = ``toxicity``), with its explanation — which
-sentence, which category, which signal, what evidence, which head — and the old alt-profanity-check
-score in its own column (``toxicity_profanity``).
+sentence, which category, which signal, what evidence, which head — and each attribute of
+``toxicity_attributes`` (severe toxicity, identity attack, insult, profanity, threat: max over the
+answer's sentences) with the reasons in ``toxicity_attribute_reasons``.
 
 The scores come from ``toxicity_explanations`` with the head's ``full`` variant (one call for every
 answer sentence of the batch: one call of the MiniLM layer features through the project's embedding
@@ -17,7 +18,12 @@ from hcat_pipeline.core.metrics.registry import F64_LIST, MetricUnavailable, met
 EXPLANATION_COLUMNS = {
     "toxicity_mean": pl.Float64,
     "toxicity_per_sentence": F64_LIST,
+    "toxicity_severe_toxicity": pl.Float64,
+    "toxicity_identity_attack": pl.Float64,
+    "toxicity_insult": pl.Float64,
     "toxicity_profanity": pl.Float64,
+    "toxicity_threat": pl.Float64,
+    "toxicity_attribute_reasons": pl.String,
     "toxicity_top_sentence": pl.String,
     "toxicity_category": pl.String,
     "toxicity_signal": pl.String,
