@@ -156,10 +156,10 @@ def compare(before: list[dict], after: list[dict], resamples: int = 1000, seed: 
         right = (lambda v: v >= 0.5) if high else (lambda v: v < 0.5)
         kb, ka = sum(right(b[(s, r["text"])]["score"]) for r in rows), sum(right(r["score"]) for r in rows)
         lo, hi = wilson(kb, len(rows))
-        worse = c not in NO_SIDE and ka / len(rows) < lo
+        worse = c not in NO_SIDE and ka / len(rows) < lo - 1e-9
         ok &= not worse
         mean_b, mean_a = np.mean([b[(s, r["text"])]["score"] for r in rows]), np.mean([r["score"] for r in rows])
-        verdict = "WORSE" if worse else "better" if ka / len(rows) > hi else "same"
+        verdict = "WORSE" if worse else "better" if ka / len(rows) > hi + 1e-9 else "same"
         shares = f"{kb / len(rows):.2f} [{lo:.2f}, {hi:.2f}]   {ka / len(rows):.2f}" if c not in NO_SIDE else f"mean {mean_b:.2f}              mean {mean_a:.2f}"
         print(f"{s + ': ' + c + ' (' + side + ')':44s} {len(rows):5d}  {shares}   {verdict if c not in NO_SIDE else ''}")
     print(f"\nno-regression rule: {'PASS' if ok else 'FAIL'}")
