@@ -147,15 +147,15 @@ def test_a_bug_in_a_metric_is_never_a_quiet_null(scratch_metric):
 
 def test_resource_loading_errors_unavailable_other_errors_propagate():
     class MissingWeights:
-        def decision(self, premises, hypotheses):
+        def decision(self, premises, hypotheses, task="all"):
             raise FileNotFoundError("NLI head weights not found at /nowhere; run `hcat train-nli`")
 
     class Broken:
-        def decision(self, premises, hypotheses):
+        def decision(self, premises, hypotheses, task="all"):
             raise TypeError("bug in the scorer")
 
     class OtherVersion:
-        def decision(self, premises, hypotheses):
+        def decision(self, premises, hypotheses, task="all"):
             raise MetricUnavailable("groundedness_nli", "the head was trained on other features", "retrain: hcat train-nli")
 
     with pytest.raises(MetricUnavailable, match="'hallucination'.*other features. Fix: retrain") as e:

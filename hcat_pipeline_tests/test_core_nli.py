@@ -104,7 +104,7 @@ class _FakeScorer:
 
     w = np.array([2.0, 0.0])
 
-    def decision(self, premises, hypotheses):
+    def decision(self, premises, hypotheses, task="all"):
         z = np.array([sum(h.split()[0] in s for s in p) - 0.5 for p, h in zip(premises, hypotheses)], dtype=float)
         D = z / np.linalg.norm(self.w)
         return {"z": z, "D": D, "sigma": nli.sigmoid(D)}
@@ -126,6 +126,44 @@ def test_groundedness_nli_batch_shape_and_aggregate():
     assert r0["nli_least_grounded"] == 1 and r0["nli_min_sigma"] == pytest.approx(r0["nli_sigma"][1])
     assert math.isnan(out[1]["groundedness_nli"]) and out[1]["nli_sigma"] == [] and out[1]["nli_least_grounded"] == -1
     assert out[2]["nli_sigma"][0] < 0.5  # no context: nothing supports the sentence
+
+
+class _TaskRecorder(_FakeScorer):
+    def __init__(self):
+        self.calls = []
+
+    def decision(self, premises, hypotheses, task="all"):
+        self.calls.append((task, list(hypotheses)))
+        return super().decision(premises, hypotheses, task)
+
+
+def test_groundedness_per_task_sends_each_tasks_pairs_to_its_head_in_one_call():
+    rows = [(["Paris is nice."], ["Paris is big."]), (["Rome is old."], ["Rome was founded."]), (["Paris!", "Lyon."], ["Paris."])]
+    rec = _TaskRecorder()
+    out = groundedness_nli_batch(rows, rec, ["qa", "summary", "qa"])
+    assert rec.calls == [("qa", ["Paris is nice.", "Paris!", "Lyon."]), ("summary", ["Rome is old."])]
+    assert out == groundedness_nli_batch(rows, _FakeScorer(), "qa")  # the fake head is the same for every task
+    rec = _TaskRecorder()
+    groundedness_nli_batch(rows, rec)  # default: RAG answers
+    assert [t for t, _ in rec.calls] == ["qa"]
+    with pytest.raises(ValueError, match="2 tasks for 3 rows"):
+        groundedness_nli_batch(rows, rec, ["qa", "qa"])
+
+
+def test_each_task_has_its_packaged_head_trained_by_the_one_recipe_on_its_own_sets():
+    from hcat_pipeline.core.metrics.nli_head import NLIHead
+    from hcat_pipeline.core.metrics.nli_train import TASK_SETS, TrainConfig
+    from hcat_pipeline.resources.nli import NLIModel, packaged_head
+
+    assert TrainConfig(task="qa").sets() == () and TrainConfig(task="dialogue").sets() == ("faithdial",)
+    assert TrainConfig(task="summary").sets() == ("summedits", "fib") and TrainConfig().sets() == ("faithdial", "summedits", "fib")
+    heads = {t: NLIHead.load(packaged_head(t)) for t in ("all", *TASK_SETS)}
+    for task, head in heads.items():
+        sources = set(head.info["pairs_by_source"])
+        assert sources == {"corpus", *TrainConfig(task=task).sets()}, (task, sources)
+    assert len({tuple(h.w) for h in heads.values()}) == 4  # four different heads
+    model = NLIModel()
+    assert model.head("qa").info == heads["qa"].info and model.head().info == heads["all"].info
 
 
 def test_derivational_neighbours_enable_synonym_swaps():

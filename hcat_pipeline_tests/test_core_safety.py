@@ -177,9 +177,8 @@ def test_toxicity_reexports_and_keeps_the_profanity_score_apart():
     """The calibrated score lives in toxicity.py (tested in test_core_toxicity.py); safety keeps
     the old names. The PROFANITY attribute's max over sentences is ``toxicity_profanity``: a swear
     word sets 0.9, the profanity classifier alone counts ``CLASSIFIER_WEIGHT`` of its probability."""
-    from hcat_pipeline.core.metrics.toxicity_attributes import CLASSIFIER_WEIGHT
-
     from hcat_pipeline.core.metrics import toxicity
+    from hcat_pipeline.core.metrics.toxicity_attributes import CLASSIFIER_WEIGHT
 
     assert toxicity_scores is toxicity.toxicity_scores and load_toxicity_classifier is toxicity.load_profanity_classifier
     rows = [["Thank you for your question.", "You are a stupid fucking idiot.", "Have a nice day."], [], None]

@@ -1,8 +1,10 @@
 import json
 
+import numpy as np
 import polars as pl
 import pytest
 
+from hcat_pipeline.core.metrics.batch import PROBE
 from hcat_pipeline.metrics import MetricUnavailable, metric_names, score
 
 CONTEXT = [
@@ -134,11 +136,36 @@ def test_unavailable_metric_fails_with_cause_and_fix_unless_allowed(frame, embed
 
 def test_a_failing_model_is_a_bug_not_a_null_column(frame, embedding_model):
     class BrokenNLI:
-        def decision(self, premises, hypotheses):
+        def decision(self, premises, hypotheses, task="all"):
             raise RuntimeError("NLI model crashed")
 
     with pytest.raises(RuntimeError, match="NLI model crashed"):
         score(frame, ["groundedness_nli"], embedding_model=embedding_model, nli=BrokenNLI(), allow_unavailable=True)
+
+
+def test_groundedness_nli_scores_each_row_with_its_tasks_head(frame, embedding_model):
+    """The call's ``task`` (default qa: RAG answers), overridden per row by a ``task`` column."""
+
+    class Recorder:
+        tasks: list = []
+
+        def decision(self, premises, hypotheses, task="all"):
+            if list(hypotheses) != [PROBE]:  # not the resource's load check
+                self.tasks.append((task, len(hypotheses)))
+            return {"z": np.zeros(len(hypotheses)), "D": np.zeros(len(hypotheses)), "sigma": np.full(len(hypotheses), 0.5)}
+
+    rec = Recorder()
+    score(frame, ["groundedness_nli"], embedding_model=embedding_model, nli=rec)
+    assert {t for t, _ in rec.tasks} == {"qa"}
+    rec.tasks.clear()
+    score(frame, ["groundedness_nli"], embedding_model=embedding_model, nli=rec, task="summary")
+    assert {t for t, _ in rec.tasks} == {"summary"}
+    rec.tasks.clear()
+    tasks = ["dialogue"] + [None] * (frame.height - 1)
+    score(frame.with_columns(pl.Series("task", tasks)), ["groundedness_nli"], embedding_model=embedding_model, nli=rec, task="summary")
+    assert {t for t, _ in rec.tasks} <= {"dialogue", "summary"} and "summary" in {t for t, _ in rec.tasks}
+    with pytest.raises(ValueError, match="task 'chat'"):
+        score(frame, ["groundedness_nli"], embedding_model=embedding_model, nli=rec, task="chat")
 
 
 def test_unknown_metric_and_missing_columns_raise(frame, embedding_model):

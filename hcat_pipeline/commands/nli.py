@@ -39,7 +39,8 @@ def _args(p: argparse.ArgumentParser) -> None:
         if f.type in (bool, "bool"):
             p.add_argument(flag, type=lambda v: v.lower() in ("1", "true", "yes"), default=f.default, metavar="BOOL")
         else:
-            cast = {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
+            kind = f.type if isinstance(f.type, str) else f.type.__name__
+            cast = str if kind.startswith("Literal") else {"int": int, "float": float, "str": str}[kind]
             p.add_argument(flag, type=cast, default=f.default)
 
 
@@ -57,8 +58,10 @@ def _train(args: argparse.Namespace) -> int:
         docs, name = default_documents(), "chunks"
     out = Path(args.out) if args.out else WAREHOUSE_DIR / "nli_head.json"
     head, pairs, _ = train_and_save(docs, out, config, corpus_name=name)
-    print(f"trained on {len(pairs)} pairs ({head.info['pairs_by_source']}), C={head.info['C']}: "
-          f"train AUROC {head.info['train_auroc']:.3f}, ‖w‖ {head.w_norm:.3f}")
+    print(
+        f"trained on {len(pairs)} pairs ({head.info['pairs_by_source']}), C={head.info['C']}: "
+        f"train AUROC {head.info['train_auroc']:.3f}, ‖w‖ {head.w_norm:.3f}"
+    )
     for n, w in zip(head.feature_names, head.w):
         print(f"  w[{n}] = {w:+.3f}")
     print(f"saved {out}")

@@ -14,8 +14,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import get_args
 
 from hcat_pipeline.cli import command
+from hcat_pipeline.core.metrics.groundedness_nli import GroundingTask
 from hcat_pipeline.core.metrics.options import ScoreOptions
 from hcat_pipeline.core.metrics.refusal import REFUSAL_MODES
 
@@ -27,16 +29,26 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="responses: .jsonl or .parquet")
     p.add_argument("output", help="scored table: .jsonl or .parquet")
     p.add_argument("--metrics", default="", help="comma-separated metric names (default: all that apply)")
-    p.add_argument("--allow-unavailable", action="store_true", help="a metric that cannot run gets null columns instead of failing")
+    p.add_argument(
+        "--allow-unavailable", action="store_true", help="a metric that cannot run gets null columns instead of failing"
+    )
     p.add_argument("--aggregation", default=_DEFAULTS.aggregation, choices=["mean", "weighted", "minimax"])
     p.add_argument("--coverage-threshold", type=float, default=_DEFAULTS.coverage_threshold)
     p.add_argument("--ot-metric", default=_DEFAULTS.ot_metric, choices=["cosine", "euclidean"])
     p.add_argument("--refusal-mode", default=_DEFAULTS.refusal_mode, choices=list(REFUSAL_MODES))
     p.add_argument("--refusal-threshold", type=float, default=_DEFAULTS.refusal_threshold)
+    p.add_argument(
+        "--task",
+        default=_DEFAULTS.task,
+        choices=list(get_args(GroundingTask)),
+        help="what groundedness_nli scores (a `task` column in the input overrides it per row)",
+    )
     p.add_argument("--no-sentences", action="store_true", help="omit the query/context/answer sentence lists")
     p.add_argument("--cache-dir", default="", help="embedding cache directory (default: the project cache)")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--cross-lingual", action="store_true", help="add cross_lingual_similarity (answer vs reference, multilingual encoder)")
+    p.add_argument(
+        "--cross-lingual", action="store_true", help="add cross_lingual_similarity (answer vs reference, multilingual encoder)"
+    )
 
 
 def read_table(path: Path):
@@ -91,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             ot_metric=args.ot_metric,
             refusal_mode=args.refusal_mode,
             refusal_threshold=args.refusal_threshold,
+            task=args.task,
             explain_sentences=not args.no_sentences,
             progress=not args.no_progress,
             return_info=True,

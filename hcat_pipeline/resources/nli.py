@@ -38,6 +38,11 @@ from hcat_pipeline.resources.nli_backends import Contradiction, LLMJudge, load, 
 PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "core" / "metrics" / "nli_head.json"
 
 
+def packaged_head(task: str = "all") -> Path:
+    """The shipped head of a grounding task (``nli_head_<task>.json``), or the general one for "all"."""
+    return PACKAGED_HEAD if task == "all" else PACKAGED_HEAD.with_name(f"nli_head_{task}.json")
+
+
 def _widen(raw: np.ndarray, got: list[str], names: list[str], used: set[str]) -> np.ndarray:
     """``raw`` (columns ``got``) as the head's columns ``names``; a feature not computed must weigh 0 (filled with 0)."""
     if got == names:
@@ -62,18 +67,23 @@ class NLIModel(dg.ConfigurableResource):
     llm_max_sentences: int = 16  # per decision() call
     batch_size: int = 64
 
-    _head: NLIHead | None = PrivateAttr(default=None)
+    _heads: dict = PrivateAttr(default_factory=dict)
     _embedder: object = PrivateAttr(default=None)
     _parse_cache: dict = PrivateAttr(default_factory=dict)
 
     # -- loading --
-    def head(self) -> NLIHead:
-        if self._head is None:
-            path = Path(self.weights_path) if self.weights_path else PACKAGED_HEAD
+    def head(self, task: str = "all") -> NLIHead:
+        """The head of a grounding task (``packaged_head``); ``weights_path`` (a trained head) serves every task."""
+        key = "custom" if self.weights_path else task
+        if key not in self._heads:
+            path = Path(self.weights_path) if self.weights_path else packaged_head(task)
             if not path.exists():
-                raise FileNotFoundError(f"NLI head weights not found at {path}; run `hcat train-nli` or the nli_head asset")
-            self._head = NLIHead.load(path)
-        return self._head
+                raise FileNotFoundError(
+                    f"NLI head weights for task {task!r} not found at {path}; run `hcat train-nli` or "
+                    f"`python scripts/build_nli_head.py --task {task}`"
+                )
+            self._heads[key] = NLIHead.load(path)
+        return self._heads[key]
 
     def _embedding_model(self):
         if self._embedder is None:
@@ -107,37 +117,60 @@ class NLIModel(dg.ConfigurableResource):
         return load("contradiction", Contradiction)(list(premises), list(hypotheses), represent=represent)
 
     # -- features and decision --
-    def pair_features(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str],
-                      use_parse: bool = True, use_contradiction: bool = True, return_aligned: bool = False,
-                      needed: set[str] | None = None, probe=None, represent: bool = False):
+    def pair_features(
+        self,
+        premise_sentence_lists: Sequence[Sequence[str]],
+        hypotheses: Sequence[str],
+        use_parse: bool = True,
+        use_contradiction: bool = True,
+        return_aligned: bool = False,
+        needed: set[str] | None = None,
+        probe=None,
+        represent: bool = False,
+    ):
         """Raw pair features and their names (for training a head or scoring with one; ``needed``,
         ``probe``, ``represent``: see ``featurize``); ``represent`` appends (representations, quoted)."""
         raw, names, aligned, *reps = featurize(
-            premise_sentence_lists, hypotheses, self.embed,
+            premise_sentence_lists,
+            hypotheses,
+            self.embed,
             parse=self.parse if use_parse else None,
             contradiction=self.contradiction if use_contradiction else None,
-            needed=needed, probe=probe, represent=represent,
+            needed=needed,
+            probe=probe,
+            represent=represent,
         )
         return ((raw, names, aligned) if return_aligned else (raw, names)) + tuple(reps)
 
-    def decision(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str]) -> dict:
-        """{"z", "D", "sigma", "aligned", "reasons", "llm_checked"} per (premise sentences, hypothesis) pair."""
+    def decision(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str], task: str = "all") -> dict:
+        """{"z", "D", "sigma", "aligned", "reasons", "llm_checked"} per (premise sentences, hypothesis) pair,
+        with the head of ``task`` (qa, dialogue, summary; "all" the general head)."""
         if len(premise_sentence_lists) != len(hypotheses):
             raise ValueError("premise_sentence_lists and hypotheses differ in length")
         n = len(hypotheses)
         if not n:
-            return {"z": np.zeros(0), "D": np.zeros(0), "sigma": np.zeros(0), "aligned": [], "reasons": [],
-                    "llm_checked": np.zeros(0, dtype=bool)}
+            return {
+                "z": np.zeros(0),
+                "D": np.zeros(0),
+                "sigma": np.zeros(0),
+                "aligned": [],
+                "reasons": [],
+                "llm_checked": np.zeros(0, dtype=bool),
+            }
         if self.cross_encoder_path:
             return self._cross_encoder_decision(premise_sentence_lists, hypotheses)
-        head = self.head()
+        head = self.head(task)
         names = head.feature_names
         used = {n for n, w in zip(names, head.w) if w != 0}  # a model whose features all weigh 0 is not run
-        raw, got, aligned = self.pair_features(premise_sentence_lists, hypotheses,
-                                               use_parse=bool(used & set(PARSE_FEATURES)),
-                                               use_contradiction=bool(used & {CONTRADICTION_FEATURE, PROBE_FEATURE}),
-                                               return_aligned=True, needed=used,
-                                               probe=head.probe if PROBE_FEATURE in used else None)
+        raw, got, aligned = self.pair_features(
+            premise_sentence_lists,
+            hypotheses,
+            use_parse=bool(used & set(PARSE_FEATURES)),
+            use_contradiction=bool(used & {CONTRADICTION_FEATURE, PROBE_FEATURE}),
+            return_aligned=True,
+            needed=used,
+            probe=head.probe if PROBE_FEATURE in used else None,
+        )
         raw = _widen(raw, got, names, used)
         out = head.decision(raw)
         out["aligned"] = aligned
@@ -183,5 +216,11 @@ class NLIModel(dg.ConfigurableResource):
         w_norm = float(np.linalg.norm(W[e] - W[others].mean(axis=0))) or 1.0
         D = z / w_norm
         n = len(hypotheses)
-        return {"z": z, "D": D, "sigma": expit(D), "aligned": [[] for _ in range(n)], "reasons": [[] for _ in range(n)],
-                "llm_checked": np.zeros(n, dtype=bool)}
+        return {
+            "z": z,
+            "D": D,
+            "sigma": expit(D),
+            "aligned": [[] for _ in range(n)],
+            "reasons": [[] for _ in range(n)],
+            "llm_checked": np.zeros(n, dtype=bool),
+        }

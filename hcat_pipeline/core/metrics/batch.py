@@ -49,9 +49,13 @@ class Batch:
         self.contexts: list[list[str]] = [list(c or []) for c in frame["contexts"].to_list()]
         self.has_reference = "reference" in frame.columns
         self.references: list[str | None] = frame["reference"].to_list() if self.has_reference else [None] * self.n
+        self.tasks: list[str | None] = (
+            frame["task"].to_list() if "task" in frame.columns else [None] * self.n
+        )  # grounding task per row
         errors = frame["error"].to_list() if "error" in frame.columns else [None] * self.n
         self.skipped: list[str | None] = [
-            f"response failed: {e}" if e is not None else ("no answer" if a is None else None) for a, e in zip(self.answers, errors)
+            f"response failed: {e}" if e is not None else ("no answer" if a is None else None)
+            for a, e in zip(self.answers, errors)
         ]
         self.valid: list[int] = [i for i in range(self.n) if self.skipped[i] is None]
         self._split: dict[str, list[str]] = {}
@@ -127,7 +131,7 @@ def _resolve(obj: Any) -> Any:
 
 CALLABLES = ("embed", "embed_layers")  # resources given as the callable itself (never a factory)
 PROBES: dict[str, Callable[[Any], Any]] = {
-    "nli": lambda nli: nli.decision([[PROBE]], [PROBE]),  # loads the head / model and its encoder
+    "nli": lambda nli: nli.decision([[PROBE]], [PROBE], task="qa"),  # loads the default task's head / model and its encoder
     "pii": lambda pii: pii.leaks([PROBE], [[]]),  # loads presidio + spaCy
     "multilingual": lambda enc: enc.encode([PROBE]),
 }

@@ -26,7 +26,9 @@ class Groundedness:
     least_grounded_index: int | None = None  # i* = argmin_i S_max(a_i)
 
 
-def groundedness_similarity(answer_vecs: np.ndarray, context_vecs: np.ndarray, method: str = "mean", weights=None, sim: np.ndarray | None = None) -> Groundedness:
+def groundedness_similarity(
+    answer_vecs: np.ndarray, context_vecs: np.ndarray, method: str = "mean", weights=None, sim: np.ndarray | None = None
+) -> Groundedness:
     """``sim`` (k × n answer-by-context similarities) may be passed when already computed."""
     if len(answer_vecs) == 0 or len(context_vecs) == 0:
         return Groundedness(None)
@@ -43,12 +45,17 @@ def groundedness_similarity(answer_vecs: np.ndarray, context_vecs: np.ndarray, m
         columns={"groundedness_smax": F32_LIST, "least_grounded_sentence": pl.String, "least_grounded_smax": pl.Float64})  # fmt: skip
 def groundedness_similarity_metric(batch, resources, options) -> dict[str, list]:
     """Groundedness by similarity (§3.2.1): S_max of each answer sentence against the context; the least grounded one."""
-    out = {c: batch.column() for c in ("groundedness_similarity", "groundedness_smax", "least_grounded_sentence", "least_grounded_smax")}
+    out = {
+        c: batch.column()
+        for c in ("groundedness_similarity", "groundedness_smax", "least_grounded_sentence", "least_grounded_smax")
+    }
     method = options.method("groundedness_similarity")
     for i in batch.rows("groundedness_similarity"):
         answer = batch.sentences("answer", i)
         if answer and batch.sentences("context", i):
-            g = groundedness_similarity(batch.vectors("answer", i), batch.vectors("context", i), method, sim=batch.similarity("answer", "context", i))
+            g = groundedness_similarity(
+                batch.vectors("answer", i), batch.vectors("context", i), method, sim=batch.similarity("answer", "context", i)
+            )
             out["groundedness_similarity"][i] = g.score
             out["groundedness_smax"][i] = g.smax.tolist()
             out["least_grounded_sentence"][i] = answer[g.least_grounded_index]
@@ -59,14 +66,17 @@ def groundedness_similarity_metric(batch, resources, options) -> dict[str, list]
 @metric("groundedness_nli", needs={"nli"}, aggregations=("mean",),
         columns={"nli_sigma": F64_LIST, "nli_distance": F64_LIST, "least_grounded_sentence_nli": pl.String})  # fmt: skip
 def groundedness_nli_metric(batch, resources, options) -> dict[str, list]:
-    """Groundedness by NLI (§3.2.2): mean σ(D) over the answer sentences against the context; the least grounded one."""
+    """Groundedness by NLI (§3.2.2): mean σ(D) over the answer sentences against the context (the head of the row's task: qa, dialogue, summary); the least grounded one."""
     from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch
 
     out = {c: batch.column() for c in ("groundedness_nli", "nli_sigma", "nli_distance", "least_grounded_sentence_nli")}
     rows = [i for i in batch.valid if batch.sentences("answer", i) and batch.sentences("context", i)]
     if not rows:
         return out
-    results = groundedness_nli_batch([(batch.sentences("answer", i), batch.sentences("context", i)) for i in rows], resources.get("nli"))
+    tasks = [batch.tasks[i] or options.task for i in rows]  # the row's `task` column, else the call's (default qa)
+    results = groundedness_nli_batch(
+        [(batch.sentences("answer", i), batch.sentences("context", i)) for i in rows], resources.get("nli"), tasks
+    )
     for i, r in zip(rows, results):
         g, sigma = r["groundedness_nli"], [float(x) for x in r["nli_sigma"]]
         out["groundedness_nli"][i] = None if g is None or g != g else float(g)  # NaN (no scorable sentence) -> null

@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
 from hcat_pipeline.core.metrics.nli_eval import answer_aggregate
 
+GroundingTask = Literal["qa", "dialogue", "summary"]  # RAG answers, dialogue responses, summary sentences
+
 
 class NLIScorer(Protocol):
-    def decision(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str]) -> dict: ...
+    def decision(self, premise_sentence_lists: Sequence[Sequence[str]], hypotheses: Sequence[str], task: str = "all") -> dict: ...
 
 
 def groundedness_nli_batch(
-    rows: Sequence[tuple[Sequence[str], Sequence[str]]], scorer: NLIScorer
+    rows: Sequence[tuple[Sequence[str], Sequence[str]]], scorer: NLIScorer, task: str | Sequence[str] = "qa"
 ) -> list[dict]:
     """Score many answers at once: ``rows`` = [(answer_sentences, context_sentences), ...].
 
@@ -34,7 +36,9 @@ def groundedness_nli_batch(
     and the explanation when the scorer gives one: ``nli_support`` (per answer sentence, the index in
     the row's non-empty context sentences of the sentence that supports it best, -1 if none) and
     ``nli_reasons`` (per answer sentence, the features that lowered D most, e.g. "contradiction").
-    All pairs of the batch go to the scorer in one call.
+    ``task`` — one grounding task for every row or one per row ("qa" RAG answers, "dialogue",
+    "summary"; "all" the general head) — picks the scorer's head; the pairs of each task go to the
+    scorer in one call.
     """
     premises: list[list[str]] = []
     hypotheses: list[str] = []
@@ -46,15 +50,19 @@ def groundedness_nli_batch(
                 premises.append(ctx)
                 hypotheses.append(s)
                 owner.append(r)
+    tasks = [task] * len(rows) if isinstance(task, str) else list(task)
+    if len(tasks) != len(rows):
+        raise ValueError(f"groundedness_nli: {len(tasks)} tasks for {len(rows)} rows")
+    z, D, sig = np.zeros(len(hypotheses)), np.zeros(len(hypotheses)), np.zeros(len(hypotheses))
     aligned: list = [[] for _ in hypotheses]
     reasons: list = [[] for _ in hypotheses]
-    if hypotheses:
-        out = scorer.decision(premises, hypotheses)
-        z, D, sig = (np.asarray(out[k], dtype=np.float64) for k in ("z", "D", "sigma"))
-        aligned = list(out.get("aligned") or aligned)
-        reasons = list(out.get("reasons") or reasons)
-    else:
-        z = D = sig = np.zeros(0)
+    for t in sorted({tasks[r] for r in owner}):
+        idx = [j for j, r in enumerate(owner) if tasks[r] == t]
+        out = scorer.decision([premises[j] for j in idx], [hypotheses[j] for j in idx], task=t)
+        for k, arr in (("z", z), ("D", D), ("sigma", sig)):
+            arr[idx] = np.asarray(out[k], dtype=np.float64)
+        for j, a, why in zip(idx, out.get("aligned") or [[]] * len(idx), out.get("reasons") or [[]] * len(idx), strict=True):
+            aligned[j], reasons[j] = a, why
     own = np.asarray(owner, dtype=int)
     results = []
     for r in range(len(rows)):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Literal, get_args
 
 from hcat_pipeline.core.metrics.completeness import OT_METRICS
+from hcat_pipeline.core.metrics.groundedness_nli import GroundingTask
 from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, REFUSAL_MODES, RefusalMode
 from hcat_pipeline.core.metrics.registry import AGGREGATIONS, Metric, get_metric
 
@@ -29,6 +30,7 @@ class ScoreOptions:
     refusal_mode: RefusalMode = DEFAULT_REFUSAL_MODE  # see core.metrics.refusal
     refusal_threshold: float = DEFAULT_REFUSAL_THRESHOLD  # `refused` = refusal probability ≥ this
     explain_sentences: bool = True  # add query/context/answer sentence lists
+    task: GroundingTask = "qa"  # what groundedness_nli scores: RAG answers (qa), dialogue responses, summary sentences; a `task` column overrides per row
 
     def __post_init__(self):
         for m in (self.aggregation, *self.aggregation_by_metric.values()):
@@ -36,6 +38,8 @@ class ScoreOptions:
                 raise ValueError(f"aggregation {m!r}: expected one of {AGGREGATIONS}")
         if self.ot_metric not in OT_METRICS:
             raise ValueError(f"ot_metric {self.ot_metric!r}: expected one of {OT_METRICS}")
+        if self.task not in get_args(GroundingTask):
+            raise ValueError(f"task {self.task!r}: expected one of {get_args(GroundingTask)}")
         if self.refusal_mode not in REFUSAL_MODES:
             raise ValueError(f"refusal_mode {self.refusal_mode!r}: expected one of {REFUSAL_MODES}")
         if not 0.0 <= self.coverage_threshold <= 1.0 or not 0.0 <= self.refusal_threshold <= 1.0:
