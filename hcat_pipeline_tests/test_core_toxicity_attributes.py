@@ -12,6 +12,7 @@ from hcat_pipeline.core.metrics.toxicity_attributes import (
     FLOORS,
     LEARNED_CAP,
     PROFANITY_WEIGHT,
+    TARGETLESS_CAP,
     attribute_scores,
 )
 from hcat_pipeline.core.metrics.toxicity_rules import rule_signals
@@ -57,7 +58,9 @@ def test_a_group_named_and_degraded_or_declared_hated_is_an_identity_attack(text
      ("someone yelled 'chink' at my mum today", "reported"), ("calling someone a faggot is never ok", "counter-speech"),
      ("the word tranny is a slur, dont use it", "counter-speech"), ("he got fired for calling her a dyke, good", "counter-speech"),
      ("gay people are not disgusting", "negated attack"), ("i dont hate muslims", "negated attack"),
-     ("immigrants are not parasites", "negated attack")],
+     ("immigrants are not parasites", "negated attack"), ("i have nothing against trans people", "negated attack"),
+     ("if you say nigger you get banned, simple", "reported"), ("people who say muslims are scum are the real problem", "reported"),
+     ("my kid got called a retard at school today", "reported")],
 )  # fmt: skip
 def test_the_exceptions_keep_reclaimed_quoted_counter_and_negated_speech_below_an_attack(text, exception):
     """No floor applies, and a confident learned head is capped with the exception as its reason."""
@@ -81,7 +84,9 @@ def test_a_positive_short_statement_about_a_group_caps_the_learned_head_but_a_lo
 
 
 def test_a_short_post_that_names_nobody_caps_the_learned_head_a_longer_or_targeted_one_keeps_it():
-    assert score("my cat keeps stealing my socks", "IDENTITY_ATTACK", learned=0.87) == LEARNED_CAP
+    cat = attrs("my cat keeps stealing my socks", learned=0.87)
+    assert cat["IDENTITY_ATTACK"][0] == TARGETLESS_CAP < score("fuck this traffic", profanity=0.9)  # below swearing alone
+    assert "names nobody" in cat["IDENTITY_ATTACK"][1]
     assert score("so many of them came here to take our jobs", "IDENTITY_ATTACK", learned=0.87) == pytest.approx(0.87)
     assert score("#whitepeople wake up", "IDENTITY_ATTACK", learned=0.87) == pytest.approx(0.87)  # a group inside a hashtag
     words = "the whole thing has gone completely backwards and nobody seems to care at all anymore"
@@ -96,8 +101,8 @@ def test_misspelt_words_and_identity_terms_are_not_slurs():
 def test_threats_are_threat_and_severe_when_aimed_unaimed_intent_stays_low():
     aimed = attrs("i will find you and kill you")
     assert aimed["THREAT"][0] >= FLOORS["threat_aimed"] and aimed["SEVERE_TOXICITY"][0] >= FLOORS["severe"]
-    wish = attrs("i hope you die")
-    assert wish["THREAT"][0] >= FLOORS["threat_aimed"]
+    for said in ("i hope you die", "ill stab you", "ill burn your house down", "keep talking and youre dead"):
+        assert score(said, "THREAT") >= FLOORS["threat_aimed"], said
     group = attrs("all muslims should be shot")
     assert group["THREAT"][0] >= 0.9 and group["IDENTITY_ATTACK"][0] >= FLOORS["derogation"]
     assert score("we need to kill the process before the backup", "THREAT") <= FLOORS["threat_unaimed"] < 0.5

@@ -48,6 +48,7 @@ FLOORS = {  # policy, not fitted: the score a lexicon rule guarantees
 CLASSIFIER_WEIGHT = 0.6  # alt-profanity-check alone (it also fires on slurs and on words like "disgusting")
 PROFANITY_WEIGHT = 0.45  # swearing alone: offensive language, below the 0.5 of an attack
 LEARNED_CAP = 0.45  # the learned head's most on a sentence that points at nobody or that an exception covers
+TARGETLESS_CAP = 0.35  # ... and on a short post that names nobody (below swearing alone: 0.45 × 0.9)
 TARGETLESS_MAX_WORDS = 8  # a post this short that names nobody: the learned head is capped
 POSITIVE_COMPOUND = 0.5  # VADER compound from which a statement about a group reads as positive
 POSITIVE_MAX_WORDS = 12  # ... in a short statement (a long one can praise one group to attack another)
@@ -77,6 +78,7 @@ _COUNTER = re.compile(  # the verdict's subject is the speech or the act, never 
 )
 _REPORTED = re.compile(
     r"[\"“”]|(?:^|\s)'|'(?:\s|$)|\b(?:called|calls|calling) (?:me|him|her|us|them|someone|my|our)\b|"
+    r"\b(?:got|get|gets|was|were|been) called\b|\b(?:who|if you|when you|if u) (?:say|says|said|call|calls|use|type|write)\b|"
     r"\b(?:yelled|shouted|screamed|wrote|tweeted|posted|hear(?:ing)?|said) (?:'|\"|that)"
 )
 NEUTRAL_SLURS = frozenset({"queer", "queers"})  # an identity term in current use: never a slur floor on its own
@@ -89,8 +91,10 @@ _HATE_VERBS = re.compile(
 )
 _SICKENED = re.compile(r"\b(make|makes|making)\s+(?:me|us)\s+(sick|puke|vomit|angry)|\b(disgust|disgusts|sicken|sickens)\s+(?:me|us)\b|"
                        r"\b(?:sick|tired) of\b|\bmakes? my skin crawl\b|angrier than\b|annoy\w* the (?:hell|shit) out of\b")  # fmt: skip
+_DEAD = re.compile(r"\b(?:you're|youre|ur|you are) (?:so )?dead\b")
+_NOTHING_AGAINST = re.compile(r"\b(?:have|got|has) (?:nothing|no problem|no issue) (?:against|with)\b")
 _HASHTAG = re.compile(r"#(\w+)")
-_WISH = re.compile(r"\b(?:hope|hoping|wish|pray)\b")  # "I hope you die": a wish frame is an intent frame
+_WISH = re.compile(r"\b(?:hope|hoping|wish|pray|ill|imma|im gonna|im going to|or else|watch your back)\b")  # "I hope you die": a wish frame is an intent frame
 _NEGATED = re.compile(r"\b(not|never|no|nothing against|n't|dont|doesnt|isnt|arent|wasnt|werent|wont)\b|n't\b")
 _CLAUSE = re.compile(r"[,;:.!?]|\b(?:but|because|although|while|whereas)\b")
 
@@ -192,6 +196,8 @@ def learned_exemption(normalised: str, evidence: dict) -> str | None:
     for words, named_attack, _, at in clauses:
         if named_attack and _negated(words, at):
             return f"negated attack: {named_attack}"
+    if _NOTHING_AGAINST.search(low):
+        return f"negated attack: {_NOTHING_AGAINST.search(low).group(0)}"
     if "slur_reclaimed" in evidence and "slur" not in evidence:
         return f"reclaimed in-group use: {', '.join(evidence['slur_reclaimed'])}"
     if evidence.get("identity") and not (attack or evidence.get("hate_word")) and len(low.split()) <= POSITIVE_MAX_WORDS:
@@ -230,6 +236,8 @@ def lexicon_findings(normalised: str, evidence: dict, profanity: float) -> list[
         aimed_at = _targets(words, evidence)
         if aimed_at:
             out.append(Finding("IDENTITY_ATTACK", FLOORS["derogation"], f"violence against a group: {aimed_at[0]}"))
+    elif _DEAD.search(low):
+        out.append(Finding("THREAT", FLOORS["threat_aimed"], f"death announced to someone: {_DEAD.search(low).group(0)}"))
     elif "threat" in evidence:
         out.append(
             Finding("THREAT", FLOORS["threat_unaimed"], f"violence word in an intent frame, no target: {evidence['threat'][0]}")
@@ -289,11 +297,11 @@ def attribute_scores(normalised: str, evidence: dict, profanity: float, learned:
     lift("PROFANITY", CLASSIFIER_WEIGHT * profanity, f"profanity classifier {profanity:.2f} × {CLASSIFIER_WEIGHT}")
     for f in lexicon_findings(normalised, evidence, profanity):
         lift(f.attribute, f.score, f.reason)
-    why = learned_exemption(normalised, evidence) or (
-        "a short post that names nobody" if targetless(normalised, evidence) else None
-    )
-    capped = min(learned, LEARNED_CAP) if why else learned
-    note = f", capped at {LEARNED_CAP}: {why}" if why and learned > LEARNED_CAP else ""
+    why, cap = learned_exemption(normalised, evidence), LEARNED_CAP
+    if not why and targetless(normalised, evidence):
+        why, cap = "a short post that names nobody", TARGETLESS_CAP
+    capped = min(learned, cap) if why else learned
+    note = f", capped at {cap}: {why}" if why and learned > cap else ""
     lift("IDENTITY_ATTACK", capped, f"learned head {learned:.2f} ({learned_reason}){note}")
     ia, th, ins = best["IDENTITY_ATTACK"][0], best["THREAT"][0], best["INSULT"][0]
     if th >= FLOORS["threat_aimed"]:
