@@ -121,7 +121,7 @@ class Finding:
     reason: str
 
 
-def exemption(evidence: dict, low: str = "") -> str | None:
+def exemption(low: str) -> str | None:
     """Why a lexicon attack rule does not apply to ``low`` (the lower-cased sentence): counter-speech
     that denounces (``_COUNTER``) or reported / quoted speech (``_REPORTED``). Reclaimed slurs are told
     apart by ``toxicity_rules`` itself (``slur_reclaimed``, not ``slur``)."""
@@ -190,7 +190,7 @@ def learned_exemption(normalised: str, evidence: dict) -> str | None:
     low = normalised.lower()
     clauses = list(_group_clauses(low, evidence))
     attack = bool(evidence.get("slur") or evidence.get("dehumanising") or evidence.get("threat") or any(c[1] for c in clauses))
-    found = exemption(evidence, low)
+    found = exemption(low)
     if found and attack:
         return found
     for words, named_attack, _, at in clauses:
@@ -222,7 +222,7 @@ def lexicon_findings(normalised: str, evidence: dict, profanity: float) -> list[
     swear = sorted({w for w in words if in_words(w, lx["profanity"])})
     if swear:
         out.append(Finding("PROFANITY", FLOORS["profanity_word"], f"swear word: {', '.join(swear[:3])}"))
-    if exemption(evidence, low):
+    if exemption(low):
         return out
     slurs = [w for w in evidence.get("slur", ()) if w not in NEUTRAL_SLURS and w in WORD.findall(low)]
     if slurs:
@@ -323,7 +323,7 @@ def attribute_scores(normalised: str, evidence: dict, profanity: float, learned:
 def threat_aimed(normalised: str, evidence: dict) -> bool:
     """A threat (violence word in an intent frame) aimed at a person or group; reported or denounced speech is not."""
     low = normalised.lower()
-    return ("threat" in evidence or bool(_WISH.search(low))) and exemption(evidence, low) is None and _aimed(low, evidence)
+    return ("threat" in evidence or bool(_WISH.search(low))) and exemption(low) is None and _aimed(low, evidence)
 
 
 def _aimed(low: str, evidence: dict) -> bool:
