@@ -15,9 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hcat_pipeline.commands.nli import train_and_save  # noqa: E402
 from hcat_pipeline.core.metrics.nli_train import TASK_SETS, TrainConfig, default_documents  # noqa: E402
-from hcat_pipeline.resources.nli import packaged_head  # noqa: E402
+from hcat_pipeline.resources.nli import packaged_head, train_and_save  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -18,12 +18,11 @@ import polars as pl
 
 from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.commands.nli import train_and_save
 from hcat_pipeline.core.metrics.nli_eval import kind_stats
 from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_chunks
 from hcat_pipeline.core.metrics.nli_train import TrainConfig
 from hcat_pipeline.paths import WAREHOUSE_DIR
-from hcat_pipeline.resources.nli import NLIModel
+from hcat_pipeline.resources.nli import NLIModel, train_and_save
 
 NLIHeadConfig = config_from(TrainConfig, "NLIHeadConfig", out_path=(str, str(WAREHOUSE_DIR / "nli_head.json")))
 

@@ -16,17 +16,7 @@ import dataclasses
 from pathlib import Path
 
 from hcat_pipeline.cli import command
-
-
-def train_and_save(documents, out: str | Path, config=None, model=None, corpus_name: str = ""):
-    """``train_nli_head`` with an ``NLIModel`` and the project's splitter; saves to ``out``; returns (head, pairs, raw)."""
-    from hcat_pipeline.core.chunking import split_sentences
-    from hcat_pipeline.core.metrics.nli_train import TrainConfig, train_nli_head
-    from hcat_pipeline.resources.nli import NLIModel
-
-    head, pairs, raw = train_nli_head(documents, model or NLIModel(), split_sentences, config or TrainConfig(), corpus_name)
-    head.save(out)
-    return head, pairs, raw
+from hcat_pipeline.resources.nli import train_and_save
 
 
 def _args(p: argparse.ArgumentParser) -> None:

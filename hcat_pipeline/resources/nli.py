@@ -224,3 +224,13 @@ class NLIModel(dg.ConfigurableResource):
             "reasons": [[] for _ in range(n)],
             "llm_checked": np.zeros(n, dtype=bool),
         }
+
+
+def train_and_save(documents, out: str | Path, config=None, model=None, corpus_name: str = ""):
+    """``train_nli_head`` with an ``NLIModel`` and the project's splitter; saves to ``out``; returns (head, pairs, raw)."""
+    from hcat_pipeline.core.chunking import split_sentences
+    from hcat_pipeline.core.metrics.nli_train import TrainConfig, train_nli_head
+
+    head, pairs, raw = train_nli_head(documents, model or NLIModel(), split_sentences, config or TrainConfig(), corpus_name)
+    head.save(out)
+    return head, pairs, raw
