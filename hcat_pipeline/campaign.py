@@ -26,6 +26,7 @@ from typing import NamedTuple
 import dagster as dg
 import polars as pl
 
+from hcat_pipeline.console import GATE_CHECK_FAILURE
 from hcat_pipeline.partitions import FIRST_NIGHT, campaign_run_key, golden_set_version, tonight
 
 
@@ -68,7 +69,6 @@ def _report(result, quiet: bool = False) -> bool:
     return result.success
 
 
-GATE_FAILURE = "DagsterAssetCheckFailedError"
 
 
 class CampaignOutcome(NamedTuple):
@@ -81,7 +81,7 @@ def release_blocked_only(result) -> bool:
     """True when the run's only failures are blocking release-gate checks: the campaign itself
     completed (every table stored, the gate verdicts included); the release is what failed."""
     failures = [e for e in result.all_events if e.is_step_failure]
-    return bool(failures) and all(getattr(e.event_specific_data.error, "cls_name", None) == GATE_FAILURE for e in failures)
+    return bool(failures) and all(getattr(e.event_specific_data.error, "cls_name", None) == GATE_CHECK_FAILURE for e in failures)
 
 
 class _ConsoleHandler(logging.Handler):

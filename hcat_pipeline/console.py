@@ -32,6 +32,9 @@ class StageState:
     warnings: int = 0
 
 
+GATE_CHECK_FAILURE = "DagsterAssetCheckFailedError"  # how a blocking release-gate check reports itself in the step failure
+
+
 @dataclass
 class CampaignConsole:
     out: TextIO = field(default_factory=lambda: sys.stdout)
@@ -66,13 +69,16 @@ class CampaignConsole:
             secs = now - state.started
             ok = event == "STEP_SUCCESS"
             extra = f", {state.warnings} warning(s)" if state.warnings else ""
+            status = "ok" if ok else "blocked" if GATE_CHECK_FAILURE in message else "failed"
             if ok:
                 self.say(f"✔ {step} done in {_dur(secs)}{extra}")
+            elif status == "blocked":  # blocking release gates: a verdict, stored with the table; not a broken stage
+                self.say(f"⛔ {step} done in {_dur(secs)}: release BLOCKED by its gates (a verdict; see the gates below and the report)")
             else:
                 reason = _first_line(message)
                 self.failures.append((step, reason))
                 self.say(f"✖ {step} FAILED after {_dur(secs)}: {reason}")
-            self.finished.append((step, "ok" if ok else "failed", secs))
+            self.finished.append((step, status, secs))
         elif event == "STEP_SKIPPED" or (event is None and "skipped" in message and "upstream" in message.lower()):
             self.finished.append((step, "skipped", 0.0))
             self.say(f"– {step} skipped (an upstream stage failed)")
@@ -95,7 +101,7 @@ class CampaignConsole:
                 self.warnings += 1
 
     def counts(self) -> dict[str, int]:
-        out = {"ok": 0, "failed": 0, "skipped": 0}
+        out = {"ok": 0, "failed": 0, "skipped": 0, "blocked": 0}
         for _, status, _ in self.finished:
             out[status] += 1
         return out
@@ -148,7 +154,8 @@ def format_summary(
     lines.append(f"systems ({len(systems)}): {', '.join(systems) if systems else '-'}")
     if console is not None:
         c = console.counts()
-        lines.append(f"stages: {c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped; {console.warnings} warning(s) logged")
+        verdict = f", {c['blocked']} holding a release verdict of BLOCKED" if c["blocked"] else ""
+        lines.append(f"stages: {c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped{verdict}; {console.warnings} warning(s) logged")
         for step, reason in console.failures:
             lines.append(f"  ✖ {step}: {reason}")
     if means:

@@ -31,6 +31,8 @@ def test_stage_lines_progress_eta_and_failures():
     clock.t = 20.0
     c.handle("metric_tables", "STEP_FAILURE", "metric_tables: NLI head missing\nTraceback ...")
     c.handle("bias_report", "STEP_SKIPPED", "")
+    c.handle("gate_verdicts", "STEP_START", "started")
+    c.handle("gate_verdicts", "STEP_FAILURE", "dagster._core.errors.DagsterAssetCheckFailedError: 5 blocking asset checks failed")
     text = out.getvalue().splitlines()
     assert text[0] == "▶ rag_responses …"
     assert "  rag_responses: 2/8 (25%, ETA 12.0s)" in text  # 2 s per answer, 6 left
@@ -39,7 +41,12 @@ def test_stage_lines_progress_eta_and_failures():
     assert "✔ rag_responses done in 16.0s, 1 warning(s)" in text
     assert "✖ metric_tables FAILED after 4.0s: metric_tables: NLI head missing" in text
     assert "– bias_report skipped (an upstream stage failed)" in text
-    assert c.counts() == {"ok": 1, "failed": 1, "skipped": 1}
+    # blocking release gates are a verdict, not a failed stage (issue 24 §4)
+    assert any(line.startswith("⛔ gate_verdicts done") and "release BLOCKED by its gates" in line for line in text)
+    assert not any("gate_verdicts FAILED" in line for line in text) and [f for f, _ in c.failures] == ["metric_tables"]
+    assert c.counts() == {"ok": 1, "failed": 1, "skipped": 1, "blocked": 1}
+    assert "stages: 1 ok, 1 failed, 1 skipped, 1 holding a release verdict of BLOCKED" in format_summary(
+        ok=True, version="gs-x", night="2026-01-01", systems=["a"], means={}, gates=[], report_path=None, console=c)
 
 
 def test_summary_shows_version_systems_scores_with_ci_gates_report_and_ui():
