@@ -58,7 +58,7 @@ def score_items(items, model: NLIModel, chunk: int = 200) -> list[dict]:
             if it.context not in ctx_cache:
                 ctx_cache[it.context] = _sents(it.context)
             rows.append((_sents(it.answer), ctx_cache[it.context]))
-        for it, (a, _), r in zip(part, rows, groundedness_nli_batch(rows, model)):
+        for it, (a, _), r in zip(part, rows, groundedness_nli_batch(rows, model, "all")):
             seed = _sents(it.seed_answer) if it.seed_answer else None
             out.append({"set": it.set, "subset": it.subset, "kind": it.kind, "label": it.label, "group": it.group,
                         "pair_id": it.pair_id, "words": len(it.answer.split()), "sentences": a,
@@ -179,12 +179,12 @@ def speed(items, weights: str, n: int) -> None:
         k = sum(len(a) for a, _ in rows)
         m = NLIModel(weights_path=weights, use_embedding_cache=False)
         t0, c0 = time.perf_counter(), time.process_time()
-        groundedness_nli_batch(rows, m)
+        groundedness_nli_batch(rows, m, "all")
         cold, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
         m2 = NLIModel(weights_path=weights, embedding_cache_dir=tempfile.mkdtemp())
-        groundedness_nli_batch(rows, m2)
+        groundedness_nli_batch(rows, m2, "all")
         t0, c0 = time.perf_counter(), time.process_time()
-        groundedness_nli_batch(rows, m2)
+        groundedness_nli_batch(rows, m2, "all")
         warm, warm_cpu = time.perf_counter() - t0, time.process_time() - c0
         print(f"speed {name}: {k} answer sentences, {sum(len(c) for _, c in rows)} context sentences: "
               f"cold {k / cold:.1f} sentences/s ({1000 * cold_cpu / k:.1f} ms CPU each), "

@@ -31,10 +31,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from hcat_pipeline.core.chunking import split_sentences  # noqa: E402
 from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch  # noqa: E402
-from hcat_pipeline.core.metrics.nli_eval import auroc, length_matched_auroc  # noqa: E402
+from hcat_pipeline.core.metrics.nli_eval import auroc, length_matched_auroc, paired_auroc_difference_ci  # noqa: E402
 
 QA_DEV = ROOT / "benchmarks" / "data" / "nli_qa_dev" / "qa_dev.jsonl"
-TASK_SETS = {"qa": ("qa_dev", "qa_twins"), "dialogue": ("faithdial",), "summary": ("summedits", "fib")}
+DEV_SETS = {"qa": ("qa_dev", "qa_twins"), "dialogue": ("faithdial",), "summary": ("summedits", "fib")}
 
 
 def _sents(text: str) -> list[str]:
@@ -68,16 +68,6 @@ def score(rows, model, task: str) -> tuple[np.ndarray, float]:
     return np.array([r["groundedness_nli"] if r["groundedness_nli"] == r["groundedness_nli"] else 0.5 for r in out]), rate
 
 
-def paired_ci(y: np.ndarray, before: np.ndarray, after: np.ndarray, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
-    rng, diffs = np.random.default_rng(seed), []
-    for _ in range(resamples):
-        i = rng.integers(0, len(y), len(y))
-        if len(set(y[i].tolist())) == 2:
-            diffs.append(auroc(y[i], after[i]) - auroc(y[i], before[i]))
-    lo, hi = np.percentile(diffs, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default="qa,dialogue,summary")
@@ -88,13 +78,13 @@ def main() -> None:
     model, ok = NLIModel(), True
     print(f"{'task / dev set':26s} {'n':>5s}  general (lm)    task head (lm)   task-general [95 % CI]   verdict   sentences/s general, task")
     for task in args.tasks.split(","):
-        for name in TASK_SETS[task]:
+        for name in DEV_SETS[task]:
             rows = load(name, args.limit)
             y = np.array([lab for _, _, lab in rows])
             words = np.array([sum(len(s.split()) for s in a) for a, _, _ in rows])
             before, r0 = score(rows, model, "all")
             after, r1 = score(rows, model, task)
-            lo, hi = paired_ci(y, before, after)
+            lo, hi = paired_auroc_difference_ci(y, before, after)
             worse = hi < 0
             ok &= not worse
             lm = [length_matched_auroc(y, s, words)["auroc"] for s in (before, after)]

@@ -65,7 +65,7 @@ def main() -> None:
         return speed(args.data, args.head)
 
     from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
-    from hcat_pipeline.core.metrics.toxicity_data import assign_splits, load_all, near_duplicate_groups
+    from hcat_pipeline.core.metrics.toxicity_data import head_splits, load_all
     from hcat_pipeline.core.metrics.toxicity_train import COUNTER_FRAMES_HELDOUT, SWEAR_HELDOUT, augment, split_digest
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -74,7 +74,7 @@ def main() -> None:
     head = load_toxicity_head(args.head) if args.head else load_toxicity_head()
     emb = EmbeddingModel(**({"cache_dir": args.cache_dir} if args.cache_dir else {}))
     examples, _ = load_all(args.data)
-    splits = assign_splits(examples, near_duplicate_groups(emb.embed([e.text for e in examples])))
+    splits = head_splits(examples, emb.embed)
     idx = [i for i, s in enumerate(splits) if s == args.split]
     digest = split_digest([examples[i] for i in idx])
     ok = digest == head["meta"]["split_digest"][args.split]

@@ -53,7 +53,7 @@ def ethos_half(text: str) -> str:
 
 def load_rows(data: Path, heldout: bool) -> list[dict]:
     """Every row to score: ``set``, ``category``, ``text``, ``y`` (and ``hate`` / ``offensive`` for short posts)."""
-    from hcat_pipeline.core.metrics.toxicity_data import assign_splits, load_all, near_duplicate_groups
+    from hcat_pipeline.core.metrics.toxicity_data import head_splits, load_all
     from hcat_pipeline.resources.embedding import EmbeddingModel
 
     rows = []
@@ -65,7 +65,7 @@ def load_rows(data: Path, heldout: bool) -> list[dict]:
             if ethos_half(r["comment"]) == ("heldout" if heldout else "dev"):
                 rows.append({"set": "ethos", "category": "ethos", "text": r["comment"], "y": int(float(r["isHate"]) >= 0.5)})
     examples, _ = load_all(data)
-    splits = assign_splits(examples, near_duplicate_groups(EmbeddingModel().embed([e.text for e in examples])))
+    splits = head_splits(examples, EmbeddingModel().embed)
     for e, s in zip(examples, splits, strict=True):
         if s != "val":
             continue
@@ -104,21 +104,6 @@ def score(rows: list[dict]) -> None:
             r["attributes"] = {k: round(float(v), 4) for k, v in s["attributes"].items()}
 
 
-def auroc(y: np.ndarray, s: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(y, s))
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    d = 1 + z * z / n
-    c, h = (p + z * z / (2 * n)) / d, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
-
-
 def _pairs(before: list[dict], after: list[dict], set_name: str, pos, neg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b = {(r["set"], r["text"]): r for r in before if r["set"] == set_name}
     a = [r for r in after if r["set"] == set_name and (r["set"], r["text"]) in b and (pos(r) or neg(r))]
@@ -129,19 +114,18 @@ def _pairs(before: list[dict], after: list[dict], set_name: str, pos, neg) -> tu
 def compare(before: list[dict], after: list[dict], resamples: int = 1000, seed: int = 0) -> bool:
     """Prints AUROC per dev set (before, after, paired-bootstrap 95 % interval of the difference) and the
     share on the right side of 0.5 per category (Wilson interval of before); returns True when nothing
-    is worse by more than its interval."""
-    rng, ok = np.random.default_rng(seed), True
+    is worse by more than its interval. (hcat_pipeline is imported inside the functions: ``--root``
+    chooses which checkout's scorer a scoring run imports.)"""
+    from hcat_pipeline.core.exam_filters import wilson_interval
+    from hcat_pipeline.core.metrics.nli_eval import auroc, paired_auroc_difference_ci
+
+    ok = True
     print(f"{'dev set':44s} {'n':>5s}  before  after   after-before [95 % CI]   verdict")
     for name, set_name, pos, neg in AUROC_SETS:
         y, sb, sa = _pairs(before, after, set_name, pos, neg)
         if len(set(y.tolist())) < 2:
             continue
-        diffs = []
-        for _ in range(resamples):
-            i = rng.integers(0, len(y), len(y))
-            if len(set(y[i].tolist())) == 2:
-                diffs.append(auroc(y[i], sa[i]) - auroc(y[i], sb[i]))
-        lo, hi = np.percentile(diffs, [2.5, 97.5])
+        lo, hi = paired_auroc_difference_ci(y, sb, sa, resamples, seed)
         worse = hi < 0
         ok &= not worse
         print(f"{name:44s} {len(y):5d}  {auroc(y, sb):.3f}   {auroc(y, sa):.3f}   {auroc(y, sa) - auroc(y, sb):+.3f} [{lo:+.3f}, {hi:+.3f}]   "
@@ -155,7 +139,7 @@ def compare(before: list[dict], after: list[dict], resamples: int = 1000, seed: 
         side = "—" if c in NO_SIDE else "high" if high else "low"
         right = (lambda v: v >= 0.5) if high else (lambda v: v < 0.5)
         kb, ka = sum(right(b[(s, r["text"])]["score"]) for r in rows), sum(right(r["score"]) for r in rows)
-        lo, hi = wilson(kb, len(rows))
+        lo, hi = wilson_interval(kb, len(rows))
         worse = c not in NO_SIDE and ka / len(rows) < lo - 1e-9
         ok &= not worse
         mean_b, mean_a = np.mean([b[(s, r["text"])]["score"] for r in rows]), np.mean([r["score"] for r in rows])

@@ -174,11 +174,11 @@ def build_toxigen(validation_dir: str | Path, embed: Callable[[list[str]], np.nd
 
     ``embed``: the project's MiniLM (``EmbeddingModel.embed``), as the head recipe uses it to find
     near-duplicates; the split is recomputed exactly as ``scripts/train_toxicity_head.py`` does."""
-    from hcat_pipeline.core.metrics.toxicity_data import SPLIT_SEED, assign_splits, load_all, near_duplicate_groups
+    from hcat_pipeline.core.metrics.toxicity_data import SPLIT_SEED, head_splits, load_all
 
     root = Path(validation_dir)
     examples, _ = load_all(root)
-    head_split = assign_splits(examples, near_duplicate_groups(embed([e.text for e in examples])))
+    head_split = head_splits(examples, embed)
     rows = []
     for e, s in zip(examples, head_split):
         if e.source != "toxigen" or s == "train":

@@ -23,6 +23,7 @@ import polars as pl
 
 from hcat_pipeline.core.chunking import split_sentences
 from hcat_pipeline.core.metrics.aggregation import aggregate, token_weights
+from hcat_pipeline.core.metrics.groundedness_nli import DEFAULT_TASK
 from hcat_pipeline.core.metrics.registry import FIXES, RESOURCES, MetricUnavailable
 
 LOAD_ERRORS = (ImportError, OSError)  # a package or a weights file is missing: unavailable, not a bug
@@ -131,7 +132,7 @@ def _resolve(obj: Any) -> Any:
 
 CALLABLES = ("embed", "embed_layers")  # resources given as the callable itself (never a factory)
 PROBES: dict[str, Callable[[Any], Any]] = {
-    "nli": lambda nli: nli.decision([[PROBE]], [PROBE], task="qa"),  # loads the default task's head / model and its encoder
+    "nli": lambda nli: nli.decision([[PROBE]], [PROBE], task=DEFAULT_TASK),  # loads the default task's head / model and its encoder
     "pii": lambda pii: pii.leaks([PROBE], [[]]),  # loads presidio + spaCy
     "multilingual": lambda enc: enc.encode([PROBE]),
 }

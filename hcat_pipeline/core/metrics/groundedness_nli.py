@@ -19,6 +19,7 @@ import numpy as np
 from hcat_pipeline.core.metrics.nli_eval import answer_aggregate
 
 GroundingTask = Literal["qa", "dialogue", "summary"]  # RAG answers, dialogue responses, summary sentences
+DEFAULT_TASK: GroundingTask = "qa"  # what a RAG evaluation scores
 
 
 class NLIScorer(Protocol):
@@ -26,7 +27,7 @@ class NLIScorer(Protocol):
 
 
 def groundedness_nli_batch(
-    rows: Sequence[tuple[Sequence[str], Sequence[str]]], scorer: NLIScorer, task: str | Sequence[str] = "qa"
+    rows: Sequence[tuple[Sequence[str], Sequence[str]]], scorer: NLIScorer, task: str | Sequence[str] = DEFAULT_TASK
 ) -> list[dict]:
     """Score many answers at once: ``rows`` = [(answer_sentences, context_sentences), ...].
 

@@ -19,6 +19,21 @@ def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
     return float(roc_auc_score(y, np.asarray(scores, dtype=np.float64)))
 
 
+def paired_auroc_difference_ci(labels: Sequence[int], before: Sequence[float], after: Sequence[float],
+                               resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95 % percentile interval of AUROC(after) − AUROC(before) over rows resampled together (the
+    same rows for both scores); resamples with a single class are skipped. The no-regression rule's
+    interval (CONTRIBUTING)."""
+    y, b, a = (np.asarray(v) for v in (labels, before, after))
+    rng, diffs = np.random.default_rng(seed), []
+    for _ in range(resamples):
+        i = rng.integers(0, len(y), len(y))
+        if len(set(y[i].tolist())) == 2:
+            diffs.append(auroc(y[i], a[i]) - auroc(y[i], b[i]))
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def length_matched_auroc(labels: Sequence[int], scores: Sequence[float], lengths: Sequence[int], max_ratio: float = 1.25) -> dict:
     """AUROC over (positive, negative) pairs of similar length only.
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Literal, get_args
 
 from hcat_pipeline.core.metrics.completeness import OT_METRICS
-from hcat_pipeline.core.metrics.groundedness_nli import GroundingTask
+from hcat_pipeline.core.metrics.groundedness_nli import DEFAULT_TASK, GroundingTask
 from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, REFUSAL_MODES, RefusalMode
 from hcat_pipeline.core.metrics.registry import AGGREGATIONS, Metric, get_metric
 
@@ -30,7 +30,7 @@ class ScoreOptions:
     refusal_mode: RefusalMode = DEFAULT_REFUSAL_MODE  # see core.metrics.refusal
     refusal_threshold: float = DEFAULT_REFUSAL_THRESHOLD  # `refused` = refusal probability ≥ this
     explain_sentences: bool = True  # add query/context/answer sentence lists
-    task: GroundingTask = "qa"  # what groundedness_nli scores: RAG answers (qa), dialogue responses, summary sentences; a `task` column overrides per row
+    task: GroundingTask = DEFAULT_TASK  # what groundedness_nli scores: RAG answers (qa), dialogue responses, summary sentences; a `task` column overrides per row
 
     def __post_init__(self):
         for m in (self.aggregation, *self.aggregation_by_metric.values()):

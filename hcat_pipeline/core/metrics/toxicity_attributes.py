@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hcat_pipeline.core.metrics.toxicity_rules import WORD, in_words, lexicon
+from hcat_pipeline.core.metrics.toxicity_rules import WORD, compound, in_words, lexicon
 
 ATTRIBUTES: tuple[str, ...] = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "PROFANITY", "THREAT")
 FLOORS = {  # policy, not fitted: the score a lexicon rule guarantees
@@ -121,6 +121,7 @@ class Finding:
     reason: str
 
 
+@lru_cache(maxsize=50_000)
 def exemption(low: str) -> str | None:
     """Why a lexicon attack rule does not apply to ``low`` (the lower-cased sentence): counter-speech
     that denounces (``_COUNTER``) or reported / quoted speech (``_REPORTED``). Reclaimed slurs are told
@@ -145,17 +146,20 @@ def _targets(words: Sequence[str], evidence: dict) -> list[str]:
     return [w for w in words if in_words(w, lx["identity"])] + list(evidence.get("slur", ()))
 
 
-def _group_clauses(low: str, evidence: dict):
+def _group_clauses(low: str, evidence: dict) -> tuple:
     """(clause words, the attack or None, is it a degrading name, the attack word's position) for each
-    clause naming a group; a reclaimed or neutral slur is not degrading."""
+    clause naming a group; a reclaimed or neutral slur is not degrading. Read once per sentence
+    (the floors and the learned head's exceptions both ask)."""
+    return _clause_attacks(low, frozenset(evidence.get("slur_reclaimed", ())))
+
+
+@lru_cache(maxsize=50_000)
+def _clause_attacks(low: str, reclaimed: frozenset[str]) -> tuple:
     lx = lexicon()
-    degrading = (
-        (lx["dehumanising"] | lx["hate_words"] | INSULT_WORDS | lx["slurs"])
-        - NEUTRAL_SLURS
-        - set(evidence.get("slur_reclaimed", ()))
-    )
+    degrading = (lx["dehumanising"] | lx["hate_words"] | INSULT_WORDS | lx["slurs"]) - NEUTRAL_SLURS - reclaimed
+    out = []
     for clause in _CLAUSE.split(low):
-        words = WORD.findall(clause)
+        words = tuple(WORD.findall(clause))
         groups = [w for w in words if in_words(w, lx["identity"])]
         if not groups:
             continue
@@ -164,12 +168,13 @@ def _group_clauses(low: str, evidence: dict):
         bad += [i for i in range(first) if words[i] in degrading and in_words(words[i], lx["slurs"])]
         hated = _HATE_VERBS.search(clause) or _SICKENED.search(clause)
         if bad:
-            yield words, f"{groups[0]} … {words[bad[0]]}", True, bad[0]
+            out.append((words, f"{groups[0]} … {words[bad[0]]}", True, bad[0]))
         elif hated:
             at = len(WORD.findall(clause[: hated.end()])) - 1  # the hate verb's position
-            yield words, f"'{hated.group(0).strip()}' … {groups[0]}", False, at
+            out.append((words, f"'{hated.group(0).strip()}' … {groups[0]}", False, at))
         else:
-            yield words, None, False, None
+            out.append((words, None, False, None))
+    return tuple(out)
 
 
 def derogation(low: str, evidence: dict) -> Finding | None:
@@ -188,7 +193,7 @@ def learned_exemption(normalised: str, evidence: dict) -> str | None:
     attack that is negated ("gay people are not disgusting", "I don't hate …"), a reclaimed slur with
     no other slur, or a short, plainly positive statement about a group."""
     low = normalised.lower()
-    clauses = list(_group_clauses(low, evidence))
+    clauses = _group_clauses(low, evidence)
     attack = bool(evidence.get("slur") or evidence.get("dehumanising") or evidence.get("threat") or any(c[1] for c in clauses))
     found = exemption(low)
     if found and attack:
@@ -196,21 +201,15 @@ def learned_exemption(normalised: str, evidence: dict) -> str | None:
     for words, named_attack, _, at in clauses:
         if named_attack and _negated(words, at):
             return f"negated attack: {named_attack}"
-    if _NOTHING_AGAINST.search(low):
-        return f"negated attack: {_NOTHING_AGAINST.search(low).group(0)}"
+    if found := _NOTHING_AGAINST.search(low):
+        return f"negated attack: {found.group(0)}"
     if "slur_reclaimed" in evidence and "slur" not in evidence:
         return f"reclaimed in-group use: {', '.join(evidence['slur_reclaimed'])}"
     if evidence.get("identity") and not (attack or evidence.get("hate_word")) and len(low.split()) <= POSITIVE_MAX_WORDS:
-        compound = _compound(normalised)
-        if compound >= POSITIVE_COMPOUND:
-            return f"positive statement about a group (sentiment {compound:+.2f})"
+        tone = compound(normalised)
+        if tone >= POSITIVE_COMPOUND:
+            return f"positive statement about a group (sentiment {tone:+.2f})"
     return None
-
-
-def _compound(text: str) -> float:
-    from hcat_pipeline.core.metrics.safety import _vader
-
-    return float(_vader().polarity_scores(text)["compound"])
 
 
 def lexicon_findings(normalised: str, evidence: dict, profanity: float) -> list[Finding]:
@@ -224,7 +223,7 @@ def lexicon_findings(normalised: str, evidence: dict, profanity: float) -> list[
         out.append(Finding("PROFANITY", FLOORS["profanity_word"], f"swear word: {', '.join(swear[:3])}"))
     if exemption(low):
         return out
-    slurs = [w for w in evidence.get("slur", ()) if w not in NEUTRAL_SLURS and w in WORD.findall(low)]
+    slurs = [w for w in evidence.get("slur", ()) if w not in NEUTRAL_SLURS and w in words]
     if slurs:
         out.append(Finding("IDENTITY_ATTACK", FLOORS["slur"], f"slur: {', '.join(slurs)}"))
     found = derogation(low, evidence)
@@ -236,8 +235,8 @@ def lexicon_findings(normalised: str, evidence: dict, profanity: float) -> list[
         aimed_at = _targets(words, evidence)
         if aimed_at:
             out.append(Finding("IDENTITY_ATTACK", FLOORS["derogation"], f"violence against a group: {aimed_at[0]}"))
-    elif _DEAD.search(low):
-        out.append(Finding("THREAT", FLOORS["threat_aimed"], f"death announced to someone: {_DEAD.search(low).group(0)}"))
+    elif dead := _DEAD.search(low):
+        out.append(Finding("THREAT", FLOORS["threat_aimed"], f"death announced to someone: {dead.group(0)}"))
     elif "threat" in evidence:
         out.append(
             Finding("THREAT", FLOORS["threat_unaimed"], f"violence word in an intent frame, no target: {evidence['threat'][0]}")
@@ -246,9 +245,8 @@ def lexicon_findings(normalised: str, evidence: dict, profanity: float) -> list[
     addressed = [i for i in insults if any(w in _ADDRESSEE for w in words[max(0, i - 4) : i + 2])]
     if low.startswith(("what a ", "shut up", "go away")) or len(words) <= 3:
         addressed = insults
-    if addressed and not _negated(words, addressed[0]) and _compound(normalised) <= 0:
-        insults = [words[i] for i in addressed]
-        out.append(Finding("INSULT", FLOORS["insult_addressed"], f"insult addressed to someone: {insults[0]}"))
+    if addressed and not _negated(words, addressed[0]) and compound(normalised) <= 0:
+        out.append(Finding("INSULT", FLOORS["insult_addressed"], f"insult addressed to someone: {words[addressed[0]]}"))
     return out
 
 

@@ -179,6 +179,12 @@ def assign_splits(examples: list[Example], groups: np.ndarray, seed: int = SPLIT
     return out
 
 
+def head_splits(examples: list[Example], embed) -> list[str]:
+    """Split name per example exactly as the head's recipe makes it: near-duplicate groups of the
+    examples' embeddings (``embed``: texts -> unit vectors), then ``assign_splits``."""
+    return assign_splits(examples, near_duplicate_groups(embed([e.text for e in examples])))
+
+
 def load_all(shared_validation: str | Path) -> tuple[list[Example], dict]:
     """Both sets, cleaned and de-duplicated across sets; counts for the report."""
     root = Path(shared_validation)

@@ -147,10 +147,17 @@ def deobfuscate(text: str) -> tuple[str, list[tuple[str, str]]]:
     return _TOKEN.sub(token, text), changes
 
 
-def _vader_negativity(text: str) -> float:
+@lru_cache(maxsize=50_000)
+def compound(text: str) -> float:
+    """VADER's compound sentiment of one sentence, in [-1, 1] (cached: the rule features and the
+    attribute rules read the same sentence)."""
     from hcat_pipeline.core.metrics.safety import _vader
 
-    return max(0.0, -float(_vader().polarity_scores(text)["compound"]))
+    return float(_vader().polarity_scores(text)["compound"])
+
+
+def _vader_negativity(text: str) -> float:
+    return max(0.0, -compound(text))
 
 
 def rule_signals(text: str) -> dict:
