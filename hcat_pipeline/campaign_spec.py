@@ -22,6 +22,8 @@ import dagster as dg
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from hcat_pipeline.configs import config_from
+from hcat_pipeline.core.rag import SystemConfig
 from hcat_pipeline.core.sampling import SAMPLE_SIZE
 from hcat_pipeline.core.yaml_errors import validation_problems
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
@@ -31,9 +33,6 @@ from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))
-
-Retriever = Literal["closed_book", "oracle", "bm25", "dense", "hybrid"]
-
 
 class _Strict(dg.Config):
     model_config = ConfigDict(extra="forbid")
@@ -63,19 +62,34 @@ class HttpSystemSpec(_Strict):
     max_backoff_s: float = Field(default=10.0, ge=0)
 
 
-class SystemSpec(_Strict):
-    """One system under test: retriever × LLM (the ``llm`` resource) × ICL × prompt, or ``http``."""
+class LLMSpec(_Strict):
+    """An LLM a campaign names — a system's, the generator's or the judge's (``LLM.for_model`` builds it).
 
-    system_id: str = Field(min_length=1)
-    retriever: Retriever = "bm25"
-    top_k: int = Field(default=3, ge=1, le=20)
-    icl_examples: int = Field(default=0, ge=0, le=2, description="in-context examples from other cases of the golden set")
-    prompt: str = Field(default="rag_v1", description="hcat_pipeline/prompts/<prompt>.txt")
-    max_tokens: int = Field(default=96, ge=1)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    seed: int = 0
-    inject_distractors: bool = Field(default=True, description="plant a distractor case's contradicting passage in its context")
-    http: Optional[HttpSystemSpec] = None
+    Its identity only: the sampling parameters (temperature, max_tokens, seed) are the system's own fields.
+    Absent: the ``llm`` resource of the deployment (local: the packaged Qwen2.5-0.5B-Instruct)."""
+
+    provider: Literal["local", "openai", "anthropic"] = "local"
+    model: str = Field(default="", description="local: a packaged model (qwen2.5-0.5b-instruct-q4_k_m | gemma-3-270m-q4_k_m); "
+                       "API: the provider's model name; empty: the provider's default")  # fmt: skip
+    model_path: str = Field(default="", description="local: any GGUF file (relative to the campaign file)")
+    base_url: str = Field(default="", description="openai: any OpenAI-compatible server (e.g. http://127.0.0.1:8081/v1)")
+    api_key_env: str = Field(default="", description="env var holding the API key (never the key); empty: OPENAI_API_KEY / ANTHROPIC_API_KEY")
+    openai_json_mode: Literal["json_schema", "json_object"] = "json_schema"
+    max_concurrency: Optional[int] = Field(default=None, ge=1, description="parallel calls to this LLM; empty: the resource's")
+    timeout_s: Optional[float] = Field(default=None, gt=0)
+
+    def overrides(self) -> dict:
+        """The fields ``LLM.for_model`` takes: every identity field, and the runtime ones only when set."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+SystemSpec = config_from(
+    SystemConfig, "SystemSpec", base=_Strict, exclude=("extra",),
+    llm=(Optional[LLMSpec], Field(default=None, description="this system's LLM; absent: the campaign's default LLM")),
+    http=(Optional[HttpSystemSpec], Field(default=None, description="a user's own RAG service instead of retriever × LLM")),
+)
+SystemSpec.__doc__ = """One system under test: retriever × LLM × ICL × prompt, or ``http`` (a user's own service). Its fields are
+``core.rag.SystemConfig``'s (one field list, one set of defaults), plus ``llm`` and ``http``."""
 
 
 class CorpusSpec(_Strict):
@@ -166,6 +180,9 @@ class CampaignSpec(_Strict):
         "http and API systems are always asked again. never: every system is asked every night.",
     )
     include_imports: bool = Field(default=True, description="add responses imported with `hcat import-responses`")
+    llm: Optional[LLMSpec] = Field(default=None, description="the campaign's default LLM (systems without their own); absent: the llm resource")
+    generator_llm: Optional[LLMSpec] = Field(default=None, description="the LLM that writes the golden set's questions; absent: the default")
+    judge_llm: Optional[LLMSpec] = Field(default=None, description="the LLM judge; absent: the default")
     systems: list[SystemSpec] = Field(min_length=1)
 
 
@@ -202,11 +219,7 @@ def load_campaign(path: str | Path | None = None) -> CampaignSpec:
     path = Path(path or DEFAULT_CAMPAIGN_FILE)
     if not path.exists():
         raise CampaignFileError(f"campaign file {path} not found (set HCAT_CAMPAIGN_FILE or pass --config)")
-    spec = parse_campaign(path.read_text(encoding="utf-8"), str(path))
-    if spec.corpus.paths:
-        base = path.resolve().parent
-        absolute = [p if Path(p).expanduser().is_absolute() else str(base / p) for p in spec.corpus.paths]
-        spec = spec.model_copy(update={"corpus": spec.corpus.model_copy(update={"paths": absolute})})
+    spec = _absolute_paths(parse_campaign(path.read_text(encoding="utf-8"), str(path)), path.resolve().parent)
     ids = [s.system_id for s in spec.systems]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -214,9 +227,28 @@ def load_campaign(path: str | Path | None = None) -> CampaignSpec:
     return spec
 
 
+def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
+    """Corpus paths and GGUF model paths relative to the campaign file, made absolute."""
+
+    def absolute(p: str) -> str:
+        return p if not p or Path(p).expanduser().is_absolute() else str(base / p)
+
+    def llm(s: LLMSpec | None) -> LLMSpec | None:
+        return s.model_copy(update={"model_path": absolute(s.model_path)}) if s is not None else None
+
+    return spec.model_copy(update={
+        "corpus": spec.corpus.model_copy(update={"paths": [absolute(p) for p in spec.corpus.paths]}),
+        "llm": llm(spec.llm), "generator_llm": llm(spec.generator_llm), "judge_llm": llm(spec.judge_llm),
+        "systems": [s.model_copy(update={"llm": llm(s.llm)}) for s in spec.systems],
+    })  # fmt: skip
+
+
 def campaign_run_config(spec: CampaignSpec) -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
-    return {"ops": {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}}
+    ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
+    if spec.judge_llm is not None:
+        ops["llm_judge_scores"] = {"config": {"llm": spec.judge_llm.model_dump(mode="json")}}
+    return {"ops": ops}
 
 
 def corpus_sources(corpus: CorpusSpec) -> dict:
@@ -229,14 +261,15 @@ def generation_run_config(spec: CampaignSpec) -> dict:
     """test_generation_job's run config from the campaign file: corpus, sampling, generation and variants."""
     g, r = spec.generation, spec.generation.robustness
     corpus = {"paths": list(spec.corpus.paths), "include_embedded": spec.corpus.include_embedded, "max_file_bytes": spec.corpus.max_file_bytes}
+    generator = {"llm": spec.generator_llm.model_dump(mode="json")} if spec.generator_llm is not None else {}
     return {"ops": {
         "corpus": {"config": corpus},
         "sampled_chunks": {"config": {"sample_size": g.sample_size, "seed": g.seed}},
         "generated_queries": {"config": {"mode": g.mode, "cases_per_stratum": g.cases_per_stratum, "query_types": list(g.query_types),
-                                         "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed}},
+                                         "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed, **generator}},
         "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_misleading_premise": r.misleading_premise,
                                         "n_distractor": r.distractor, "n_injection": r.injection, "n_ood": r.ood,
                                         "n_counterfactual_pairs": g.pairs_per_attribute, "max_bias_share": g.max_bias_share,
                                         "attributes": list(g.bias_attributes),
-                                        "category_counts": {k: getattr(r, k) for k in CATEGORY_COUNTS}}},
+                                        "category_counts": {k: getattr(r, k) for k in CATEGORY_COUNTS}, **generator}},
     }}  # fmt: skip

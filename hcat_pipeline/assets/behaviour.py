@@ -15,8 +15,8 @@ from typing import Literal
 import dagster as dg
 import polars as pl
 
-from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.core.behaviour import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel

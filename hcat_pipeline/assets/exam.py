@@ -26,9 +26,10 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
-from hcat_pipeline.assets._config import config_from, to_core
+from hcat_pipeline.assets._llms import system_llms
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, load_campaign
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.core.campaign_run import index_fingerprint
 from hcat_pipeline.core.exam import (
     DISTRACTOR_PROMPT,
@@ -237,26 +238,29 @@ def exam(context: dg.AssetExecutionContext, config: ExamConfig, exam_candidates:
 
 
 def _takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingModel, exam: pl.DataFrame, index: pl.DataFrame):
+    """LLM × retriever × ICL (exam paper §4, Table 3): every campaign system on its own LLM at each ICL level."""
     try:
         spec = load_campaign(config.campaign_file)
     except CampaignFileError as e:
         raise dg.Failure(str(e)) from None
-    mode = config.mode if config.mode != "auto" else ("loglik" if llm.supports_logprobs else "letter")
-    if mode == "loglik" and not llm.supports_logprobs:
-        raise dg.Failure(f"exam_responses: mode loglik needs a local model; the llm resource is {llm.provider!r}")
+    systems = [s for s in spec.systems if s.http is None]
+    llms = system_llms(spec, llm)
+    all_loglik = all(llms[s.system_id].client.supports_logprobs for s in systems)
+    mode = config.mode if config.mode != "auto" else ("loglik" if all_loglik else "letter")
+    if mode == "loglik" and not all_loglik:
+        raise dg.Failure(f"exam_responses: mode loglik needs local models; the systems' LLMs are "
+                         f"{sorted({i.llm_id for i in llms.values()})}")  # fmt: skip
     ids, texts, matrix = index["chunk_id"].to_list(), index["text"].to_list(), index["embedding"].to_numpy()
     ihash = index_fingerprint(ids, texts, embedding_model.model_id)
     pool = [{**r, "case_id": r["question_id"], "reference_answer": r["answer"], "expected_behavior": "answer"} for r in exam.to_dicts()]
-    cache, takers, skipped = {}, [], []
-    llm_id = f"{llm.provider}/{llm.model_name}"
-    for s in spec.systems:
-        if s.http is not None:
-            skipped.append(s.system_id)
-            continue
+    cache, takers = {}, []
+    skipped = [s.system_id for s in spec.systems if s.http is not None]
+    for s in systems:
         retriever = build_retriever(s.retriever, ids, texts, matrix, embedding_model.embed, cache)
+        info = llms[s.system_id]
         for icl in config.icl_levels:
             ts = TakerSpec(f"{s.system_id}@icl{icl}", s.retriever, s.top_k, int(icl), config.seed)
-            takers.append(ExamTaker(ts, retriever, llm, llm_id, llm.fingerprint(), mode, pool, ihash))
+            takers.append(ExamTaker(ts, retriever, info.client, info.llm_id, info.fingerprint, mode, pool, ihash))
     return takers, skipped, mode
 
 

@@ -20,13 +20,15 @@ import dataclasses
 import time
 import typing
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
 import dagster as dg
 import polars as pl
 from pydantic import Field, create_model
 
+from hcat_pipeline.assets._llms import named_llm
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.campaign_spec import LLMSpec
 from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.judge import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
 from hcat_pipeline.core.judge_audit import wilson
@@ -71,6 +73,7 @@ JudgeScoresConfig = create_model(
     local_seconds_per_call=(float, Field(default=6.0, gt=0, description="estimate for the local llama.cpp model on 2 cores")),
     api_seconds_per_call=(float, Field(default=2.0, gt=0, description="estimate per call for an API model (divided by its concurrency)")),
     validation_table=(str, Field(default=str(WAREHOUSE_DIR / "judge_validation.parquet"), description="judge_validation's table")),
+    llm=(Optional[LLMSpec], Field(default=None, description="the judge LLM (campaign file: judge_llm); absent: the llm resource")),
     **_judge_fields(),
 )
 
@@ -87,6 +90,7 @@ JudgeValidationConfig = create_model(
     max_flip_rate=(float, AuditThresholds.max_flip_rate),
     max_abs_length_rho=(float, AuditThresholds.max_abs_length_rho),
     max_self_preference_gap=(float, AuditThresholds.max_self_preference_gap),
+    llm=(Optional[LLMSpec], Field(default=None, description="the judge LLM to validate; absent: the llm resource")),
     **_judge_fields(),
 )
 
@@ -132,6 +136,7 @@ def llm_judge_scores(
     golden_set: pl.DataFrame,
 ) -> pl.DataFrame:
     cfg = _core_config(config)
+    llm = named_llm(llm, config.llm, "llm_judge_scores (judge_llm)")
     fingerprint = llm.fingerprint()
     cfg_hash = judge_config_hash(cfg, fingerprint)
     answered = rag_responses.filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars() != ""))
@@ -209,6 +214,7 @@ def llm_judge_scores(
 )
 def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationConfig, llm: LLM) -> pl.DataFrame:
     cfg = _core_config(config)
+    llm = named_llm(llm, config.llm, "judge_validation")
     try:
         items = sample_items(faithdial_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)
         items += sample_items(toxigen_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)

@@ -16,8 +16,8 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from hcat_pipeline.assets._config import config_from, to_core
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.core.metrics.nli_eval import kind_stats
 from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_chunks
 from hcat_pipeline.core.metrics.nli_train import TrainConfig

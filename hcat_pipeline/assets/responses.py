@@ -17,13 +17,13 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
+from hcat_pipeline.assets._llms import system_llms
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
 from hcat_pipeline.console import progress_message
 from hcat_pipeline.core.campaign_run import (
     CheckpointHistory,
-    LLMInfo,
     answer_cases,
     build_systems,
     finish_frame,
@@ -84,9 +84,8 @@ def rag_responses(
     spec = config.resolve()
     spec_sha = campaign_sha256(spec)
     cases = select_cases(golden_set, spec.max_cases, spec.case_seed, floors=_gate_floors(context)).to_dicts()
-    info = LLMInfo(llm, f"{llm.provider}/{llm.model_name}", llm.fingerprint(), llm.is_deterministic, llm.max_concurrency)
     index = chunks.select("chunk_id", "text").join(chunk_embeddings, on="chunk_id", how="inner")
-    built = build_systems([s.model_dump() for s in spec.systems], info, index, embedding_model.embed, embedding_model.model_id,
+    built = build_systems([s.model_dump() for s in spec.systems], system_llms(spec, llm), index, embedding_model.embed, embedding_model.model_id,
                           golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse)  # fmt: skip
     history = CheckpointHistory(config.checkpoint_dir, version, night)
     marks = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}

@@ -1,7 +1,7 @@
 """A campaign run (golden-eval §4): the systems of a campaign answer the cases of one frozen
 golden-set version on one night.
 
-* ``build_systems`` — retrieval-augmented systems on the configured LLM, or a user's service over
+* ``build_systems`` — retrieval-augmented systems, each on its own LLM, or a user's service over
   HTTP (made by a factory the caller passes, so no resource is imported here); each knows whether
   it may reuse earlier answers.
 * ``CheckpointHistory`` — this run's checkpoint plus the checkpoints of the earlier nights of the
@@ -18,7 +18,7 @@ No dagster import.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,7 +70,7 @@ class LLMInfo:
 
 def build_systems(
     specs: Sequence[dict],
-    llm: LLMInfo,
+    llms: Mapping[str, LLMInfo],
     chunks: pl.DataFrame,
     embed: Callable[[list[str]], np.ndarray],
     embedder_id: str,
@@ -78,8 +78,8 @@ def build_systems(
     http_factory: Callable[[dict], object],
     reuse_mode: str = "deterministic_local",
 ) -> list[BuiltSystem]:
-    """One ``BuiltSystem`` per spec (dicts in the campaign schema). ``chunks`` has chunk_id, text and
-    embedding (the dense index). Retriever indexes are shared between systems."""
+    """One ``BuiltSystem`` per spec (dicts in the campaign schema), a retrieval-augmented one on ``llms[system_id]``.
+    ``chunks`` has chunk_id, text and embedding (the dense index). Retriever indexes are shared between systems."""
     chunk_ids, texts = chunks["chunk_id"].to_list(), chunks["text"].to_list()
     matrix = chunks["embedding"].to_numpy() if "embedding" in chunks.columns else None
     index = index_fingerprint(chunk_ids, texts, embedder_id)
@@ -94,6 +94,7 @@ def build_systems(
                                      reusable=False))  # fmt: skip
             continue
         retriever = build_retriever(s["retriever"], chunk_ids, texts, matrix, embed, cache)
+        llm = llms[s["system_id"]]
         cfg = SystemConfig(
             system_id=s["system_id"], retriever=s["retriever"], top_k=s["top_k"], icl_examples=s["icl_examples"],
             prompt=s["prompt"], max_tokens=s["max_tokens"], temperature=s["temperature"], seed=s["seed"],

@@ -34,26 +34,32 @@ import polars as pl
 from hcat_pipeline.core import prompts
 from hcat_pipeline.core.ids import json_hash
 from hcat_pipeline.core.prompts import PROMPTS_DIR
-from hcat_pipeline.core.retrieval import Passage, Retriever, inject_distractor
+from hcat_pipeline.core.retrieval import Passage, Retriever, RetrieverName, inject_distractor
 from hcat_pipeline.schemas import RAG_RESPONSES
 
 # ---------------------------------------------------------------- configuration
 
 
+def _f(default, description: str, **bounds):
+    """A field with the constraints and description the campaign schema shows (``metadata``: pydantic ``Field`` kwargs)."""
+    return field(default=default, metadata={"description": description, **bounds})
+
+
 @dataclass(frozen=True)
 class SystemConfig:
-    """A named system under test: retriever × LLM × ICL × prompt (+ generation parameters)."""
+    """A named system under test: retriever × LLM × ICL × prompt (+ generation parameters). The one field list:
+    the campaign file's ``SystemSpec`` is derived from it (``campaign_spec``), with these defaults and bounds."""
 
-    system_id: str
-    retriever: str = "bm25"  # closed_book | oracle | bm25 | dense | hybrid
-    top_k: int = 3
-    icl_examples: int = 0  # ICL@0 / ICL@1 / ICL@2
-    prompt: str = "rag_v1"  # template name under hcat_pipeline/prompts/ (without .txt)
-    max_tokens: int = 128
-    temperature: float = 0.0
+    system_id: str = field(metadata={"min_length": 1})
+    retriever: RetrieverName = "bm25"
+    top_k: int = _f(3, "passages retrieved", ge=1, le=20)
+    icl_examples: int = _f(0, "in-context examples from other cases of the golden set (ICL@0/1/2)", ge=0, le=2)
+    prompt: str = _f("rag_v1", "hcat_pipeline/prompts/<prompt>.txt")
+    max_tokens: int = _f(96, "answer length limit", ge=1)
+    temperature: float = _f(0.0, "sampling temperature (0: greedy, reusable answers)", ge=0.0, le=2.0)
     seed: int = 0
-    inject_distractors: bool = True  # put a case's distractor_passage into its context
-    extra: dict = field(default_factory=dict)  # anything else that identifies the system
+    inject_distractors: bool = _f(True, "plant a distractor case's contradicting passage in its context")
+    extra: dict = field(default_factory=dict)  # anything else that identifies the system (not in the campaign file)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -12,7 +12,7 @@ import hashlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 DISTRACTOR_PREFIX = "distractor:"
-RETRIEVERS = ("closed_book", "oracle", "bm25", "dense", "hybrid")
+RetrieverName = Literal["closed_book", "oracle", "bm25", "dense", "hybrid"]
+RETRIEVERS: tuple[str, ...] = get_args(RetrieverName)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,10 @@ input/output tokens and cost (from a configurable price table). Invalid JSON or 
 are retried a bounded number of times with the validation error fed back; transient provider
 errors (rate limit, 5xx, timeout) are retried with exponential backoff. After the retries an
 ``LLMCallFailed`` is raised; assets catch it per row, count it and report it.
+
+The resource is also a factory: ``for_model(spec)`` is the LLM a campaign file names for a system, the
+generator or the judge (``campaign_spec.LLMSpec``): one instance per distinct model configuration, and
+one loaded llama.cpp model per distinct GGUF whichever instance asks for it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import re
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import dagster as dg
 import jsonschema
@@ -36,6 +41,11 @@ DEFAULT_PRICES: dict[str, list[float]] = {
     "claude-3-5-haiku-latest": [0.80, 4.00],
     "claude-sonnet-4-5": [3.00, 15.00],
 }
+
+
+DEFAULT_MODELS = {"local": "qwen2.5-0.5b-instruct-q4_k_m", "openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+# what names a model (``for_model`` takes these from a spec alone, never from the resource it derives from)
+IDENTITY_FIELDS = ("provider", "model", "model_path", "base_url", "api_key_env", "openai_json_mode")
 
 
 @dataclass
@@ -105,22 +115,51 @@ class LLM(dg.ConfigurableResource):
 
     _backend: object = PrivateAttr(default=None)
     _limiter: threading.Semaphore | None = PrivateAttr(default=None)
+    _variants: dict = PrivateAttr(default_factory=dict)
 
     @property
     def model_name(self) -> str:
         if self.model:
             return self.model
-        return {"local": "qwen2.5-0.5b-instruct-q4_k_m", "openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}[
-            self.provider
-        ]
+        if self.provider == "local" and self.model_path:
+            return Path(self.model_path).stem
+        return DEFAULT_MODELS[self.provider]
+
+    @property
+    def llm_id(self) -> str:
+        """provider/model: how responses, costs and the exam's θ_llm name this LLM."""
+        return f"{self.provider}/{self.model_name}"
+
+    def gguf_path(self) -> Path:
+        """The local model file: ``model_path``, else the packaged GGUF of ``model`` (default Qwen2.5-0.5B)."""
+        from hcat_pipeline.models import packaged_gguf
+
+        return Path(self.model_path).expanduser() if self.model_path else packaged_gguf(self.model_name)
 
     def fingerprint(self) -> str:
-        """What identifies this model's answers: the model file's SHA-256 (local) or provider/model (API)."""
+        """What identifies this model's answers: the model file's SHA-256 (local) or provider/model at its server (API)."""
         if self.provider == "local":
-            from hcat_pipeline.models import file_sha256, qwen_gguf_path
+            from hcat_pipeline.models import file_sha256
 
-            return f"local/{self.model_name}@sha256:{file_sha256(self.model_path or qwen_gguf_path())[:16]}"
-        return f"{self.provider}/{self.model_name}"
+            return f"local/{self.model_name}@sha256:{file_sha256(self.gguf_path())[:16]}"
+        return f"{self.provider}/{self.model_name}" + (f"@{self.base_url}" if self.base_url else "")
+
+    def for_model(self, spec: dict | None) -> LLM:
+        """The LLM ``spec`` names (the fields of ``campaign_spec.LLMSpec``; None or empty: this resource).
+
+        The spec is the model's identity — provider, model, model_path, base_url, api_key_env, json mode — so
+        those fields are taken from it alone (a system on ``openai`` does not inherit the local model's path);
+        timeouts, retries, prices, threads and context size come from this resource unless the spec sets them.
+        One instance per distinct spec, so its concurrency limiter is shared by every system naming it."""
+        given = {k: v for k, v in (spec or {}).items() if v is not None}
+        if not given:
+            return self
+        key = json.dumps(given, sort_keys=True)
+        if key not in self._variants:
+            runtime = {k: getattr(self, k) for k in type(self).model_fields if k not in IDENTITY_FIELDS}
+            variant = type(self)(**{**runtime, **given})
+            self._variants[key] = self if variant.model_dump() == self.model_dump() else variant
+        return self._variants[key]
 
     def is_deterministic(self, temperature: float) -> bool:
         """Same prompt ⇒ same answer: only the local llama.cpp model at temperature 0 (each prompt evaluated
@@ -133,10 +172,7 @@ class LLM(dg.ConfigurableResource):
 
             base_url = self.base_url or os.environ.get("HCAT_LLM_BASE_URL", "")
             if self.provider == "local":
-                from hcat_pipeline.models import qwen_gguf_path
-
-                path = self.model_path or str(qwen_gguf_path())
-                self._backend = LocalLlamaBackend(path, self.n_ctx, self.n_threads, self.model_name)
+                self._backend = LocalLlamaBackend(str(self.gguf_path()), self.n_ctx, self.n_threads, self.model_name)
             elif self.provider == "openai":
                 self._backend = OpenAIBackend(
                     self.model_name, self.api_key_env or "OPENAI_API_KEY", base_url, self.timeout_s, self.openai_json_mode

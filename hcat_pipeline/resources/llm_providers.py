@@ -33,6 +33,7 @@ class ProviderError(RuntimeError):
 
 _LLAMA_CACHE: dict[tuple, object] = {}
 _LLAMA_LOCK = threading.Lock()
+_MODEL_LOCKS: dict[tuple, threading.Lock] = {}
 
 
 @atexit.register
@@ -51,8 +52,10 @@ class LocalLlamaBackend:
 
     def __init__(self, model_path: str, n_ctx: int, n_threads: int, model_name: str):
         self.model_path, self.n_ctx, self.n_threads, self.model_name = model_path, n_ctx, n_threads, model_name
-        # one llama.cpp context is not re-entrant: calls on the same model are serialised
-        self.lock = threading.Lock()
+        # one llama.cpp context is not re-entrant: calls on the same loaded model are serialised, whichever
+        # backend (one per LLM resource instance) holds it
+        with _LLAMA_LOCK:
+            self.lock = _MODEL_LOCKS.setdefault((model_path, n_ctx, n_threads), threading.Lock())
 
     def _llama(self):
         key = (self.model_path, self.n_ctx, self.n_threads)
