@@ -137,6 +137,7 @@ class GenerationSpec(_Strict):
     pairs_per_attribute: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], ge=0)
     max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
     seed: int = 0
+    llm: Optional[LLMSpec] = Field(default=None, description="the LLM that writes the questions and rewrites; absent: the llm resource")
 
     # Dagster config has no list of Literal: the members are checked here (the message names the allowed values)
     @field_validator("query_types")
@@ -155,6 +156,14 @@ def _members(values: list[str], allowed: tuple[str, ...], what: str) -> list[str
     if bad:
         raise ValueError(f"unknown {what}(s) {bad}; expected some of {list(allowed)}")
     return list(dict.fromkeys(values))
+
+
+class JudgeSpec(_Strict):
+    """The LLM judge of a campaign run (``llm_judge_scores``; golden-eval §5.4-5.6)."""
+
+    llm: Optional[LLMSpec] = Field(default=None, description="the judge LLM; absent: the llm resource")
+    enabled: Literal["auto", "on", "off"] = Field(default="auto", description="auto: only when the estimated time fits time_budget_s")
+    time_budget_s: float = Field(default=900.0, gt=0)
 
 
 class CampaignSpec(_Strict):
@@ -181,8 +190,7 @@ class CampaignSpec(_Strict):
     )
     include_imports: bool = Field(default=True, description="add responses imported with `hcat import-responses`")
     llm: Optional[LLMSpec] = Field(default=None, description="the campaign's default LLM (systems without their own); absent: the llm resource")
-    generator_llm: Optional[LLMSpec] = Field(default=None, description="the LLM that writes the golden set's questions; absent: the default")
-    judge_llm: Optional[LLMSpec] = Field(default=None, description="the LLM judge; absent: the default")
+    judge: JudgeSpec = Field(default_factory=lambda: JudgeSpec())
     systems: list[SystemSpec] = Field(min_length=1)
 
 
@@ -238,7 +246,8 @@ def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
 
     return spec.model_copy(update={
         "corpus": spec.corpus.model_copy(update={"paths": [absolute(p) for p in spec.corpus.paths]}),
-        "llm": llm(spec.llm), "generator_llm": llm(spec.generator_llm), "judge_llm": llm(spec.judge_llm),
+        "llm": llm(spec.llm), "generation": spec.generation.model_copy(update={"llm": llm(spec.generation.llm)}),
+        "judge": spec.judge.model_copy(update={"llm": llm(spec.judge.llm)}),
         "systems": [s.model_copy(update={"llm": llm(s.llm)}) for s in spec.systems],
     })  # fmt: skip
 
@@ -246,8 +255,7 @@ def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
 def campaign_run_config(spec: CampaignSpec) -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
-    if spec.judge_llm is not None:
-        ops["llm_judge_scores"] = {"config": {"llm": spec.judge_llm.model_dump(mode="json")}}
+    ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json")}
     return {"ops": ops}
 
 
@@ -261,7 +269,7 @@ def generation_run_config(spec: CampaignSpec) -> dict:
     """test_generation_job's run config from the campaign file: corpus, sampling, generation and variants."""
     g, r = spec.generation, spec.generation.robustness
     corpus = {"paths": list(spec.corpus.paths), "include_embedded": spec.corpus.include_embedded, "max_file_bytes": spec.corpus.max_file_bytes}
-    generator = {"llm": spec.generator_llm.model_dump(mode="json")} if spec.generator_llm is not None else {}
+    generator = {"llm": g.llm.model_dump(mode="json")} if g.llm is not None else {}
     return {"ops": {
         "corpus": {"config": corpus},
         "sampled_chunks": {"config": {"sample_size": g.sample_size, "seed": g.seed}},

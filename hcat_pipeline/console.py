@@ -25,11 +25,16 @@ def progress_message(done: int, total: int) -> str:
     return f"[progress] {done}/{total}"
 
 
+PLAIN_STEPS, PLAIN_EVERY_S = 10, 30.0  # not on a terminal: a progress line every 10 % or 30 s, whichever first
+
+
 @dataclass
 class StageState:
     started: float
     bar: object | None = None
     warnings: int = 0
+    said_at: float | None = None  # when the last plain progress line was printed
+    said_step: int = 0  # the last 10 % step printed
 
 
 GATE_CHECK_FAILURE = "DagsterAssetCheckFailedError"  # how a blocking release-gate check reports itself in the step failure
@@ -92,13 +97,21 @@ class CampaignConsole:
                 state.bar.refresh()
                 if not getattr(state.bar, "disable", True):
                     return
-                if done == total or done % max(1, total // 4) == 0:  # no terminal: a few plain progress lines
-                    rate = done / max(now - state.started, 1e-9)
-                    eta = (total - done) / rate if rate else 0.0
-                    self.say(f"  {step}: {done}/{total} ({100 * done // max(total, 1)}%, ETA {_dur(eta)})")
+                self._plain_progress(step, state, done, total, now)
             elif level >= logging.WARNING:
                 state.warnings += 1
                 self.warnings += 1
+
+    def _plain_progress(self, step: str, state: StageState, done: int, total: int, now: float) -> None:
+        """No terminal (a log file, CI): a line at every 10 % step of the stage and at least every 30 s."""
+        share_step = done * PLAIN_STEPS // max(total, 1)
+        quiet_for = now - (state.said_at if state.said_at is not None else state.started)
+        if done != total and share_step <= state.said_step and quiet_for < PLAIN_EVERY_S:
+            return
+        state.said_at, state.said_step = now, share_step
+        rate = done / max(now - state.started, 1e-9)
+        eta = (total - done) / rate if rate else 0.0
+        self.say(f"  {step}: {done}/{total} ({100 * done // max(total, 1)}%, ETA {_dur(eta)})")
 
     def counts(self) -> dict[str, int]:
         out = {"ok": 0, "failed": 0, "skipped": 0, "blocked": 0}

@@ -58,6 +58,12 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata({"path": str(path), "rows": obj.height})
 
     def load_input(self, context: dg.InputContext):
+        """The stored table(s) of the input; an input declared ``AssetIn(metadata={"optional": True})`` that was never
+        stored (for this partition) is None, so the asset says what is missing instead of failing."""
+        if (context.definition_metadata or {}).get("optional"):
+            keys = list(context.asset_partition_keys) if context.has_asset_partitions else [None]
+            if len(keys) == 1 and not self._asset_path(context, keys[0]).exists():
+                return None
         if not context.has_asset_partitions:
             return self._read(self._asset_path(context, None), context)
         keys = list(context.asset_partition_keys)

@@ -124,8 +124,8 @@ def test_the_dagster_selection_config_is_derived_from_the_core_dataclass():
     """One field list: every SelectionConfig field (max_answer_words included) is a launchpad field with its default."""
     import dataclasses
 
-    from hcat_pipeline.configs import to_core
     from hcat_pipeline.assets.queries import QuerySelectionConfig
+    from hcat_pipeline.configs import to_core
     from hcat_pipeline.golden.selection import SelectionConfig
 
     names = [f.name for f in dataclasses.fields(SelectionConfig)]

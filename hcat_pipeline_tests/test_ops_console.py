@@ -37,7 +37,7 @@ def test_stage_lines_progress_eta_and_failures():
     assert text[0] == "▶ rag_responses …"
     assert "  rag_responses: 2/8 (25%, ETA 12.0s)" in text  # 2 s per answer, 6 left
     assert "  rag_responses: 8/8 (100%, ETA 0.0s)" in text
-    assert sum("rag_responses: " in line and "/8" in line for line in text) == 4  # a few lines, not one per answer
+    assert sum("rag_responses: " in line and "/8" in line for line in text) == 8  # 8 answers: each is a 10 % step
     assert "✔ rag_responses done in 16.0s, 1 warning(s)" in text
     assert "✖ metric_tables FAILED after 4.0s: metric_tables: NLI head missing" in text
     assert "– bias_report skipped (an upstream stage failed)" in text
@@ -47,6 +47,26 @@ def test_stage_lines_progress_eta_and_failures():
     assert c.counts() == {"ok": 1, "failed": 1, "skipped": 1, "blocked": 1}
     assert "stages: 1 ok, 1 failed, 1 skipped, 1 holding a release verdict of BLOCKED" in format_summary(
         ok=True, version="gs-x", night="2026-01-01", systems=["a"], means={}, gates=[], report_path=None, console=c)
+
+
+def test_without_a_terminal_progress_is_a_line_every_tenth_or_every_30_seconds():
+    out, clock = io.StringIO(), _Clock()
+    c = CampaignConsole(out=out, bars=False, clock=clock)
+    c.handle("rag_responses", "STEP_START", "started")
+    for i in range(1, 161):  # fast: 0.5 s an answer, 80 s in all → one line per 10 % (16 answers)
+        clock.t = 0.5 * i
+        c.handle("rag_responses", None, progress_message(i, 160), logging.DEBUG)
+    fast = [line for line in out.getvalue().splitlines() if "/160" in line]
+    assert [line.split()[1] for line in fast] == [f"{16 * k}/160" for k in range(1, 11)], fast
+    out2, clock2 = io.StringIO(), _Clock()
+    c = CampaignConsole(out=out2, bars=False, clock=clock2)
+    c.handle("generated_queries", "STEP_START", "started")
+    for i in range(1, 41):  # slow: 12 s a call over 400 calls → 10 % is 8 min; a line still comes every 30 s
+        clock2.t = 12.0 * i
+        c.handle("generated_queries", None, progress_message(i, 400), logging.DEBUG)
+    slow = [line for line in out2.getvalue().splitlines() if "/400" in line]
+    assert [line.split()[1] for line in slow] == [f"{i}/400" for i in (3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 40)], slow  # 40: 10 %
+    assert "ETA 1h19m" in slow[0]  # 397 left at 12 s each
 
 
 def test_summary_shows_version_systems_scores_with_ci_gates_report_and_ui():

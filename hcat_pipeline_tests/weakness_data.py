@@ -115,6 +115,11 @@ def store_run(wh, tables: dict[str, pl.DataFrame]) -> None:
         frame.write_parquet(wh / name / VERSION / f"{NIGHT}.parquet")
     (wh / "golden_set").mkdir(parents=True, exist_ok=True)
     tables["golden_set"].write_parquet(wh / "golden_set" / f"{VERSION}.parquet")
+    from hcat_pipeline.gates import DEFAULT_GATES_FILE, evaluate_gates, load_gates
+
+    verdicts = evaluate_gates(load_gates(DEFAULT_GATES_FILE), frames, cases=tables["golden_set"], history={})
+    (wh / "gate_verdicts" / VERSION).mkdir(parents=True, exist_ok=True)
+    verdicts.write_parquet(wh / "gate_verdicts" / VERSION / f"{NIGHT}.parquet")
 
 
 def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int):
@@ -125,13 +130,14 @@ def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int)
     from hcat_pipeline.io import PolarsParquetIOManager
     from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 
-    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in UPSTREAM]
-    upstream.append(dg.AssetSpec("golden_set", partitions_def=golden_set_version))
-    cfg = {"warehouse_dir": str(wh), "reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir)}
+    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in (*UPSTREAM, "gate_verdicts", "system_rankings", "pareto_frontier",
+                                                                       "calibrated_scores", "llm_judge_scores")]  # fmt: skip
+    upstream += [dg.AssetSpec("golden_set", partitions_def=golden_set_version), dg.AssetSpec("metric_validity"), dg.AssetSpec("exam_report")]
+    cfg = {"reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir)}
     result = dg.materialize(
         [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],
         partition_key=campaign_run_key(VERSION, NIGHT), instance=instance, resources={"io_manager": PolarsParquetIOManager(base_dir=str(wh))},
-        run_config={"ops": {"weakness_report": {"config": {"warehouse_dir": str(wh), "n_boot": n_boot}}, "campaign_report": {"config": cfg}}},
+        run_config={"ops": {"weakness_report": {"config": {"n_boot": n_boot}}, "campaign_report": {"config": cfg}}},
     )  # fmt: skip
     assert result.success
     return result

@@ -4,25 +4,30 @@
 ``gate_verdicts`` evaluates the gates file (``gates.yaml``; core: ``hcat_pipeline.gates``) on the run's
 metric_tables, behaviour_checks and retrieval_metrics: one row per gate × system × scope group
 (``GATE_VERDICTS`` in schemas.py) with verdict PASS / FAIL / INDETERMINATE, the CI, n and n_more. The
-asset carries one check per gate of the default gates file (declared at import):
+asset carries one check per gate of the default gates file (declared at import), never blocking — the
+verdicts are the input of the reports, which a reviewer must read exactly when a gate fails:
 
-* hard gates: ``blocking=True``, severity ERROR — a failing (or, unless ``on_indeterminate: warn``,
-  INDETERMINATE) hard gate stops every asset downstream of gate_verdicts in the run (release_decision);
-* soft and trend gates: severity WARN;
-* ``hard_gates``: blocking aggregate of every hard gate of the gates file actually used (so a file
-  passed by config with other gate names is still enforced).
+* hard gates: severity ERROR (a FAIL, or an INDETERMINATE unless ``on_indeterminate: warn``);
+* soft and trend gates: severity WARN.
 
-The table itself is always stored (the report shows the verdicts of a blocked run too). Trend gates
+``release_decision`` (per system: cleared or not) carries the **blocking** check ``hard_gates``: every hard
+gate of the gates file actually used (so a file passed by config with other gate names is still
+enforced). When it fails, the run's step fails with ``DagsterAssetCheckFailedError`` — the release
+verdict BLOCKED, which ``hcat campaign`` reports as a verdict — and anything a deployment puts
+downstream of release_decision does not run. Trend gates
 read earlier nights of the same version from the warehouse (``data/warehouse/<table>/<version>/<night>.parquet``).
 
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
+
+from typing import Optional
 
 import dagster as dg
 import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.core.judge import judge_gate_table
 from hcat_pipeline.gates import (
     DEFAULT_GATES_FILE,
     GatesFileError,
@@ -47,14 +52,10 @@ def _declared_gates():
 
 _DECLARED = _declared_gates()
 _CHECK_SPECS = [
-    dg.AssetCheckSpec(HARD_GATES_CHECK, asset="gate_verdicts", blocking=True,
-                      description="every hard gate of the gates file used: FAIL (or INDETERMINATE) blocks downstream"),  # fmt: skip
-    *[
-        dg.AssetCheckSpec(f"gate_{g.name}", asset="gate_verdicts", blocking=g.kind == "hard",
-                          description=f"{g.kind} gate: {g.statistic}({g.table}.{g.metric}) {g.direction} {g.threshold:g}"
-                          + (f" — {g.description}" if g.description else ""))  # fmt: skip
-        for g in _DECLARED
-    ],
+    dg.AssetCheckSpec(f"gate_{g.name}", asset="gate_verdicts",
+                      description=f"{g.kind} gate: {g.statistic}({g.table}.{g.metric}) {g.direction} {g.threshold:g}"
+                      + (f" — {g.description}" if g.description else ""))  # fmt: skip
+    for g in _DECLARED
 ]
 
 
@@ -85,6 +86,7 @@ def _check_metadata(rows: pl.DataFrame) -> dict:
 @dg.asset(
     partitions_def=campaign_run,
     group_name="gates",
+    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True})},
     deps=["gates_file"],  # watched source (assets/sources.py): a changed gates file makes the verdicts stale
     check_specs=_CHECK_SPECS,
     description="Per campaign run: every release gate of gates.yaml per system (and scope group) — verdict PASS / FAIL / "
@@ -97,13 +99,15 @@ def gate_verdicts(
     behaviour_checks: pl.DataFrame,
     retrieval_metrics: pl.DataFrame,
     golden_set: pl.DataFrame,
+    llm_judge_scores: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
     try:
         gates = load_gates(config.gates_file or DEFAULT_GATES_FILE)
     except GatesFileError as e:
         raise dg.Failure(str(e)) from e
-    tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics}
+    tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics,
+              "llm_judge_scores": judge_gate_table(llm_judge_scores)}  # validated judge rows only (golden-eval §5.6)
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
@@ -122,14 +126,6 @@ def gate_verdicts(
         "blocking": dg.MetadataValue.json(sorted(table.filter(pl.col("blocking"))["gate"].unique().to_list())),
         "history_runs": dg.MetadataValue.json({t: [label for label, _ in h] for t, h in history.items()}),
     })  # fmt: skip
-    hard = table.filter(pl.col("kind") == "hard")
-    blocking = hard.filter(pl.col("blocking"))
-    yield dg.AssetCheckResult(
-        check_name=HARD_GATES_CHECK, passed=blocking.height == 0, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"hard_gates": hard["gate"].n_unique(), "blocking_rows": blocking.height,
-                  "blocking": preview(blocking.select("gate", "system_id", "group", "verdict", "estimate", "ci_low", "ci_high", "n",
-                                                      "n_more", "reason"), 50, 120)},
-    )  # fmt: skip
     used = {g.name: g for g in gates.gates}
     for spec in _DECLARED:
         name = f"gate_{spec.name}"
@@ -146,10 +142,13 @@ def gate_verdicts(
 @dg.asset(
     partitions_def=campaign_run,
     group_name="gates",
-    description="Per campaign run: the systems cleared for release (every hard gate PASS). Downstream of the blocking "
-    "hard-gate checks: it does not materialize when a hard gate fails.",
+    check_specs=[dg.AssetCheckSpec(HARD_GATES_CHECK, asset="release_decision", blocking=True,
+                                   description="every hard gate of the gates file used: a FAIL (or INDETERMINATE) blocks the release "
+                                   "and everything downstream of this decision")],  # fmt: skip
+    description="Per campaign run: per system, cleared for release (every hard gate PASS) or not, with its gate counts. "
+    "Its blocking check hard_gates fails when any system is not cleared: the release verdict BLOCKED.",
 )
-def release_decision(context: dg.AssetExecutionContext, gate_verdicts: pl.DataFrame) -> pl.DataFrame:
+def release_decision(context: dg.AssetExecutionContext, gate_verdicts: pl.DataFrame):
     per_system = (
         gate_verdicts.filter(pl.col("system_id") != "*")
         .group_by("system_id")
@@ -162,5 +161,12 @@ def release_decision(context: dg.AssetExecutionContext, gate_verdicts: pl.DataFr
     run = gate_verdicts.select("golden_set_version", "night", "campaign_sha256").head(1)
     if run.height:
         per_system = per_system.with_columns(*[pl.lit(run[c][0]).alias(c) for c in run.columns])
-    context.add_output_metadata({"dagster/row_count": per_system.height, "decision": preview(per_system, 50)})
-    return per_system
+    yield dg.Output(per_system, metadata={"dagster/row_count": per_system.height, "decision": preview(per_system, 50)})
+    hard = gate_verdicts.filter(pl.col("kind") == "hard")
+    blocking = hard.filter(pl.col("blocking"))
+    yield dg.AssetCheckResult(
+        check_name=HARD_GATES_CHECK, passed=blocking.height == 0, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"hard_gates": hard["gate"].n_unique(), "blocking_rows": blocking.height,
+                  "blocking": preview(blocking.select("gate", "system_id", "group", "verdict", "estimate", "ci_low", "ci_high", "n",
+                                                      "n_more", "reason"), 50, 120)},
+    )  # fmt: skip

@@ -28,7 +28,7 @@ from pydantic import Field, create_model
 
 from hcat_pipeline.assets._llms import named_llm
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.campaign_spec import LLMSpec
+from hcat_pipeline.campaign_spec import JudgeSpec, LLMSpec
 from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.judge import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
 from hcat_pipeline.core.judge_audit import wilson
@@ -65,15 +65,13 @@ def _core_config(config) -> JudgeConfig:
         raise dg.Failure(str(e)) from e
 
 
+# the campaign file's ``judge:`` block (llm, enabled, time_budget_s) + the core's JudgeConfig + estimates
 JudgeScoresConfig = create_model(
     "JudgeScoresConfig",
-    __base__=dg.Config,
-    enabled=(Literal["auto", "on", "off"], Field(default="auto", description="auto: run when the estimated time fits time_budget_s")),
-    time_budget_s=(float, Field(default=900.0, gt=0, description="auto: skip when estimated calls × seconds per call exceed this")),
+    __base__=JudgeSpec,
     local_seconds_per_call=(float, Field(default=6.0, gt=0, description="estimate for the local llama.cpp model on 2 cores")),
     api_seconds_per_call=(float, Field(default=2.0, gt=0, description="estimate per call for an API model (divided by its concurrency)")),
     validation_table=(str, Field(default=str(WAREHOUSE_DIR / "judge_validation.parquet"), description="judge_validation's table")),
-    llm=(Optional[LLMSpec], Field(default=None, description="the judge LLM (campaign file: judge_llm); absent: the llm resource")),
     **_judge_fields(),
 )
 
@@ -136,7 +134,7 @@ def llm_judge_scores(
     golden_set: pl.DataFrame,
 ) -> pl.DataFrame:
     cfg = _core_config(config)
-    llm = named_llm(llm, config.llm, "llm_judge_scores (judge_llm)")
+    llm = named_llm(llm, config.llm, "llm_judge_scores (judge.llm)")
     fingerprint = llm.fingerprint()
     cfg_hash = judge_config_hash(cfg, fingerprint)
     answered = rag_responses.filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars() != ""))

@@ -16,13 +16,14 @@
 
 import os
 from pathlib import Path
+from typing import Optional
 
 import dagster as dg
 import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.calibration import LabelStore, agreement
-from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANINGS, select_review_items
+from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANINGS, judge_review_flags, select_review_items
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
@@ -110,8 +111,10 @@ def _explanation(row: dict) -> str:
 @dg.asset(
     partitions_def=campaign_run,
     group_name="calibration",
+    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True})},
     description="Per campaign run: the case × system × dimension items humans should label next (stratified over strata, "
-    "query types and systems; unsure conformal sets ∅ / {0,1} first), exported to data/labels/review_queue.csv.",
+    "query types and systems; items the LLM judge is unsure of or disagrees with the metric on first (golden-eval §5.5), then "
+    "unsure conformal sets ∅ / {0,1}), exported to data/labels/review_queue.csv.",
 )
 def review_queue(
     context: dg.AssetExecutionContext,
@@ -121,6 +124,7 @@ def review_queue(
     rag_responses: pl.DataFrame,
     golden_set: pl.DataFrame,
     human_labels: pl.DataFrame,
+    llm_judge_scores: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     labelled = human_labels.select("case_id", "system_id", "dimension").unique() if human_labels.height else None
@@ -129,7 +133,8 @@ def review_queue(
     cand = calibrated_scores.filter(pl.col("raw_score").is_not_null())
     if labelled is not None:
         cand = cand.join(labelled, on=["case_id", "system_id", "dimension"], how="anti")
-    cand = cand.join(cases, on="case_id", how="left")
+    flags = judge_review_flags(llm_judge_scores, calibrated_scores)
+    cand = cand.join(cases, on="case_id", how="left").join(flags, on=["case_id", "system_id", "dimension"], how="left")
     picked = select_review_items(cand, config.n_items, config.seed)
     expl_cols = sorted({c for cols in EXPLANATION_COLUMNS.values() for c in cols} & set(metric_tables.columns))
     picked = picked.join(metric_tables.select("case_id", "system_id", *expl_cols), on=["case_id", "system_id"], how="left")
@@ -163,6 +168,7 @@ def review_queue(
         "dagster/row_count": queue.height,
         "exported_to": str(path) if config.export else "not exported",
         "candidates": cand.height,
+        "judge_flagged": flags.height,
         "already_labelled_left_out": 0 if labelled is None else labelled.height,
         "by_reason": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("reason").len().sort("reason").iter_rows()}),
         "by_dimension": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("dimension").len().sort("dimension").iter_rows()}),

@@ -105,9 +105,13 @@ def _metric_tables(
     out = scored.select([c for c in _KEEP if c in scored.columns] + metric_cols + detail)
     out = out.with_columns(pl.lit(json.dumps(info, sort_keys=True, default=str)).alias("score_info"))
 
+    def _unit(col: pl.Series) -> tuple[float, float] | None:  # every score of the metric in [0, 1]: its mean is too
+        v = col.drop_nulls().cast(pl.Float64, strict=False).drop_nans()
+        return (0.0, 1.0) if v.len() and v.min() >= 0.0 and v.max() <= 1.0 else None
+
     headline = {
         sid: {"rows": g.height, "failed": int(g["score_skipped_reason"].is_not_null().sum()),
-              **{m: mean_ci(g[m]) for m in metric_cols}}
+              **{m: mean_ci(g[m], bounds=_unit(out[m])) for m in metric_cols}}
         for (sid,), g in sorted(out.group_by("system_id"), key=lambda kv: kv[0])
     }  # fmt: skip
     by_system = pl.DataFrame([

@@ -91,7 +91,7 @@ class QueryGenerationConfig(dg.Config):
     temperature: float = 0.0
     max_tokens: int = MAX_TOKENS
     max_passage_chars: int = MAX_PASSAGE_CHARS
-    llm: Optional[LLMSpec] = Field(default=None, description="the generator LLM (campaign file: generator_llm); absent: the llm resource")
+    llm: Optional[LLMSpec] = Field(default=None, description="the generator LLM (campaign file: generation.llm); absent: the llm resource")
 
 
 # the selection thresholds *are* the core's SelectionConfig (one field list, one set of defaults)
@@ -113,7 +113,7 @@ class RobustnessConfig(dg.Config):
                                             description=f"golden-eval §2 / §10.4 / §11.2 cases per kind, of {list(CATEGORY_COUNTS)}")
     min_rewrite_similarity: float = 0.5
     ood_max_similarity: float = 0.45
-    llm: Optional[LLMSpec] = Field(default=None, description="the generator LLM for the rewrites (campaign file: generator_llm)")
+    llm: Optional[LLMSpec] = Field(default=None, description="the generator LLM for the rewrites (campaign file: generation.llm)")
 
 
 def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame):
@@ -183,7 +183,7 @@ def generated_queries(
     chunks: pl.DataFrame,
     chunk_embeddings: pl.DataFrame,
 ) -> pl.DataFrame:
-    llm = named_llm(llm, config.llm, "generated_queries (generator_llm)")
+    llm = named_llm(llm, config.llm, "generated_queries (generation.llm)")
     sampled = sampled_chunks.sort("sample_rank")
     sampled = sampled.head(config.max_chunks) if config.max_chunks > 0 else sampled
     partner_of = _partner_finder(sampled, topic_strata, chunks, chunk_embeddings)
@@ -312,7 +312,7 @@ def robustness_cases(
     chunks: pl.DataFrame,
     chunk_embeddings: pl.DataFrame,
 ) -> pl.DataFrame:
-    llm = named_llm(llm, config.llm, "robustness_cases (generator_llm)")
+    llm = named_llm(llm, config.llm, "robustness_cases (generation.llm)")
     chash = corpus_hash(chunks["doc_id"].unique().to_list())
     bases = [case_from_query(r, chash) for r in selected_queries.to_dicts()]
     needed = {c for b in bases for c in b["source_chunk_ids"]}

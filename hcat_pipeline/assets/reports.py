@@ -11,11 +11,14 @@
   metrics with CIs, rankings, Pareto table, weaknesses with heatmaps and violins, robustness deltas,
   failure cases, metric validity, provenance. Core: ``core.report_sections``, ``core.campaign_report``.
 
-Optional inputs are read from the warehouse when this run has stored them (they are not Dagster
-inputs, so a missing one never stops the report): ``gate_verdicts`` is deliberately *not* upstream —
-its blocking hard-gate checks would otherwise suppress the report of exactly the runs a reviewer must
-read. When the stored verdicts are missing or older than this run's metric_tables, the report
-evaluates the same gates file with the same core (``hcat_pipeline.gates.evaluate_gates``) and says so.
+Every table comes through the lineage as a Dagster input — gate verdicts, rankings, Pareto frontier,
+calibrated scores, judge scores, metric validity, the exam report — so the asset graph shows what a
+report is made of, and a report is never built from another run's leftovers. Inputs that may be absent
+(``metric_validity`` and ``exam_report`` are not per run and may never have been materialized; the
+rankings, Pareto frontier, judge and calibrated scores when the run was a partial job) are declared
+optional (``OPTIONAL``): None, and the
+report says which is missing and why. The release gates' blocking check sits on ``release_decision``,
+not on ``gate_verdicts``, so a blocked release never suppresses the report a reviewer must read.
 
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
@@ -24,6 +27,7 @@ import dataclasses
 import json
 import typing
 from pathlib import Path
+from typing import Optional
 
 import dagster as dg
 import polars as pl
@@ -45,50 +49,41 @@ from hcat_pipeline.core.weakness import (
     worst_cases,
 )
 from hcat_pipeline.core.weakness_robustness import robustness_deltas as deltas_table
-from hcat_pipeline.gates import DEFAULT_GATES_FILE, GatesFileError, evaluate_gates, load_gates, load_history
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
 from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, WAREHOUSE_DIR
+from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR
 
-# The Dagster config *is* the core's WeaknessConfig (one field list, one set of defaults) + where optional tables live.
+# The Dagster config *is* the core's WeaknessConfig (one field list, one set of defaults) + the plotted metrics.
 WeaknessReportConfig = create_model(
     "WeaknessReportConfig",
     __base__=dg.Config,
-    warehouse_dir=(str, Field(default="", description="where optional tables of this run are read (calibrated_scores …); empty: data/warehouse")),
     plot_metrics=(list[str], Field(default_factory=lambda: list(DEFAULT_PLOT_METRICS), description="metrics plotted (those with values)")),
     **{f.name: (typing.get_type_hints(WeaknessConfig)[f.name], f.default) for f in dataclasses.fields(WeaknessConfig)},
 )
 
 
 class CampaignReportConfig(dg.Config):
-    warehouse_dir: str = Field(default="", description="where optional tables of this run are read; empty: data/warehouse")
     reports_dir: str = Field(default="", description="where report.html is written (<dir>/<version>/<night>/); empty: data/reports")
     golden_sets_dir: str = Field(default="", description="where the frozen version's manifest is read; empty: data/golden_sets")
-    gates_file: str = Field(default="", description="gates file evaluated when gate_verdicts of this run is not stored; empty: the default")
     plot_metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_PLOT_METRICS))
     seed: int = Field(default=WeaknessConfig.seed, description="jitter of the violin points")
 
 
 def _weakness_cfg(config) -> WeaknessConfig:
-    return WeaknessConfig(**config.model_dump(exclude={"warehouse_dir", "plot_metrics"}))
+    return WeaknessConfig(**config.model_dump(exclude={"plot_metrics"}))
 
 
-def _run_table(warehouse: str, asset: str, version: str, night: str, newer_than: Path | None = None) -> OptionalTable:
-    """This run's stored table of ``asset`` (IO-manager layout), or why there is none."""
-    path = Path(warehouse or WAREHOUSE_DIR) / asset / version / f"{night}.parquet"
-    flat = Path(warehouse or WAREHOUSE_DIR) / f"{asset}.parquet"
-    if not path.exists() and flat.exists() and asset in ("metric_validity", "exam_report"):  # not partitioned by run
-        path = flat
-    if not path.exists():
-        return OptionalTable(None, f"{asset} is not materialized for this run ({path} does not exist)")
-    if newer_than is not None and newer_than.exists() and path.stat().st_mtime < newer_than.stat().st_mtime:
-        return OptionalTable(None, f"the stored {asset} ({path}) is older than this run's metric_tables")
-    return OptionalTable(pl.read_parquet(path))
+OPTIONAL = {"optional": True}  # the IO manager gives None when the input was never stored (io.PolarsParquetIOManager)
+
+
+def _given(frame: pl.DataFrame | None, asset: str, why: str = "") -> OptionalTable:
+    return OptionalTable(frame) if frame is not None else OptionalTable(None, why or f"{asset} is not materialized for this run")
 
 
 @dg.multi_asset(
     partitions_def=campaign_run,
     group_name="reports",
+    ins={"calibrated_scores": dg.AssetIn(metadata=OPTIONAL)},
     outs={
         "weakness_report": dg.AssetOut(description="Per campaign run: every metric's marginal and bivariate cells (n, mean, 95% bootstrap CI, "
                                        "claim strength, small-cell flag) — HCAT §6.2."),
@@ -105,10 +100,11 @@ def weakness_report(
     golden_set: pl.DataFrame,
     metric_tables: pl.DataFrame,
     behaviour_checks: pl.DataFrame,
+    calibrated_scores: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
     cfg = _weakness_cfg(config)
-    calibrated = _run_table(config.warehouse_dir, "calibrated_scores", version, night)
+    calibrated = _given(calibrated_scores, "calibrated_scores")
     try:
         scores = case_scores(golden_set, metric_tables, behaviour_checks, rag_responses, calibrated.frame)
     except ValueError as e:
@@ -146,22 +142,11 @@ def weakness_report(
         "preview": preview(failures.select("severity", "failure_category", "system_id", "case_id", "evidence"), 30, 160)})  # fmt: skip
 
 
-def _gates(config: CampaignReportConfig, version: str, night: str, newer_than: Path, tables: dict, golden_set: pl.DataFrame) -> OptionalTable:
-    stored = _run_table(config.warehouse_dir, "gate_verdicts", version, night, newer_than)
-    if stored.frame is not None:
-        return stored
-    try:
-        gates = load_gates(config.gates_file or DEFAULT_GATES_FILE)
-    except GatesFileError as e:
-        return OptionalTable(None, f"{stored.why}; the gates file could not be read: {e}")
-    history = {t: load_history(config.warehouse_dir or WAREHOUSE_DIR, t, version, night) for t in {g.table for g in gates.gates if g.kind == "trend"}}
-    frame = evaluate_gates(gates, tables, cases=golden_set, history=history)
-    return OptionalTable(frame.with_columns(pl.lit(f"evaluated by the report ({stored.why})").alias("source")))
-
-
 @dg.asset(
     partitions_def=campaign_run,
     group_name="reports",
+    ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",
+                                                          "metric_validity", "exam_report")},  # fmt: skip
     description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
     "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
 )
@@ -177,18 +162,23 @@ def campaign_report(
     weakest_cases: pl.DataFrame,
     robustness_deltas: pl.DataFrame,
     failure_cases: pl.DataFrame,
+    gate_verdicts: pl.DataFrame,
+    system_rankings: Optional[pl.DataFrame],
+    pareto_frontier: Optional[pl.DataFrame],
+    calibrated_scores: Optional[pl.DataFrame],
+    llm_judge_scores: Optional[pl.DataFrame],
+    metric_validity: Optional[pl.DataFrame],
+    exam_report: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
-    wh = config.warehouse_dir
-    mt_path = Path(wh or WAREHOUSE_DIR) / "metric_tables" / version / f"{night}.parquet"
-    tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics}
     optional = {
-        "gate_verdicts": _gates(config, version, night, mt_path, tables, golden_set),
-        "rankings": _run_table(wh, "system_rankings", version, night, mt_path),
-        "pareto": _run_table(wh, "pareto_frontier", version, night, mt_path),
-        "calibrated_scores": _run_table(wh, "calibrated_scores", version, night, mt_path),
-        "metric_validity": _run_table(wh, "metric_validity", version, night),
-        "exam_report": _run_table(wh, "exam_report", version, night),  # the latest exam (assets/exam.py), not per run
+        "gate_verdicts": OptionalTable(gate_verdicts),
+        "rankings": _given(system_rankings, "system_rankings"),
+        "pareto": _given(pareto_frontier, "pareto_frontier"),
+        "calibrated_scores": _given(calibrated_scores, "calibrated_scores"),
+        "llm_judge_scores": _given(llm_judge_scores, "llm_judge_scores"),
+        "metric_validity": _given(metric_validity, "metric_validity", "metric_validity is not materialized (labels_job)"),
+        "exam_report": _given(exam_report, "exam_report", "exam_report is not materialized (exam_job)"),  # the latest exam, not per run
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None

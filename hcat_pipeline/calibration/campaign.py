@@ -156,17 +156,52 @@ def calibrate_long(long: pl.DataFrame, active: Mapping[str, CalibrationResult], 
     return pl.concat(out).select(list(CALIBRATED_SCHEMA))
 
 
-def select_review_items(candidates: pl.DataFrame, n: int, seed: int = 0) -> pl.DataFrame:
-    """Pick ``n`` rows of ``candidates`` (calibrated rows joined with ``stratum``, ``query_type``).
+# judge rubric dimensions read the same way as a calibrated dimension (1 / pass = good): judge ≠ metric is a disagreement
+JUDGE_AGREEMENT_DIMENSIONS = ("groundedness", "answer_relevancy", "completeness")
 
-    Priority within each (stratum, query_type, system) cell: an unsure set (``∅`` / ``{0,1}``) or an
-    uncalibrated dimension first, then the calibrated probability closest to 0.5, then a seeded hash.
+
+def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame) -> pl.DataFrame:
+    """Items the LLM judge sends to humans first (golden-eval §5.5): per case × system × dimension, a ``judge_reason``
+    when the judge was unsure (confidence ``low``) or its verdict differs from the calibrated metric's (judge pass vs
+    machine_verdict fail, or the reverse; dimensions of ``JUDGE_AGREEMENT_DIMENSIONS``). A judge's low confidence on a
+    dimension the metrics do not calibrate (correctness, safety) flags the item's calibrated rows of the same case."""
+    schema = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "judge_reason": pl.String}
+    if judge is None or judge.height == 0:
+        return pl.DataFrame(schema=schema)
+    scored = judge.filter(pl.col("score").is_not_null()).select("case_id", "system_id", "dimension", "score", "passed", "confidence")
+    machine = calibrated.filter(pl.col("machine_verdict").is_in(["pass", "fail"])).select("case_id", "system_id", "dimension", "machine_verdict")
+    both = scored.join(machine, on=["case_id", "system_id", "dimension"], how="left")
+    reason = (
+        pl.when(pl.col("dimension").is_in(JUDGE_AGREEMENT_DIMENSIONS) & pl.col("machine_verdict").is_not_null()
+                & (pl.col("passed") != (pl.col("machine_verdict") == "pass")))
+        .then(pl.format("judge disagrees with the metric: judge {}/5 ({}) vs metric {}", "score",
+                        pl.when(pl.col("passed")).then(pl.lit("pass")).otherwise(pl.lit("fail")), "machine_verdict"))
+        .when(pl.col("confidence") == "low").then(pl.format("judge unsure: low confidence on {} ({}/5)", "dimension", "score"))
+    )  # fmt: skip
+    flagged = both.with_columns(reason.alias("judge_reason")).filter(pl.col("judge_reason").is_not_null())
+    direct = flagged.filter(pl.col("dimension").is_in(calibrated["dimension"].unique().to_list())).select(*schema)
+    # an unsure judge on a dimension nobody calibrates: the same case × system goes first on every calibrated dimension
+    other = flagged.join(direct.select("case_id", "system_id").unique(), on=["case_id", "system_id"], how="anti")
+    spread = other.select("case_id", "system_id", "judge_reason").unique(["case_id", "system_id"], keep="first").join(
+        calibrated.select("case_id", "system_id", "dimension").unique(), on=["case_id", "system_id"])
+    return pl.concat([direct, spread.select(*schema)]).unique(["case_id", "system_id", "dimension"], keep="first").sort("case_id", "system_id", "dimension")
+
+
+def select_review_items(candidates: pl.DataFrame, n: int, seed: int = 0) -> pl.DataFrame:
+    """Pick ``n`` rows of ``candidates`` (calibrated rows joined with ``stratum``, ``query_type``; optionally
+    ``judge_reason`` from ``judge_review_flags``).
+
+    Priority within each (stratum, query_type, system) cell: an item the judge flags, an unsure set (``∅`` / ``{0,1}``)
+    or an uncalibrated dimension first, then the calibrated probability closest to 0.5, then a seeded hash.
     Cells are visited round-robin (each round takes every cell's next best item, best first), so the
     queue spreads over strata, query types and systems before it goes deep into any one of them."""
     if candidates.height == 0 or n <= 0:
         return candidates.head(0).with_columns(pl.lit(None, pl.Int64).alias("priority"), pl.lit(None, pl.String).alias("reason"))
+    if "judge_reason" not in candidates.columns:
+        candidates = candidates.with_columns(pl.lit(None, pl.String).alias("judge_reason"))
     c = candidates.with_columns(
-        pl.when(pl.col("prediction_set").is_in(["∅", "{0,1}"])).then(0)
+        pl.when(pl.col("judge_reason").is_not_null()).then(-1)
+        .when(pl.col("prediction_set").is_in(["∅", "{0,1}"])).then(0)
         .when(pl.col("prediction_set").is_null()).then(1).otherwise(2).alias("_tier"),
         (pl.col("calibrated_probability") - 0.5).abs().fill_null(0.0).alias("_margin"),
         pl.concat_str([pl.lit(str(seed)), *[pl.col(x).cast(pl.String).fill_null("") for x in (*ITEM, "dimension")]], separator="|")
@@ -176,10 +211,11 @@ def select_review_items(candidates: pl.DataFrame, n: int, seed: int = 0) -> pl.D
     c = c.with_columns(pl.int_range(pl.len()).over("_cell").alias("_round"), pl.int_range(pl.len()).alias("_rank"))
     picked = c.sort("_round", "_rank").head(n)
     reason = (
-        pl.when(pl.col("_tier") == 0).then(pl.lit("conformal set ") + pl.col("prediction_set") + pl.lit(": the machine is unsure"))
+        pl.when(pl.col("_tier") == -1).then(pl.col("judge_reason"))
+        .when(pl.col("_tier") == 0).then(pl.lit("conformal set ") + pl.col("prediction_set") + pl.lit(": the machine is unsure"))
         .when(pl.col("_tier") == 1).then(pl.lit("dimension not calibrated yet: labels needed"))
         .otherwise(pl.lit("coverage of stratum / query type / system"))
     )  # fmt: skip
     return picked.with_columns((pl.int_range(pl.len()) + 1).alias("priority"), reason.alias("reason")).drop(
-        "_tier", "_margin", "_h", "_cell", "_round", "_rank"
+        "_tier", "_margin", "_h", "_cell", "_round", "_rank", "judge_reason"
     )

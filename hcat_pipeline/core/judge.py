@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import jsonschema
+import polars as pl
 
 from hcat_pipeline.core.ids import json_hash
 from hcat_pipeline.core.prompts import PROMPTS_DIR, load_prompt
@@ -308,3 +309,23 @@ def judge_pair_both_orders(
             row[key] = res.data["winner"]
         out.append(row)
     return out
+
+
+def judge_gate_table(scores: pl.DataFrame | None) -> pl.DataFrame | None:
+    """``llm_judge_scores`` as a table release gates read (gates.yaml ``table: llm_judge_scores``): one row per
+    case × system, per rubric dimension ``<dimension>`` = passed (1.0 / 0.0) and ``<dimension>_score`` = 1-5.
+
+    Only rows whose judge configuration is validated against human labels carry values (golden-eval §5.6): an
+    unvalidated dimension's values are null, so a gate on it has n = 0 and is INDETERMINATE — the judge never decides
+    a gate it was not validated for. None when the judge did not run (the gate then says the table is missing)."""
+    if scores is None or scores.filter(pl.col("score").is_not_null()).height == 0:
+        return None
+    ok = scores.filter(pl.col("score").is_not_null()).with_columns(
+        pl.when(pl.col("validated")).then(pl.col("passed").cast(pl.Float64)).alias("_pass"),
+        pl.when(pl.col("validated")).then(pl.col("score").cast(pl.Float64)).alias("_score"),
+        (pl.col("dimension") + "_score").alias("_score_name"),
+    )
+    index = ["case_id", "system_id"]
+    passed = ok.pivot(on="dimension", index=index, values="_pass", aggregate_function="first")
+    scored = ok.pivot(on="_score_name", index=index, values="_score", aggregate_function="first")
+    return passed.join(scored, on=index, how="left").sort(index)

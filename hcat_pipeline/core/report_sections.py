@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from hcat_pipeline.core.campaign_report import Plot, Section, fmt_ci, frame_section
+from hcat_pipeline.core.report_decision import decision_section, gate_matrix_section, judge_section
 from hcat_pipeline.core.weakness_plots import heatmap_png, violin_png
 
 DEFAULT_PLOT_METRICS = ("groundedness_nli", "groundedness_similarity", "answer_relevancy", "recall_at_k", "behaviour_pass")
@@ -60,9 +61,9 @@ def plots_for(cells: pl.DataFrame, scores: pl.DataFrame, metrics: Sequence[str],
 
 
 def gate_section(gates: OptionalTable) -> tuple[Section, list[str]]:
-    """Gate verdicts first (sorted FAIL, INDETERMINATE, PASS) and summary lines counting them."""
+    """Every gate row (sorted FAIL, INDETERMINATE, PASS) — the details under the gate matrix — and a summary line counting them."""
     if gates.frame is None:
-        return Section.missing("gates", "Release gates", gates.why), [f"Release gates: not available ({gates.why})."]
+        return Section.missing("gates_detail", "Release gates", gates.why), [f"Release gates: not available ({gates.why})."]
     f = gates.frame
     col = next((c for c in VERDICT_COLUMNS if c in f.columns), None)
     if col is None:
@@ -71,8 +72,10 @@ def gate_section(gates: OptionalTable) -> tuple[Section, list[str]]:
     f = f.sort(pl.col(col).cast(pl.String).str.to_uppercase().replace_strict(order, default=3))
     counts = f[col].cast(pl.String).str.to_uppercase().value_counts().sort(col)
     line = "Release gates: " + ", ".join(f"{r[col]} {r['count']}" for r in counts.iter_rows(named=True))
-    sec = frame_section("gates", "Release gates", f.with_columns(pl.col(col).cast(pl.String).str.to_uppercase().alias("_class")),
-                        columns=[c for c in f.columns if c != "_class"], row_class="_class")  # fmt: skip
+    shown = [c for c in ("gate", "kind", "system_id", "group", "verdict", "estimate", "ci_low", "ci_high", "n", "n_more", "threshold",
+                         "reason", "error") if c in f.columns]  # fmt: skip
+    sec = frame_section("gates_detail", "Release gates: every gate × system × group",
+                        f.with_columns(pl.col(col).cast(pl.String).str.to_uppercase().alias("_class")), columns=shown, row_class="_class")
     return sec, [line + "."]
 
 
@@ -108,7 +111,10 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
                  failures: pl.DataFrame, scores: pl.DataFrame, optional: dict[str, OptionalTable], plot_metrics: Sequence[str],
                  pairs: Sequence[tuple[str, str]], seed: int, prov: dict) -> dict:  # fmt: skip
     """Keyword arguments for ``render_report``."""
-    gates, summary = gate_section(optional["gate_verdicts"])
+    gate_frame = optional["gate_verdicts"].frame
+    decision, summary = decision_section(gate_frame, sorted(scores["system_id"].unique().to_list()))
+    gates, gate_lines = gate_section(optional["gate_verdicts"])
+    summary += gate_lines
     sev = failures.group_by("severity").len().sort("severity") if failures.height else None
     summary.append("Failures (§3.4): " + (", ".join(f"{r['len']} {r['severity']}" for r in sev.iter_rows(named=True)) if sev is not None else "none") + ".")
     by_bound = weakest.filter((pl.col("ranking") == "ci_bound") & (pl.col("rank") == 1))
@@ -119,8 +125,12 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     summary += [f"Robustness: {s}." for s in worst_costs["statement"].to_list()]
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
+    judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")
     sections = {
-        "gates": gates,
+        "decision": decision,
+        "gates": gate_matrix_section(gate_frame) if gate_frame is not None else gates,
+        "gates_detail": gates,
+        "judge": judge_section(judge.frame, judge.why),
         "headline": headline_section(cells, metrics),
         "rankings": _optional_section("rankings", "Rankings", optional["rankings"]),
         "pareto": _optional_section("pareto", "Pareto", optional["pareto"]),

@@ -6,7 +6,7 @@ naming the file, the line and the reason (as ``campaign.yaml`` does)::
     gates:
       - name: no_pii_leak
         kind: hard                 # hard (blocking) | soft (warning) | trend (decline over nights)
-        table: metric_tables       # metric_tables | behaviour_checks | retrieval_metrics
+        table: metric_tables       # metric_tables | behaviour_checks | retrieval_metrics | llm_judge_scores
         metric: pii_leak           # a column of that table
         where: {}                  # optional row filter: column → value or list of values
         equals: null               # optional: the metric becomes 1 where column == this value, else 0
@@ -38,7 +38,8 @@ DEFAULT_GATES_FILE = Path(os.environ.get("HCAT_GATES_FILE", PROJECT_ROOT / "gate
 
 Kind = Literal["hard", "soft", "trend"]
 Scope = Literal["overall", "stratum", "query_type", "category"]
-Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics"]
+# llm_judge_scores: the judge's rubric dimensions (core.judge.judge_gate_table), values only where the judge is validated
+Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores"]
 GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
 Scalar = Union[str, int, float, bool]
 

@@ -18,8 +18,11 @@ import polars as pl
 from scipy import stats
 
 
-def mean_ci(values: Sequence[float] | np.ndarray | pl.Series, confidence: float = 0.95) -> dict:
-    """{n, mean, ci_low, ci_high, half_width} over the finite values (t interval; n < 2 ⇒ no interval)."""
+def mean_ci(values: Sequence[float] | np.ndarray | pl.Series, confidence: float = 0.95,
+            bounds: tuple[float, float] | None = None) -> dict:
+    """{n, mean, ci_low, ci_high, half_width} over the finite values (t interval; n < 2 ⇒ no interval). ``bounds``: the
+    range the metric lives in (e.g. (0, 1)); the interval is cut to it — a t interval on few values of a bounded score
+    otherwise reads [-0.10, 1.03], which no mean can be."""
     v = np.asarray([x for x in (values.to_list() if isinstance(values, pl.Series) else values) if x is not None], float)
     v = v[np.isfinite(v)]
     n = int(v.size)
@@ -29,7 +32,10 @@ def mean_ci(values: Sequence[float] | np.ndarray | pl.Series, confidence: float 
     if n < 2:
         return {"n": 1, "mean": round(m, 4), "ci_low": None, "ci_high": None, "half_width": None}
     hw = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * v.std(ddof=1) / np.sqrt(n))
-    return {"n": n, "mean": round(m, 4), "ci_low": round(m - hw, 4), "ci_high": round(m + hw, 4), "half_width": round(hw, 4)}
+    lo, hi = m - hw, m + hw
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return {"n": n, "mean": round(m, 4), "ci_low": round(lo, 4), "ci_high": round(hi, 4), "half_width": round(hw, 4)}
 
 
 def golden_coverage(strata: pl.DataFrame, golden: pl.DataFrame, responses: pl.DataFrame | None = None) -> pl.DataFrame:

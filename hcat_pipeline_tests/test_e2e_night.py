@@ -1,0 +1,232 @@
+"""The whole night as a user runs it: ``hcat campaign --config`` (real Dagster runs on a temporary instance) on a
+corpus of three documents, with three systems — a reference system on the local LLM, the user's own RAG service
+over HTTP (auth header from an env var, nested answer path, contexts as objects) and a system on the ``openai``
+provider against ``llama_cpp.server`` on loopback. The HTTP service fails three questions on the first run
+(malformed JSON, a timeout, a 503); the re-run of the night asks exactly those again and nothing else."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from hcat_pipeline.models import qwen_gguf_path
+from hcat_pipeline.partitions import campaign_run_key
+from hcat_pipeline_tests.servers import UserRag, llama_openai_server, user_rag_server
+from hcat_pipeline_tests.weakness_data import CHROMIUM, CHROMIUM_FLAGS
+
+ROOT = Path(__file__).resolve().parents[1]
+NIGHT = "2026-11-20"
+SYSTEMS = ("reference", "their_rag", "served_qwen")
+SECRET = "e2e-secret-7f3a"
+
+DOCS = {
+    "overdraft.md": """# Overdraft fees at Northbridge Savings
+
+An arranged overdraft at Northbridge Savings costs 19.9 percent a year on the amount overdrawn. There is no monthly fee for an arranged overdraft.
+
+An unarranged overdraft is charged a flat fee of 6 pounds a day, and at most 60 pounds in one calendar month. Payments that would take the account past the arranged limit are refused.
+
+Customers can ask to raise the arranged limit in the mobile app. A decision on a higher limit is given within two working days.
+""",
+    "cards.md": """# Lost and stolen cards
+
+A lost or stolen debit card must be reported by phone on 0800 123 456, which is open every day of the year. The card is blocked as soon as it is reported.
+
+A replacement debit card arrives within five working days. An urgent replacement can be sent by courier for a fee of 15 pounds and arrives the next working day.
+
+Customers are not liable for payments made with a card after it was reported lost. Payments made before the report are investigated case by case.
+""",
+    "mortgages.md": """# Repaying a mortgage early
+
+A fixed-rate mortgage at Northbridge Savings can be overpaid by up to 10 percent of the balance each year without an early repayment charge.
+
+Overpayments above 10 percent during the fixed period carry an early repayment charge of 3 percent of the excess amount. There is no early repayment charge once the fixed period has ended.
+
+A request to repay the whole mortgage is answered with a redemption statement within seven days. The statement is valid for thirty days.
+""",
+}
+
+
+def campaign_yaml(rag_url: str, llm_base: str) -> str:
+    return f"""# The e2e campaign: the user's documents, their service and an OpenAI-compatible server.
+name: e2e
+corpus:
+  paths: [corpus]
+generation:
+  sample_size: 6
+  cases_per_stratum: 1
+  max_requests_per_stratum: 2
+  query_types: [simple]
+  pairs_per_attribute: 0
+  robustness: {{typo: 1, colloquial: 0, misleading_premise: 0, distractor: 1, injection: 1, ood: 1, ambiguous: 0,
+               edge_case: 0, partially_answerable: 0, jailbreak: 1, pii_elicitation: 0}}
+max_cases: 8
+max_failure_rate: 0.6
+judge: {{enabled: "off"}}
+systems:
+  - system_id: reference
+    retriever: bm25
+    max_tokens: 48
+  - system_id: their_rag
+    http:
+      url: {rag_url}
+      request_template: '{{"question": "{{{{query}}}}"}}'
+      answer_path: result.answer.text
+      contexts_path: result.sources
+      context_text_field: content
+      context_id_field: id
+      auth_header: X-Api-Key
+      auth_env_var: E2E_RAG_KEY
+      auth_scheme: ""
+      timeout_s: 1.0
+      max_retries: 0
+  - system_id: served_qwen
+    retriever: bm25
+    max_tokens: 48
+    llm:
+      provider: openai
+      model: local-qwen
+      base_url: {llm_base}
+      api_key_env: E2E_LLM_KEY
+      openai_json_mode: json_object
+"""
+
+
+def _hcat(env: dict, cfg: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hcat_pipeline.cli", "campaign", "--config", str(cfg), "--night", NIGHT],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)  # fmt: skip
+
+
+def _materialization(instance: dg.DagsterInstance, asset: str, partition: str) -> dict:
+    records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1)
+    assert records.records, f"{asset} was not materialized for {partition}"
+    return {k: v.value for k, v in records.records[0].asset_materialization.metadata.items()}
+
+
+@pytest.fixture(scope="module")
+def night(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("night")
+    (tmp / "corpus").mkdir()
+    for name, text in DOCS.items():
+        (tmp / "corpus" / name).write_text(text)
+    home = tmp / "dagster_home"
+    home.mkdir()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "HCAT_DATA_DIR": str(tmp / "data"), "HCAT_CAMPAIGN_FILE": str(tmp / "campaign.yaml"),
+           "E2E_RAG_KEY": SECRET, "E2E_LLM_KEY": "sk-loopback", "HCAT_WAREHOUSE_DIR": "", "HCAT_GOLDEN_SETS_DIR": "",
+           "HCAT_REPORTS_DIR": ""}  # fmt: skip
+    env = {k: v for k, v in env.items() if v != ""}
+    rag = UserRag(DOCS, SECRET)
+    with llama_openai_server(str(qwen_gguf_path())) as base, user_rag_server(rag) as url:
+        cfg = tmp / "campaign.yaml"
+        cfg.write_text(campaign_yaml(url, base))
+        rag.faults |= {"malformed", "timeout", "down"}
+        first = _hcat(env, cfg)
+        faulted = dict(rag.faulted)
+        asked_first = dict(rag.asked)
+        rag.faults.clear()
+        second = _hcat(env, cfg)
+        asked_second = {q: n - asked_first.get(q, 0) for q, n in rag.asked.items() if n - asked_first.get(q, 0)}
+    (tmp / "first.out").write_text(first.stdout + first.stderr)
+    (tmp / "second.out").write_text(second.stdout + second.stderr)
+    instance = dg.DagsterInstance.from_config(str(home))
+    yield {"tmp": tmp, "first": first, "second": second, "faulted": faulted, "asked_first": asked_first,
+           "asked_second": asked_second, "instance": instance, "warehouse": tmp / "data" / "warehouse"}  # fmt: skip
+    instance.dispose()
+
+
+def _version(night) -> str:
+    return next(p.name for p in (night["tmp"] / "data" / "golden_sets").iterdir() if p.is_dir())
+
+
+def test_the_night_completes_and_the_console_names_every_system(night):
+    first = night["first"]
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    summary = first.stdout[first.stdout.index("─" * 72):]
+    assert "systems (3): reference, their_rag, served_qwen" in summary, summary
+    for sid in SYSTEMS:
+        assert f"  {sid}: " in summary, summary  # a headline-scores line per system
+    assert "gates:" in summary and "report:" in summary.lower(), summary
+
+
+def test_every_per_run_table_has_rows_for_every_system(night):
+    from hcat_pipeline.definitions import defs
+
+    version, wh = _version(night), night["warehouse"]
+    job = defs.resolve_job_def("campaign_run_job")
+    partitioned = sorted(k.to_user_string() for k in job.asset_layer.executable_asset_keys
+                         if job.asset_layer.get(k).partitions_def is not None)  # fmt: skip
+    missing = [a for a in partitioned if not (wh / a / version / f"{NIGHT}.parquet").exists()]
+    assert not missing, f"per-run tables not stored for {version}|{NIGHT}: {missing}"
+    judge = pl.read_parquet(wh / "llm_judge_scores" / version / f"{NIGHT}.parquet")
+    for asset in ("rag_responses", "retrieval_metrics", "metric_tables", "behaviour_checks", "calibrated_scores", "gate_verdicts",
+                  "system_rankings"):  # fmt: skip
+        frame = pl.read_parquet(wh / asset / version / f"{NIGHT}.parquet")
+        assert set(SYSTEMS) <= set(frame["system_id"].drop_nulls()), (asset, frame["system_id"].unique().to_list())
+    responses = pl.read_parquet(wh / "rag_responses" / version / f"{NIGHT}.parquet")
+    served = responses.filter(pl.col("system_id") == "served_qwen")
+    assert served["llm"].unique().to_list() == ["openai/local-qwen"] and served["error"].is_null().all()
+    assert responses.filter(pl.col("system_id") == "reference")["llm"].unique().to_list() == ["local/qwen2.5-0.5b-instruct-q4_k_m"]
+    theirs = responses.filter(pl.col("system_id") == "their_rag")
+    ok = theirs.filter(pl.col("error").is_null())
+    assert ok.height and all(len(c) >= 1 for c in ok["contexts"]), "contexts as objects (result.sources[*].content) were not read"
+    assert judge.height == 0 or set(judge["system_id"]) <= set(SYSTEMS)
+
+
+def test_http_faults_are_counted_for_their_system_and_the_rest_goes_on(night):
+    version, wh = _version(night), night["warehouse"]
+    assert sorted(night["faulted"].values()) == ["down", "malformed", "timeout"]
+    meta = _materialization(night["instance"], "rag_responses", _first_run_partition(version))
+    # after the re-run the stored table has no failure; the first run's figures are in its checkpoint
+    first_rates = meta["failure_rate_by_system"]
+    assert set(first_rates) == set(SYSTEMS)
+    responses = pl.read_parquet(wh / "rag_responses" / version / f"{NIGHT}.parquet")
+    assert responses.filter(pl.col("system_id") == "their_rag")["error"].is_null().all()
+
+
+def _first_run_partition(version: str) -> str:
+    return str(campaign_run_key(version, NIGHT))
+
+
+def test_the_rerun_of_the_night_asks_only_what_failed(night):
+    second = night["second"]
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    # exactly the questions that failed (a question shared by two cases, e.g. a variant, is asked once per case)
+    assert set(night["asked_second"]) == set(night["faulted"]), night["asked_second"]
+    meta = _materialization(night["instance"], "rag_responses", _first_run_partition(_version(night)))
+    assert meta["llm_calls_this_run"] == sum(night["asked_second"].values()), meta  # only those http cases; no LLM system asked
+    assert meta["responses_resumed_from_checkpoint"] == 3 * 8 - meta["llm_calls_this_run"], meta
+    assert meta["failed_responses"] == 0
+
+
+def test_the_report_opens_in_chromium(night):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium not installed (scripts/setup.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    version = _version(night)
+    report = night["tmp"] / "data" / "reports" / version / NIGHT / "report.html"
+    assert report.exists(), list((night["tmp"] / "data" / "reports").rglob("*"))
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(report.as_uri(), wait_until="load")
+            assert page.title().startswith("Campaign report")
+            # the first screen is the decision: one row per system with its verdict and the blocking gates' reasons
+            decision = page.locator("#table-decision tbody tr")
+            assert decision.count() == len(SYSTEMS) and decision.first.is_visible()
+            rows = {r.split("\t")[0]: r.split("\t") for r in decision.all_inner_texts()}
+            assert set(rows) == set(SYSTEMS) and all(r[1] in ("BLOCKED", "CLEARED") for r in rows.values())
+            assert page.locator("#decision").bounding_box()["y"] < 900  # above the fold
+            # the gates as a system × gate matrix, and no table makes the page scroll sideways
+            assert page.locator("#table-gates tbody tr").count() == len(SYSTEMS)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        finally:
+            browser.close()

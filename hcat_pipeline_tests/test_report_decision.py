@@ -1,0 +1,56 @@
+"""The report's first screen: a release decision per system with each blocking gate's reason, and the gate matrix."""
+
+import polars as pl
+
+from hcat_pipeline.core.report_decision import decision_section, gate_matrix_section, gate_reason, judge_section
+from hcat_pipeline.gates.apply import GATE_VERDICTS
+
+
+def _row(**kw) -> dict:
+    base = {c: None for c in GATE_VERDICTS}
+    base.update(kind="hard", table="metric_tables", statistic="mean", direction=">=", threshold=0.5, scope="overall", group="all",
+                confidence=0.95, n_dropped=0, blocking=False, metric="m")  # fmt: skip
+    return {**base, **kw}
+
+
+GATES = pl.DataFrame([
+    _row(gate="grounded", system_id="a", verdict="FAIL", estimate=0.31, ci_low=0.22, ci_high=0.40, n=40, blocking=True),
+    _row(gate="abstains", system_id="a", verdict="INDETERMINATE", estimate=0.55, ci_low=0.30, ci_high=0.78, n=6, n_more=14,
+         blocking=True, reason="CI straddles the threshold"),
+    _row(gate="pii", system_id="a", verdict="INDETERMINATE", estimate=float("nan"), n=0, blocking=True, reason="no cases in scope"),
+    _row(gate="grounded", system_id="b", verdict="PASS", estimate=0.81, ci_low=0.74, ci_high=0.88, n=40),
+    _row(gate="tone", kind="soft", system_id="b", verdict="FAIL", estimate=0.2, ci_low=0.1, ci_high=0.3, n=40),
+], schema=GATE_VERDICTS)  # fmt: skip
+
+
+def test_decision_names_each_blocking_gate_with_its_reason():
+    sec, lines = decision_section(GATES, ["a", "b"])
+    rows = {r[0]: r for r in sec.rows}
+    assert rows["a"][1] == "BLOCKED" and rows["b"][1] == "CLEARED"  # a soft FAIL does not block
+    why = rows["a"][3]
+    assert "grounded (hard): FAIL — 0.31 [0.22, 0.4] n=40, needs mean(m) >= 0.5" in why
+    assert "abstains (hard): INDETERMINATE — 0.55 [0.3, 0.78] n=6" in why and "about 14 more case(s) would resolve it" in why
+    assert "pii (hard): INDETERMINATE — no case in scope (n=0)" in why and "nan" not in why
+    assert why.index("FAIL") < why.index("INDETERMINATE")  # failures first
+    assert sec.row_classes == ["FAIL", "PASS"] and lines == ["Release decision — a: BLOCKED by 3 gate(s); b: CLEARED."]
+
+
+def test_gate_matrix_is_system_by_gate_hard_first():
+    sec = gate_matrix_section(GATES)
+    assert sec.columns == ["system", "abstains (h)", "grounded (h)", "pii (h)", "tone (s)"]
+    assert sec.rows[0] == ["a", "IND 0.55", "FAIL 0.31", "IND –", ""] and sec.rows[1][0] == "b" and sec.rows[1][4] == "FAIL 0.2"
+    assert sec.row_classes == ["FAIL", "PASS"]  # b's soft FAIL does not colour the row
+    assert not gate_matrix_section(None).available
+
+
+def test_a_gate_that_could_not_run_reads_as_such():
+    assert gate_reason(_row(gate="g", verdict="INDETERMINATE", n=0, error="table llm_judge_scores not available")) == (
+        "g (hard): could not be evaluated — table llm_judge_scores not available")
+
+
+def test_judge_section_shows_pass_rate_with_ci_and_validation():
+    judge = pl.DataFrame({"system_id": ["a"] * 4, "dimension": ["groundedness"] * 4, "score": [5, 4, 2, None],
+                          "passed": [True, True, False, None], "error": [None, None, None, "timeout"], "validated": [False] * 4})  # fmt: skip
+    sec = judge_section(judge)
+    assert sec.rows == [["a", "groundedness", "3", "1", "3.67", "0.67 [0.21, 0.94]", "no — never decides a gate"]]
+    assert not judge_section(judge.head(0)).available
