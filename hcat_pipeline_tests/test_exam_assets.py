@@ -150,3 +150,44 @@ def test_component_abilities_and_report_tables():
     comp = component_table(resp)
     assert comp.filter(pl.col("component") == "retriever")["n"].to_list() == [180, 180]
     assert comp.filter(pl.col("component") == "icl")["value"].to_list() == ["icl@0", "icl@1", "icl@2"]
+
+
+def test_takers_are_llm_x_retriever_x_icl_with_the_two_packaged_gguf(tmp_path, embedding_model, corpus_tables):
+    """Exam paper §4, Table 3: systems naming their own LLM make θ_llm a component with one level per LLM — here the
+    packaged Qwen2.5-0.5B-Instruct (the resource) and Gemma 3 270M (named in the campaign file), really loaded."""
+    import dagster as dg
+
+    from hcat_pipeline.assets import exam as exam_assets
+
+    chunks, strata = corpus_tables
+    emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list())))
+    frozen = dg.materialize(
+        [dg.asset(name="topic_strata")(lambda: strata), dg.asset(name="chunks")(lambda: chunks), exam_assets.exam_candidates,
+         dg.asset(name="chunk_embeddings")(lambda: emb), exam_assets.exam],
+        resources={"llm": ScriptedLLM(), "embedding_model": embedding_model},
+        run_config={"ops": {"exam_candidates": {"config": {"sample_size": 6, "intra_cosine_min": 0.0, "extra_cosine_min": 0.0,
+                                                           "extra_cosine_margin": 1.0, "extra_jaccard_margin": 1.0,
+                                                           "length_ratio_max": 10.0, "length_ratio_min": 0.0,
+                                                           "checkpoint_dir": str(tmp_path / "gen")}},
+                            "exam": {"config": {"exam_dir": str(tmp_path / "exams")}}}},
+    ).output_for_node("exam")  # fmt: skip
+    (tmp_path / "campaign.yaml").write_text(
+        "name: two_llms\nsystems:\n  - {system_id: qwen_bm25, retriever: bm25}\n"
+        "  - {system_id: gemma_bm25, retriever: bm25, llm: {provider: local, model: gemma-3-270m-q4_k_m}}\n")  # fmt: skip
+    result = dg.materialize(
+        [dg.asset(name="exam")(lambda: frozen), dg.asset(name="chunks")(lambda: chunks), dg.asset(name="chunk_embeddings")(lambda: emb),
+         exam_assets.exam_responses, exam_assets.irt_model],
+        resources={"llm": LLM(), "embedding_model": embedding_model},
+        run_config={"ops": {"exam_responses": {"config": {"campaign_file": str(tmp_path / "campaign.yaml"), "icl_levels": [0, 1],
+                                                          "checkpoint_dir": str(tmp_path / "ck")}},
+                            "irt_model": {"config": {"model": "1pl", "max_rounds": 1}}}},
+    )  # fmt: skip
+    responses = result.output_for_node("exam_responses")
+    llms = dict(responses.select("system_id", "llm").unique().iter_rows())
+    assert llms == {"qwen_bm25@icl0": "local/qwen2.5-0.5b-instruct-q4_k_m", "qwen_bm25@icl1": "local/qwen2.5-0.5b-instruct-q4_k_m",
+                    "gemma_bm25@icl0": "local/gemma-3-270m-q4_k_m", "gemma_bm25@icl1": "local/gemma-3-270m-q4_k_m"}  # fmt: skip
+    assert responses["error"].is_null().all() and responses.height == 4 * frozen.height
+    assert set(responses["mode"]) == {"loglik"}  # both local: option log-likelihoods
+    components = result.output_for_node("irt_model").filter(pl.col("kind") == "component")
+    levels = set(components.filter(pl.col("component") == "llm")["id"])
+    assert levels == {"local/qwen2.5-0.5b-instruct-q4_k_m", "local/gemma-3-270m-q4_k_m"}, components

@@ -46,7 +46,8 @@ def _run(pii_leaks: int):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("golden_set_version", ["v1"])
     io = _TablesIO(_tables(pii_leaks))
-    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("metric_tables", "behaviour_checks", "retrieval_metrics")]
+    upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("metric_tables", "behaviour_checks", "retrieval_metrics",
+                                                                       "llm_judge_scores")]  # the judge: absent (None)
     result = dg.materialize(
         [*upstream, dg.AssetSpec("golden_set", partitions_def=golden_set_version), gate_verdicts, release_decision],
         partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance, resources={"io_manager": io},

@@ -34,6 +34,9 @@ class ProviderError(RuntimeError):
 _LLAMA_CACHE: dict[tuple, object] = {}
 _LLAMA_LOCK = threading.Lock()
 _MODEL_LOCKS: dict[tuple, threading.Lock] = {}
+# a base (not instruct) model's GGUF has no chat template: the messages as plain text, the reply after "Answer:"
+BASE_MODEL_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['content'] }}\n\n{% endfor %}"
+                       "{% if add_generation_prompt %}Answer: {% endif %}")
 
 
 @atexit.register
@@ -103,9 +106,7 @@ class LocalLlamaBackend:
 
         llm = self._llama()
         if getattr(self, "_formatter", None) is None:
-            template = llm.metadata.get("tokenizer.chat_template")
-            if not template:
-                raise ProviderError(f"{self.model_path}: the GGUF has no chat template", retryable=False)
+            template = llm.metadata.get("tokenizer.chat_template") or BASE_MODEL_TEMPLATE  # a base model: plain text
             eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
             bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace") if llm.token_bos() >= 0 else ""
             self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
