@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from hcat_pipeline.core.rag import CheckpointStore, RagPipeline, SystemConfig, run_responses
-from hcat_pipeline.core.retrieval import build_retriever
 from hcat_pipeline.paths import WAREHOUSE_DIR
+from hcat_pipeline.responses.rag import CheckpointStore, RagPipeline, SystemConfig, run_responses
+from hcat_pipeline.responses.retrieval import build_retriever
 
 SYSTEMS = [
     SystemConfig("closed_book", retriever="closed_book", prompt="rag_closed_book_v1"),

@@ -23,7 +23,6 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from hcat_pipeline.configs import config_from
-from hcat_pipeline.core.rag import SystemConfig
 from hcat_pipeline.core.sampling import SAMPLE_SIZE
 from hcat_pipeline.core.yaml_errors import validation_problems
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
@@ -31,6 +30,7 @@ from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
 from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
+from hcat_pipeline.responses.rag import SystemConfig
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))
 
@@ -89,7 +89,7 @@ SystemSpec = config_from(
     http=(Optional[HttpSystemSpec], Field(default=None, description="a user's own RAG service instead of retriever × LLM")),
 )
 SystemSpec.__doc__ = """One system under test: retriever × LLM × ICL × prompt, or ``http`` (a user's own service). Its fields are
-``core.rag.SystemConfig``'s (one field list, one set of defaults), plus ``llm`` and ``http``."""
+``responses.rag.SystemConfig``'s (one field list, one set of defaults), plus ``llm`` and ``http``."""
 
 
 class CorpusSpec(_Strict):

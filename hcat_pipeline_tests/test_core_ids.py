@@ -6,11 +6,12 @@ import hashlib
 
 import pytest
 
-from hcat_pipeline.core import chunking, ingest, rag
+from hcat_pipeline.core import chunking, ingest
 from hcat_pipeline.core.ids import canonical_json, json_hash, sha256_hex, short_hash
 from hcat_pipeline.core.prompts import available_prompts, load_prompt
 from hcat_pipeline.golden import cases as golden
 from hcat_pipeline.golden import counterfactual, generation, robustness
+from hcat_pipeline.responses import rag
 
 
 def test_ids_keep_their_values():

@@ -14,7 +14,7 @@ from hcat_pipeline.core.metrics.refusal import (
     refusal_scores,
 )
 from hcat_pipeline.core.metrics.scoring import score_frame
-from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
+from hcat_pipeline.responses.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
 
 ANSWERS = [
     "I don't know based on the provided context.",

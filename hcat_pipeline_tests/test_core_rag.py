@@ -4,7 +4,7 @@ from dataclasses import dataclass, replace
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.rag import (
+from hcat_pipeline.responses.rag import (
     CheckpointStore,
     RagPipeline,
     SystemConfig,
@@ -17,8 +17,8 @@ from hcat_pipeline.core.rag import (
     select_icl_examples,
     system_config_hash,
 )
-from hcat_pipeline.core.response_import import read_imported_responses
-from hcat_pipeline.core.retrieval import BM25, ClosedBook, Oracle, Passage
+from hcat_pipeline.responses.response_import import read_imported_responses
+from hcat_pipeline.responses.retrieval import BM25, ClosedBook, Oracle, Passage
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
 
 IDS = ["c1", "c2", "c3"]

@@ -2,7 +2,7 @@ import polars as pl
 import pytest
 
 from hcat_pipeline.core.answerability import is_refusal
-from hcat_pipeline.core.retrieval import (
+from hcat_pipeline.responses.retrieval import (
     BM25,
     DISTRACTOR_PREFIX,
     ClosedBook,
@@ -14,7 +14,7 @@ from hcat_pipeline.core.retrieval import (
     inject_distractor,
     reciprocal_rank_fusion,
 )
-from hcat_pipeline.core.retrieval_metrics import (
+from hcat_pipeline.responses.retrieval_metrics import (
     per_case_retrieval,
     precision_at_k,
     recall_at_k,

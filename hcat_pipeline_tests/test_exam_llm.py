@@ -11,8 +11,8 @@ from hcat_pipeline.core.exam import generate_candidate
 from hcat_pipeline.core.exam_spans import answer_targets
 from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, take_exam
 from hcat_pipeline.core.prompts import load_prompt
-from hcat_pipeline.core.retrieval import build_retriever
 from hcat_pipeline.resources.llm import LLMCallFailed
+from hcat_pipeline.responses.retrieval import build_retriever
 
 PASSAGE = (
     "The pass statement is a null operation: when it is executed, nothing happens. It is useful as a placeholder "

@@ -145,8 +145,8 @@ def test_release_gates_read_the_safety_categories():
 def test_zero_tolerance_gates_see_every_safety_case_of_the_default_campaign():
     """rule_floors includes the count gates: with the default max_cases every jailbreak, PII and injection case of a
     golden set that has a few of each is selected, not one of each."""
-    from hcat_pipeline.core.rag import select_cases
     from hcat_pipeline.gates.spec import load_gates, rule_floors
+    from hcat_pipeline.responses.rag import select_cases
 
     floors = rule_floors(load_gates("gates.yaml"))
     assert floors["harmful_request_refused"] >= 5 and floors["pii_not_disclosed"] >= 3 and floors["injection_resisted"] >= 2

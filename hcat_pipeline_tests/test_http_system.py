@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from hcat_pipeline.core.jsonpath import get_path
-from hcat_pipeline.core.rag import CheckpointStore, run_responses
 from hcat_pipeline.resources.http_system import HttpRagSystem
+from hcat_pipeline.responses.rag import CheckpointStore, run_responses
 
 
 class Handler(BaseHTTPRequestHandler):

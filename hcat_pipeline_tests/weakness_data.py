@@ -105,7 +105,7 @@ def store_run(wh, tables: dict[str, pl.DataFrame]) -> None:
     """Write the run's tables where the Parquet IO manager reads them (version / night partitions)."""
     from pathlib import Path
 
-    from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
+    from hcat_pipeline.responses.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
 
     wh = Path(wh)
     frames = {k: tables[k] for k in UPSTREAM[:3]} | {"retrieval_metrics": retrieval_metrics_table(

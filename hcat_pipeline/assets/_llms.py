@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 
 from hcat_pipeline.campaign_spec import CampaignSpec, LLMSpec
-from hcat_pipeline.core.campaign_run import LLMInfo
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.responses.campaign_run import LLMInfo
 
 
 def named_llm(llm: LLM, spec: LLMSpec | None, who: str) -> LLM:

@@ -30,7 +30,6 @@ from hcat_pipeline.assets._llms import system_llms
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, load_campaign
 from hcat_pipeline.configs import config_from, to_core
-from hcat_pipeline.core.campaign_run import index_fingerprint
 from hcat_pipeline.core.exam import (
     DISTRACTOR_PROMPT,
     QUESTION_PROMPT,
@@ -51,12 +50,13 @@ from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, matrix_frame, r
 from hcat_pipeline.core.ids import json_hash
 from hcat_pipeline.core.images import png_markdown
 from hcat_pipeline.core.prompts import load_prompt
-from hcat_pipeline.core.retrieval import build_retriever
 from hcat_pipeline.core.sampling import stratified_sample
 from hcat_pipeline.golden.cases import corpus_hash
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
+from hcat_pipeline.responses.campaign_run import index_fingerprint
+from hcat_pipeline.responses.retrieval import build_retriever
 
 EXAMS_DIR = DATA_DIR / "exams"
 CHECKPOINT_DIR = WAREHOUSE_DIR / "_checkpoints" / "exam_responses"

@@ -35,11 +35,11 @@ from hcat_pipeline.core.judge_audit import wilson
 from hcat_pipeline.core.judge_data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
 from hcat_pipeline.core.judge_plots import validation_figures
 from hcat_pipeline.core.judge_validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
-from hcat_pipeline.core.retrieval import without_planted
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.sets import llm_pool
+from hcat_pipeline.responses.retrieval import without_planted
 from hcat_pipeline.schemas import RUN_COLUMNS
 
 

@@ -23,13 +23,13 @@ from hcat_pipeline.core.metrics.options import ScoreOptions
 from hcat_pipeline.core.metrics.registry import MetricUnavailable
 from hcat_pipeline.core.metrics.safety import bias_report as bias_report_table
 from hcat_pipeline.core.metrics.scoring import score_frame
-from hcat_pipeline.core.retrieval import without_planted
 from hcat_pipeline.golden.coverage import mean_ci
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
+from hcat_pipeline.responses.retrieval import without_planted
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
 
 _KEEP = ("case_id", "system_id", "config_hash", "golden_set_version", "night", "campaign_sha256", "reused_from",

@@ -22,7 +22,14 @@ from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
 from hcat_pipeline.console import progress_message
-from hcat_pipeline.core.campaign_run import (
+from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
+from hcat_pipeline.partitions import campaign_run, split_run_key
+from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
+from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.http_system import HttpRagSystem
+from hcat_pipeline.resources.llm import LLM, is_transient_error
+from hcat_pipeline.resources.sets import llm_pool
+from hcat_pipeline.responses.campaign_run import (
     CheckpointHistory,
     answer_cases,
     build_systems,
@@ -31,15 +38,8 @@ from hcat_pipeline.core.campaign_run import (
     over_failure_budget,
     run_summary,
 )
-from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
-from hcat_pipeline.core.rag import select_cases
-from hcat_pipeline.core.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
-from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
-from hcat_pipeline.resources.embedding import EmbeddingModel
-from hcat_pipeline.resources.http_system import HttpRagSystem
-from hcat_pipeline.resources.llm import LLM, is_transient_error
-from hcat_pipeline.resources.sets import llm_pool
+from hcat_pipeline.responses.rag import select_cases
+from hcat_pipeline.responses.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
 
 CHECKPOINT_DIR = WAREHOUSE_DIR / "_checkpoints" / "rag_responses"
 IMPORT_DIR = DATA_DIR / "imports" / "rag_responses"

@@ -28,9 +28,9 @@ def import_responses(args: argparse.Namespace) -> int:
     import polars as pl
 
     from hcat_pipeline.assets.responses import IMPORT_DIR
-    from hcat_pipeline.core.response_import import read_imported_responses
     from hcat_pipeline.io import _safe, write_parquet_atomic
     from hcat_pipeline.paths import WAREHOUSE_DIR
+    from hcat_pipeline.responses.response_import import read_imported_responses
 
     src = Path(args.file)
     if not src.exists():

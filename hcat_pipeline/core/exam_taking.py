@@ -35,8 +35,8 @@ import polars as pl
 
 from hcat_pipeline.core.ids import json_hash
 from hcat_pipeline.core.prompts import load_prompt
-from hcat_pipeline.core.rag import CheckpointStore, error_text, run_responses, select_icl_examples
-from hcat_pipeline.core.retrieval import Passage, Retriever
+from hcat_pipeline.responses.rag import CheckpointStore, error_text, run_responses, select_icl_examples
+from hcat_pipeline.responses.retrieval import Passage, Retriever
 
 LOGLIK_PROMPT = "exam_answer_cloze_v1"
 LETTER_PROMPT = "exam_answer_letter_v1"

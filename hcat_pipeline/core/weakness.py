@@ -27,8 +27,8 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from hcat_pipeline.core.retrieval_metrics import precision_at_k, recall_at_k, reciprocal_rank
 from hcat_pipeline.gates.uncertainty import bootstrap_ci, estimate_strength
+from hcat_pipeline.responses.retrieval_metrics import precision_at_k, recall_at_k, reciprocal_rank
 
 # dimension name -> column of the long score frame
 DIMENSIONS: dict[str, str] = {
@@ -139,7 +139,7 @@ def explanation_columns(metric: str, available: Iterable[str]) -> list[str]:
 
 
 def retrieval_case_scores(rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
-    """recall@k, precision@k, reciprocal rank per case × system (the ``core.retrieval_metrics`` functions),
+    """recall@k, precision@k, reciprocal rank per case × system (the ``responses.retrieval_metrics`` functions),
     for answerable cases with source chunks and systems that retrieve (closed-book systems get none)."""
     g = golden_set.select("case_id", "source_chunk_ids", "expected_behavior").unique("case_id", keep="first")
     cols = ["case_id", "system_id", "context_chunk_ids", *[c for c in ("top_k", "retriever") if c in rag_responses.columns]]

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from hcat_pipeline.core.rag import (
+from hcat_pipeline.responses.rag import (
     CheckpointStore,
     RagPipeline,
     SystemConfig,
@@ -33,8 +33,8 @@ from hcat_pipeline.core.rag import (
     responses_frame,
     run_responses,
 )
-from hcat_pipeline.core.response_import import read_imported_responses
-from hcat_pipeline.core.retrieval import build_retriever
+from hcat_pipeline.responses.response_import import read_imported_responses
+from hcat_pipeline.responses.retrieval import build_retriever
 from hcat_pipeline.schemas import RAG_RESPONSES, RUN_COLUMNS, conform
 
 _DESCRIBE = ("llm", "retriever", "top_k", "icl_examples", "prompt_hash")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.rag import config_hash, responses_frame
+from hcat_pipeline.responses.rag import config_hash, responses_frame
 
 IMPORT_ERRORS = {"file": pl.String, "line": pl.Int64, "reason": pl.String}
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, Embed, refusal_probability
-from hcat_pipeline.core.retrieval import DISTRACTOR_PREFIX
+from hcat_pipeline.responses.retrieval import DISTRACTOR_PREFIX
 
 
 def _clean(retrieved: Sequence[str]) -> list[str]:

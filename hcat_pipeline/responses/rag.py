@@ -34,7 +34,7 @@ import polars as pl
 from hcat_pipeline.core import prompts
 from hcat_pipeline.core.ids import json_hash
 from hcat_pipeline.core.prompts import PROMPTS_DIR
-from hcat_pipeline.core.retrieval import Passage, Retriever, RetrieverName, inject_distractor
+from hcat_pipeline.responses.retrieval import Passage, Retriever, RetrieverName, inject_distractor
 from hcat_pipeline.schemas import RAG_RESPONSES
 
 # ---------------------------------------------------------------- configuration
