@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
+from hcat_pipeline.campaign import release_blocked_only
+
 BACKFILL_TAG = "hcat/backfill"
+VERDICT_TAG = "hcat/verdict"  # release_blocked: the run completed, its blocking release gates failed (not a failed run)
 
 
 def backfill_id(job_name: str, partition_keys: Sequence[str]) -> str:
@@ -43,9 +46,10 @@ class BackfillResult:
 
 
 def finished_partitions(instance: dg.DagsterInstance, bid: str) -> set[str]:
-    """Partitions with a successful run of backfill ``bid``."""
-    runs = instance.get_runs(dg.RunsFilter(tags={BACKFILL_TAG: bid}, statuses=[dg.DagsterRunStatus.SUCCESS]))
-    return {r.tags.get("dagster/partition", "") for r in runs}
+    """Partitions with a successful run of backfill ``bid`` (a run whose release gates blocked is one: a verdict)."""
+    runs = instance.get_runs(dg.RunsFilter(tags={BACKFILL_TAG: bid}))
+    done = [r for r in runs if r.status == dg.DagsterRunStatus.SUCCESS or r.tags.get(VERDICT_TAG) == "release_blocked"]
+    return {r.tags.get("dagster/partition", "") for r in done}
 
 
 def run_backfill(
@@ -75,8 +79,12 @@ def run_backfill(
         say(f"[{i + 1}/{len(keys)}] {name}: running {job.name} …")
         run = job.execute_in_process(instance=instance, partition_key=key, run_config=run_config or {}, raise_on_error=False,
                                      tags={**(tags or {}), BACKFILL_TAG: bid})  # fmt: skip
-        (result.done if run.success else result.failed).append(name)
-        say(f"[{i + 1}/{len(keys)}] {name}: {'succeeded' if run.success else 'FAILED'} (run {run.run_id[:8]})")
+        blocked = not run.success and release_blocked_only(run)
+        if blocked:
+            instance.add_run_tags(run.run_id, {VERDICT_TAG: "release_blocked"})
+        (result.done if run.success or blocked else result.failed).append(name)
+        status = "succeeded" if run.success else "succeeded, release BLOCKED by its gates" if blocked else "FAILED"
+        say(f"[{i + 1}/{len(keys)}] {name}: {status} (run {run.run_id[:8]})")
     if result.not_run:
         say(f"backfill {bid} stopped after a failure; {len(result.not_run)} partition(s) not run — run the same command again to resume")
     return result

@@ -45,6 +45,43 @@ def build_golden_set_sensor(golden_dir: str | None = None, job_name: str = "gold
 golden_set_version_sensor = build_golden_set_sensor()
 
 
+def _latest_metadata(instance: dg.DagsterInstance, key: str, field: str, observed: bool) -> str | None:
+    """``field`` of the latest observation (``observed``) or materialization of ``key``; None when there is none."""
+    fetch = instance.fetch_observations if observed else instance.fetch_materializations
+    records = fetch(dg.AssetKey(key), limit=1).records
+    event = records[0].asset_observation if observed and records else records[0].asset_materialization if records else None
+    value = event.metadata.get(field) if event is not None else None
+    return None if value is None else str(value.value)
+
+
+@dg.sensor(name="corpus_change_sensor", job_name="test_generation_job", minimum_interval_seconds=30,
+           default_status=dg.DefaultSensorStatus.RUNNING,
+           description="The corpus_files observation differs from the corpus the golden set was last generated from → "
+           "test_generation_job with the campaign file's corpus and generation settings (golden_candidates_sensor then "
+           "freezes the new version, new_version_campaign_sensor runs it).")  # fmt: skip
+def corpus_change_sensor(context: dg.SensorEvaluationContext):
+    """A changed corpus (a new, edited or removed document: ``corpus_files``' content hash, observed on
+    ``HCAT_SOURCE_OBSERVE_CRON``) → regenerate the golden set *as the campaign file configures it*. Declarative
+    automation cannot pass run config, so generation is sensor-driven rather than ``eager`` (automation.py).
+    Stateless: compares the latest observation with the ``corpus_sha256`` the last ``corpus`` materialization
+    recorded; the run key (the corpus hash) makes a request at most once per corpus content."""
+    from hcat_pipeline.campaign_spec import CampaignFileError, generation_run_config, load_campaign
+
+    observed = _latest_metadata(context.instance, "corpus_files", "sha256", observed=True)
+    if observed is None:
+        return dg.SkipReason("corpus_files has not been observed yet")
+    built = _latest_metadata(context.instance, "corpus", "corpus_sha256", observed=False)
+    if observed == built:
+        return dg.SkipReason(f"the corpus ({observed[:12]}) is the one the golden set was last generated from")
+    try:
+        spec = load_campaign()
+    except CampaignFileError as e:
+        raise dg.Failure(f"corpus changed ({observed[:12]}) but the campaign file cannot be read: {e}") from e
+    context.log.info(f"corpus changed: {built and built[:12]} → {observed[:12]}; generating a golden set")
+    return dg.RunRequest(run_key=f"generation:{observed[:16]}", run_config=generation_run_config(spec),
+                         tags={"corpus_sha256": observed[:16], "campaign": spec.name})  # fmt: skip
+
+
 @dg.asset_sensor(
     asset_key=dg.AssetKey("golden_candidates"),
     job_name="golden_set_job",
@@ -125,4 +162,4 @@ def build_label_file_sensor(labels_dir: str | None = None, name: str = "label_fi
 
 label_file_sensor = build_label_file_sensor()
 
-SENSORS = [golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor, label_file_sensor]
+SENSORS = [corpus_change_sensor, golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor, label_file_sensor]

@@ -172,3 +172,15 @@ def test_labels_stay_unique_when_terms_repeat():
     x, _ = make_blobs(n_samples=90, centers=3, n_features=8, random_state=1)
     res = build_strata([f"c{i}" for i in range(90)], ["alpha words"] * 90, x, StrataParams(reduction="pca", n_clusters=3))
     assert res.strata["stratum_label"].to_list() == ["alpha, words", "alpha, words [1]", "alpha, words [2]"]
+
+
+def test_a_corpus_of_two_or_three_chunks_still_gets_strata_and_a_2d_layout():
+    import numpy as np
+
+    from hcat_pipeline.core.strata import StrataParams, build_strata
+
+    rng = np.random.default_rng(0)
+    for n in (2, 3):
+        emb = rng.normal(size=(n, 16)).astype(np.float32)
+        frame = build_strata([f"c{i}" for i in range(n)], [f"text about topic {i}" for i in range(n)], emb, StrataParams()).frame
+        assert frame.height == n and frame["x"].is_not_null().all() and frame["y"].is_not_null().all()

@@ -68,18 +68,13 @@ def settled(graph):
         yield instance, result.cursor
 
 
-def test_unchanged_corpus_triggers_nothing_changed_corpus_requests_the_generation_chain_only(settled, graph):
+def test_a_changed_corpus_requests_nothing_of_the_automation_generation_is_sensor_driven(settled, graph):
+    # corpus_change_sensor regenerates with the campaign file's settings (test_ops_night_chain); an eager chain would not
     instance, cursor = settled
-    _observe(instance, "corpus_files", "v1")  # same content hash observed again
+    _observe(instance, "corpus_files", "v2")  # a new corpus file: another content hash
     result = _tick(instance, cursor, 2)
     assert result.total_requested == 0, _requested(result)
-    _observe(instance, "corpus_files", "v2")  # a new corpus file: another content hash
-    result = _tick(instance, result.cursor, 3)
-    requested = _requested(result)
-    assert set(requested) == set(GENERATION)
-    # downstream of the corpus but on demand: exam, nli_head, golden_set (sensors), runs (schedule)
-    assert set(requested) < _downstream(graph, "corpus_files")
-    assert not {"exam_candidates", "nli_head", "golden_set", "rag_responses", "metric_tables"} & set(requested)
+    assert all(graph.get(dg.AssetKey(k)).automation_condition is None for k in GENERATION)
 
 
 def test_new_label_import_requests_recalibration_and_the_runs_calibrated_scores(settled, graph):

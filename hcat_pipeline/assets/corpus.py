@@ -12,6 +12,7 @@ import polars as pl
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import CorpusSpec
 from hcat_pipeline.core.chunking import chunk_corpus
+from hcat_pipeline.core.content_hash import corpus_sha256
 from hcat_pipeline.core.ingest import ingest
 from hcat_pipeline.paths import CORPUS_DIR
 
@@ -60,6 +61,8 @@ def corpus(context: dg.AssetExecutionContext, config: CorpusConfig):
             "embedded_reference": config.embedded(),
             "paths": dg.MetadataValue.json(list(config.paths)),
             "ingest_errors": errors.height,
+            # the content hash corpus_files observes (corpus_change_sensor compares the two)
+            "corpus_sha256": corpus_sha256(drop, include_embedded=config.embedded(), paths=config.paths)[0],
         },
     )
     yield dg.Output(

@@ -32,7 +32,7 @@ from hcat_pipeline.gates.contamination import (
 from hcat_pipeline.gates.gaming import gaming_flags, gaming_summary
 from hcat_pipeline.gates.pareto import pareto_frontier as frontier_of
 from hcat_pipeline.gates.pareto import system_axes
-from hcat_pipeline.gates.rankings import METHODS, RankingConfig, pairwise_matches, pairwise_table, rank_systems
+from hcat_pipeline.gates.rankings import METHODS, RANKINGS, RankingConfig, pairwise_matches, pairwise_table, rank_systems
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -129,8 +129,12 @@ def system_rankings(context: dg.AssetExecutionContext, config: RankingsConfig, m
             pairs.append(pairwise_table(pairwise_matches(headline, metric, tie_margin=cfg.tie_margin)).with_columns(pl.lit(metric).alias("metric")))
         except ValueError as e:
             skipped[metric] = str(e)
-    if not frames:
+    systems = headline["system_id"].n_unique() if "system_id" in headline.columns else 0
+    if not frames and systems >= 2:
         raise dg.Failure(f"system_rankings: no metric could be ranked: {skipped}")
+    if not frames:  # a campaign of one system: nothing to rank against, said in the metadata (not a failed stage)
+        frames, pairs = [pl.DataFrame(schema=RANKINGS)], [pl.DataFrame()]
+        skipped["*"] = f"a ranking needs at least 2 systems; this run has {systems}"
     table = _stamp(pl.concat(frames), context).with_columns(pl.lit(apart["case_id"].n_unique()).alias("excluded_cases"))
     context.add_output_metadata({
         "dagster/row_count": table.height, "skipped_metrics": dg.MetadataValue.json(skipped),

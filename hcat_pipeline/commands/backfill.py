@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
+import socket
 import sys
 
 from hcat_pipeline.cli import command
@@ -58,7 +60,12 @@ def backfill(args: argparse.Namespace) -> int:
     from hcat_pipeline.definitions import defs
     from hcat_pipeline.partitions import golden_set_version
 
+    from hcat_pipeline.campaign import recover_stale_runs
+    from hcat_pipeline.resources.sets import apply_pool_limits
+
     instance = dg.DagsterInstance.get()
+    for run_id in recover_stale_runs(instance):  # an earlier attempt killed mid-run: its run is failed, its pool slots freed
+        print(f"recovered stale run {run_id} (its process is gone): marked failed, pool slots freed")
     known = instance.get_dynamic_partitions(golden_set_version.name)
     versions = list(known) if args.versions == "all" else [v.strip() for v in args.versions.split(",") if v.strip()]
     unknown = sorted(set(versions) - set(known))
@@ -71,7 +78,10 @@ def backfill(args: argparse.Namespace) -> int:
     except (ValueError, CampaignFileError) as e:
         print(f"hcat backfill: {e}", file=sys.stderr)
         return 2
-    result = run_backfill(defs.resolve_job_def(args.job), keys, instance, bid=args.id, run_config=run_config, keep_going=args.keep_going)
+    apply_pool_limits(instance)  # the LLM pool of this deployment's provider, as hcat campaign applies it
+    tags = {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname()}  # lets a later attempt recover a killed run
+    result = run_backfill(defs.resolve_job_def(args.job), keys, instance, bid=args.id, run_config=run_config, tags=tags,
+                          keep_going=args.keep_going)  # fmt: skip
     print(f"backfill {result.backfill_id}: {len(result.done)} ran, {len(result.skipped)} already done, "
           f"{len(result.failed)} failed, {len(result.not_run)} not run")  # fmt: skip
     return 0 if result.success else 1

@@ -345,13 +345,13 @@ def project_2d(embeddings: np.ndarray, reduced: np.ndarray, params: StrataParams
     if how == "auto":
         how = "umap" if params.reduction == "umap" and embeddings.shape[0] <= params.umap_2d_max_points else "pca"
     if how == "umap":
-        return reduce_dimensions(
+        out = reduce_dimensions(
             embeddings, "umap", 2, params.seed, n_neighbors=params.umap_n_neighbors, min_dist=max(params.umap_min_dist, 0.1),
             metric=params.umap_metric, low_memory=params.umap_low_memory, n_epochs=params.umap_n_epochs,
         )
-    base = reduced if reduced.shape[1] > 2 else embeddings
-    out = reduce_dimensions(base, "pca", 2, params.seed)
-    if out.shape[1] < 2:
+    else:
+        out = reduce_dimensions(reduced if reduced.shape[1] > 2 else embeddings, "pca", 2, params.seed)
+    if out.shape[1] < 2:  # a tiny corpus (fewer points than dimensions): the missing axis is 0
         out = np.hstack([out, np.zeros((out.shape[0], 2 - out.shape[1]), dtype=np.float32)])
     return out
 
