@@ -56,11 +56,10 @@ def backfill(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from hcat_pipeline.backfill import run_backfill
+    from hcat_pipeline.campaign import recover_stale_runs
     from hcat_pipeline.campaign_spec import CampaignFileError, campaign_run_config, load_campaign
     from hcat_pipeline.definitions import defs
     from hcat_pipeline.partitions import golden_set_version
-
-    from hcat_pipeline.campaign import recover_stale_runs
     from hcat_pipeline.resources.sets import apply_pool_limits
 
     instance = dg.DagsterInstance.get()
