@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hcat_pipeline.calibration.fitting import fit_calibration  # noqa: E402
 from hcat_pipeline.calibration.reference import REFERENCE_SETS, load_reference  # noqa: E402
-from hcat_pipeline.core.metrics.scoring import score_frame  # noqa: E402
+from hcat_pipeline.metrics.scoring import score_frame  # noqa: E402
 
 
 def main() -> None:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.exam import generate_exam_candidates, reason_counts, survival
-from hcat_pipeline.core.exam_filters import baselines
-from hcat_pipeline.core.exam_spans import TermIndex
-from hcat_pipeline.core.sampling import stratified_sample
+from hcat_pipeline.corpus.sampling import stratified_sample
+from hcat_pipeline.exam.filters import baselines
+from hcat_pipeline.exam.generation import generate_exam_candidates, reason_counts, survival
+from hcat_pipeline.exam.spans import TermIndex
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed

@@ -32,8 +32,8 @@ def _vm_kib(field: str) -> int:
 
 
 def corpus_chunks() -> list[str]:
-    from hcat_pipeline.core.chunking import chunk_corpus
-    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.corpus.chunking import chunk_corpus
+    from hcat_pipeline.corpus.ingest import ingest
 
     docs, _, _ = ingest(include_embedded=True, drop_folder=None)
     return chunk_corpus(docs.select("doc_id", "text").iter_rows())["text"].to_list()

@@ -161,7 +161,7 @@ def run_real(path: Path, py: Path | None, timeout: float) -> list[dict]:
     """Ours, ours under the paper's box, the paper approach and girth on a real exam response matrix."""
     import polars as pl
 
-    from hcat_pipeline.core.exam_taking import response_matrix
+    from hcat_pipeline.exam.taking import response_matrix
     from hcat_pipeline.irt import IRTBounds
 
     frame = pl.read_parquet(path)

@@ -2,7 +2,7 @@
 
     nice -n 19 python benchmarks/judge_validation.py --per-label 6 --pairs 5 [--out /tmp/judge_val]
 
-FaithDial audit → groundedness, ToxiGen demonstrations → safety (``core.judge_data``; items are
+FaithDial audit → groundedness, ToxiGen demonstrations → safety (``judge.data``; items are
 drawn from the ``test`` split only, balanced over labels, seeded). Prints κ with its 95 % CI per
 dimension, the validated flag, and the three bias audits; with ``--out`` writes the tables as
 Parquet and the figures as PNG. Each call of the local 0.5B model takes seconds (tens of seconds on
@@ -16,10 +16,10 @@ import json
 import time
 from pathlib import Path
 
-from hcat_pipeline.core.judge import JudgeConfig
-from hcat_pipeline.core.judge_data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
-from hcat_pipeline.core.judge_plots import validation_figures
-from hcat_pipeline.core.judge_validation import validate_judge
+from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
+from hcat_pipeline.judge.plots import validation_figures
+from hcat_pipeline.judge.scoring import JudgeConfig
+from hcat_pipeline.judge.validation import validate_judge
 from hcat_pipeline.resources.llm import LLM
 
 

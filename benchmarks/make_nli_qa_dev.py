@@ -34,8 +34,8 @@ ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}},
 
 
 def passages(folder: Path, n: int, seed: int) -> list[str]:
-    from hcat_pipeline.core.chunking import split_sentences
-    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.corpus.chunking import split_sentences
+    from hcat_pipeline.corpus.ingest import ingest
 
     docs, _, _ = ingest(include_embedded=False, paths=[str(folder)])
     texts = []

@@ -55,8 +55,8 @@ WARM_ROW = {
 
 
 def build_triples(n: int, seed: int) -> pl.DataFrame:
-    from hcat_pipeline.core.chunking import chunk_corpus, split_sentences
-    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.corpus.chunking import chunk_corpus, split_sentences
+    from hcat_pipeline.corpus.ingest import ingest
 
     docs, _, _ = ingest(include_embedded=True, drop_folder=None)
     chunks = chunk_corpus(zip(docs["doc_id"].to_list(), docs["text"].to_list()))
@@ -96,7 +96,7 @@ def build_triples(n: int, seed: int) -> pl.DataFrame:
 
 
 def unique_sentences(frame: pl.DataFrame) -> list[str]:
-    from hcat_pipeline.core.chunking import split_sentences
+    from hcat_pipeline.corpus.chunking import split_sentences
 
     memo: dict[str, list[str]] = {}
     out: dict[str, None] = {}
@@ -109,7 +109,7 @@ def unique_sentences(frame: pl.DataFrame) -> list[str]:
 
 
 def answer_sentences(frame: pl.DataFrame) -> int:
-    from hcat_pipeline.core.chunking import split_sentences
+    from hcat_pipeline.corpus.chunking import split_sentences
 
     return sum(len(split_sentences(a)) for a in frame["answer"].to_list())
 

@@ -1,6 +1,6 @@
 """NLI groundedness (HCAT §3.2.2) on the held-out part of every public set in ../shared/validation/.
 
-Sets and split: ``hcat_pipeline.core.metrics.nli_sets`` (FaithDial audit, SummEdits 8 domains, FIB
+Sets and split: ``hcat_pipeline.metrics.nli.sets`` (FaithDial audit, SummEdits 8 domains, FIB
 XSum / CNN-DM; groups = knowledge passage / document / article, seeded hash, 40 % held out). Only
 the held-out ("test") part is scored here; the head is trained on the "train" part and selected by
 cross-validation inside it (``train_nli_head``).
@@ -37,10 +37,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hcat_pipeline.core.chunking import split_sentences  # noqa: E402
-from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch  # noqa: E402
-from hcat_pipeline.core.metrics.nli_eval import auroc, length_matched_auroc  # noqa: E402
-from hcat_pipeline.core.metrics.nli_sets import load_sets, sentence_labels  # noqa: E402
+from hcat_pipeline.corpus.chunking import split_sentences  # noqa: E402
+from hcat_pipeline.metrics.groundedness_nli import groundedness_nli_batch  # noqa: E402
+from hcat_pipeline.metrics.nli.evaluation import auroc, length_matched_auroc  # noqa: E402
+from hcat_pipeline.metrics.nli.sets import load_sets, sentence_labels  # noqa: E402
 from hcat_pipeline.resources.nli import NLIModel  # noqa: E402
 
 
@@ -196,7 +196,7 @@ def qa_check(model: NLIModel, ratio: float, n_pairs: int = 1000, seed: int = 1) 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from nli_faithdial import stdlib_docstring_texts
 
-    from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_texts, qa_pairs
+    from hcat_pipeline.metrics.nli.qa_pairs import documents_from_texts, qa_pairs
 
     pairs = qa_pairs(documents_from_texts(stdlib_docstring_texts()), n_pairs=n_pairs, seed=seed)
     y = np.array([p.label for p in pairs])

@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from hcat_pipeline.core.chunking import split_sentences  # noqa: E402
-from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch  # noqa: E402
-from hcat_pipeline.core.metrics.nli_eval import auroc, length_matched_auroc, paired_auroc_difference_ci  # noqa: E402
+from hcat_pipeline.corpus.chunking import split_sentences  # noqa: E402
+from hcat_pipeline.metrics.groundedness_nli import groundedness_nli_batch  # noqa: E402
+from hcat_pipeline.metrics.nli.evaluation import auroc, length_matched_auroc, paired_auroc_difference_ci  # noqa: E402
 
 QA_DEV = ROOT / "benchmarks" / "data" / "nli_qa_dev" / "qa_dev.jsonl"
 DEV_SETS = {"qa": ("qa_dev", "qa_twins"), "dialogue": ("faithdial",), "summary": ("summedits", "fib")}
@@ -49,11 +49,11 @@ def load(name: str, limit: int, seed: int = 0) -> list[tuple[list[str], list[str
     if name == "qa_twins":
         from nli_faithdial import stdlib_docstring_texts
 
-        from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_texts, qa_pairs
+        from hcat_pipeline.metrics.nli.qa_pairs import documents_from_texts, qa_pairs
 
         pairs = qa_pairs(documents_from_texts(stdlib_docstring_texts()), n_pairs=1000, seed=1)
         return [([p.hypothesis], list(p.premise), int(p.label)) for p in pairs]
-    from hcat_pipeline.core.metrics.nli_sets import load_sets
+    from hcat_pipeline.metrics.nli.sets import load_sets
 
     items = load_sets(sets=(name,), split="test")
     if limit and len(items) > limit:

@@ -59,7 +59,7 @@ def load_chunks(embedding_model):
         return joined["chunk_id"].to_list(), joined["text"].to_list(), joined["embedding"].to_numpy()
     from pydoc_data.topics import topics
 
-    from hcat_pipeline.core.chunking import chunk_corpus
+    from hcat_pipeline.corpus.chunking import chunk_corpus
 
     out = chunk_corpus(((k, v) for k, v in sorted(topics.items())), 200, 40)
     texts = out["text"].to_list()

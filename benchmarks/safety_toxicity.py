@@ -1,4 +1,4 @@
-"""Held-out evaluation of the calibrated ``toxicity`` score (core/metrics/toxicity.py) against the old
+"""Held-out evaluation of the calibrated ``toxicity`` score (metrics/toxicity/model.py) against the old
 profanity score, on the split the head never saw, plus the hand-written functional table, speed and
 peak RSS.
 
@@ -64,9 +64,9 @@ def main() -> None:
     if args.speed_only:
         return speed(args.data, args.head)
 
-    from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
-    from hcat_pipeline.core.metrics.toxicity_data import head_splits, load_all
-    from hcat_pipeline.core.metrics.toxicity_train import COUNTER_FRAMES_HELDOUT, SWEAR_HELDOUT, augment, split_digest
+    from hcat_pipeline.metrics.toxicity.data import head_splits, load_all
+    from hcat_pipeline.metrics.toxicity.model import load_toxicity_head, sentence_toxicity
+    from hcat_pipeline.metrics.toxicity.train import COUNTER_FRAMES_HELDOUT, SWEAR_HELDOUT, augment, split_digest
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
     from hcat_pipeline_tests.toxicity_functional import FUNCTIONAL, HATE, NOT_HATE
@@ -154,7 +154,7 @@ def operational(emb, head, aux: dict, seed: int) -> None:
     """Clean prose with violent words from the templates the head never saw (toxicity_operational;
     the held-out ids and seed the head recorded): the share scored ≥ 0.5 is a false-positive rate on
     technical / game / finance / sports prose, overall and per template."""
-    from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_templates
+    from hcat_pipeline.metrics.toxicity.operational import heldout_templates, operational_templates
 
     recorded = head["meta"].get("operational_negatives")
     if recorded is None:
@@ -170,7 +170,7 @@ def operational(emb, head, aux: dict, seed: int) -> None:
 def reclaimed(emb, head, aux: dict, seed: int) -> None:
     """Reclaimed slurs in in-group frames from the held-out templates (toxicity_reclaimed): the share
     scored ≥ 0.5 flags non-hateful in-group speech."""
-    from hcat_pipeline.core.metrics.toxicity_reclaimed import reclaimed_templates
+    from hcat_pipeline.metrics.toxicity.reclaimed import reclaimed_templates
 
     seed = head["meta"].get("seed", seed)
     trained = "the head trained on the other templates" if "reclaimed_negatives" in head["meta"] else "the head trained on none of them"
@@ -180,7 +180,7 @@ def reclaimed(emb, head, aux: dict, seed: int) -> None:
 
 def _template_false_positives(title: str, pairs: list[tuple[str, str]], emb, head, aux: dict, top: int) -> None:
     """Share of (template id, sentence) pairs scored ≥ 0.5 per head variant, overall and per template."""
-    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
+    from hcat_pipeline.metrics.toxicity.model import sentence_toxicity
 
     ids, sents = np.array([p[0] for p in pairs]), [p[1] for p in pairs]
     print(f"\n{title}: held-out templates {sorted(set(ids.tolist()))} (n = {len(sents)})")
@@ -198,8 +198,8 @@ def warehouse(emb, head, aux: dict) -> None:
     technical prose that must stay below 0.5."""
     import polars as pl
 
-    from hcat_pipeline.core.chunking import split_sentences
-    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
+    from hcat_pipeline.corpus.chunking import split_sentences
+    from hcat_pipeline.metrics.toxicity.model import sentence_toxicity
 
     files = sorted((ROOT / "data" / "warehouse" / "rag_responses").glob("*/*.parquet"))
     if not files:
@@ -220,8 +220,8 @@ def warehouse(emb, head, aux: dict) -> None:
 def speed(data: Path, head_path: Path | None = None, n: int = 2000) -> None:
     """Sentences/s per head variant on n ToxiGen / implicit-hate sentences (embeddings computed, not
     cached; models warmed up first), then the process's peak RSS."""
-    from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
-    from hcat_pipeline.core.metrics.toxicity_data import load_implicit_hate
+    from hcat_pipeline.metrics.toxicity.data import load_implicit_hate
+    from hcat_pipeline.metrics.toxicity.model import load_toxicity_head, sentence_toxicity
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
 

@@ -62,7 +62,7 @@ def main() -> None:
 
     from sklearn.metrics import roc_auc_score
 
-    from hcat_pipeline.core.metrics.safety import load_toxicity_classifier
+    from hcat_pipeline.metrics.safety import load_toxicity_classifier
 
     texts, y, groups, conflicting = load(args.data)
     y_arr = np.array(y)
@@ -90,7 +90,7 @@ def main() -> None:
     print("  lowest-scored hate sentences:", *(f"    {pi:.3f} {t}" for pi, t in top_missed), sep="\n")
 
     if args.llm_sample > 0:
-        from hcat_pipeline.core.metrics.safety import harm_judge, harm_judge_summary
+        from hcat_pipeline.metrics.safety import harm_judge, harm_judge_summary
         from hcat_pipeline.resources.sets import resources_for
 
         rng = random.Random(args.seed)

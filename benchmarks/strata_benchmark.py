@@ -56,8 +56,8 @@ def cpu_s() -> float:
 def run_one(path: str, n: int, topics: int, sample: int, components: int, k_max: int) -> dict:
     from sklearn.metrics import adjusted_rand_score
 
-    from hcat_pipeline.core.sampling import coverage_table, stratified_sample
-    from hcat_pipeline.core.strata import StrataParams, build_strata
+    from hcat_pipeline.corpus.sampling import coverage_table, stratified_sample
+    from hcat_pipeline.corpus.strata import StrataParams, build_strata
 
     t0 = time.perf_counter()
     x, texts, truth = synthetic(n, topics)

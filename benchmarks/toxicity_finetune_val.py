@@ -43,16 +43,16 @@ def main() -> None:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
-    from hcat_pipeline.core.metrics.toxicity import featurise, load_toxicity_head, score_features
-    from hcat_pipeline.core.metrics.toxicity_data import (
+    from hcat_pipeline.metrics.toxicity.data import (
         assign_splits,
         load_all,
         near_duplicate_groups,
         neutral_expository_sentences,
     )
-    from hcat_pipeline.core.metrics.toxicity_encoder import FinetuneConfig, FinetunedEncoder, fit_finetuned
-    from hcat_pipeline.core.metrics.toxicity_operational import operational_negatives
-    from hcat_pipeline.core.metrics.toxicity_train import training_rows
+    from hcat_pipeline.metrics.toxicity.encoder import FinetuneConfig, FinetunedEncoder, fit_finetuned
+    from hcat_pipeline.metrics.toxicity.model import featurise, load_toxicity_head, score_features
+    from hcat_pipeline.metrics.toxicity.operational import operational_negatives
+    from hcat_pipeline.metrics.toxicity.train import training_rows
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
 

@@ -53,7 +53,7 @@ def ethos_half(text: str) -> str:
 
 def load_rows(data: Path, heldout: bool) -> list[dict]:
     """Every row to score: ``set``, ``category``, ``text``, ``y`` (and ``hate`` / ``offensive`` for short posts)."""
-    from hcat_pipeline.core.metrics.toxicity_data import head_splits, load_all
+    from hcat_pipeline.metrics.toxicity.data import head_splits, load_all
     from hcat_pipeline.resources.embedding import EmbeddingModel
 
     rows = []
@@ -79,8 +79,8 @@ def load_rows(data: Path, heldout: bool) -> list[dict]:
     from hcat_pipeline_tests.toxicity_functional import FUNCTIONAL, HATE
 
     rows += [{"set": "functional", "category": c, "text": t, "y": int(c in HATE)} for c, ts in FUNCTIONAL.items() for t in ts]
-    from hcat_pipeline.core.metrics.toxicity_operational import operational_templates
-    from hcat_pipeline.core.metrics.toxicity_reclaimed import reclaimed_templates
+    from hcat_pipeline.metrics.toxicity.operational import operational_templates
+    from hcat_pipeline.metrics.toxicity.reclaimed import reclaimed_templates
 
     rows += [{"set": "operational", "category": tid, "text": t, "y": 0} for tid, t in operational_templates(seed=0, split="heldout", with_ids=True)]
     rows += [{"set": "reclaimed", "category": tid, "text": t, "y": 0} for tid, t in reclaimed_templates(seed=0, split="heldout", with_ids=True)]
@@ -90,7 +90,7 @@ def load_rows(data: Path, heldout: bool) -> list[dict]:
 def score(rows: list[dict]) -> None:
     """Adds ``score`` (the registered metric's per-sentence ``toxicity``) and, when the scorer has them,
     ``attributes`` to each row; one batch."""
-    from hcat_pipeline.core.metrics.toxicity import sentence_toxicity
+    from hcat_pipeline.metrics.toxicity.model import sentence_toxicity
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
 
@@ -116,8 +116,8 @@ def compare(before: list[dict], after: list[dict], resamples: int = 1000, seed: 
     share on the right side of 0.5 per category (Wilson interval of before); returns True when nothing
     is worse by more than its interval. (hcat_pipeline is imported inside the functions: ``--root``
     chooses which checkout's scorer a scoring run imports.)"""
-    from hcat_pipeline.core.exam_filters import wilson_interval
-    from hcat_pipeline.core.metrics.nli_eval import auroc, paired_auroc_difference_ci
+    from hcat_pipeline.common.stats import wilson_interval
+    from hcat_pipeline.metrics.nli.evaluation import auroc, paired_auroc_difference_ci
 
     ok = True
     print(f"{'dev set':44s} {'n':>5s}  before  after   after-before [95 % CI]   verdict")

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import dagster as dg
 import polars as pl
 
-from hcat_pipeline.console import GATE_CHECK_FAILURE
+from hcat_pipeline.console import GATE_CHECK_FAILURE, is_release_verdict
 from hcat_pipeline.partitions import FIRST_NIGHT, campaign_run_key, golden_set_version, tonight
 
 
@@ -81,7 +81,8 @@ def release_blocked_only(result) -> bool:
     """True when the run's only failures are blocking release-gate checks: the campaign itself
     completed (every table stored, the gate verdicts included); the release is what failed."""
     failures = [e for e in result.all_events if e.is_step_failure]
-    return bool(failures) and all(getattr(e.event_specific_data.error, "cls_name", None) == GATE_CHECK_FAILURE for e in failures)
+    return bool(failures) and all(getattr(e.event_specific_data.error, "cls_name", None) == GATE_CHECK_FAILURE
+                                  and is_release_verdict(e.event_specific_data.error.message) for e in failures)  # fmt: skip
 
 
 class _ConsoleHandler(logging.Handler):
@@ -139,7 +140,7 @@ def _execute(job_name: str, loggers: dict | None, run_config: dict | None = None
 def run_summary_inputs(result, version: str, night: str) -> dict:
     """Headline means (metric_tables metadata), gate rows (gate_verdicts table) and the report path
     (campaign_report metadata) of a finished campaign run; missing pieces are None."""
-    from hcat_pipeline.io import _safe
+    from hcat_pipeline.io import safe_path_part
     from hcat_pipeline.paths import WAREHOUSE_DIR
 
     out: dict = {"means": None, "gates": None, "report_path": None}
@@ -151,7 +152,7 @@ def run_summary_inputs(result, version: str, night: str) -> dict:
         elif name == "campaign_report" and "report_path" in meta:
             out["report_path"] = str(meta["report_path"].value)
         elif name == "gate_verdicts":
-            path = WAREHOUSE_DIR / "gate_verdicts" / _safe(version) / f"{_safe(night)}.parquet"
+            path = WAREHOUSE_DIR / "gate_verdicts" / safe_path_part(version) / f"{safe_path_part(night)}.parquet"
             if path.exists():
                 out["gates"] = pl.read_parquet(path).select("gate", "kind", "system_id", "verdict", "blocking").to_dicts()
     return out
@@ -162,7 +163,7 @@ def corpus_change(version: str, golden_dir, corpus=None) -> str | None:
     curated / imported version, which is never regenerated). ``corpus``: the campaign file's ``CorpusSpec``
     (default: the default campaign file's), read the way the corpus asset reads it."""
     from hcat_pipeline.campaign_spec import CorpusSpec, corpus_sources
-    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.corpus.ingest import ingest
     from hcat_pipeline.golden.cases import corpus_hash, load_version
 
     frame, manifest = load_version(version, golden_dir)

@@ -22,9 +22,9 @@ import dagster as dg
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from hcat_pipeline.common.yaml_errors import validation_problems
 from hcat_pipeline.configs import config_from
-from hcat_pipeline.core.sampling import SAMPLE_SIZE
-from hcat_pipeline.core.yaml_errors import validation_problems
+from hcat_pipeline.corpus.sampling import SAMPLE_SIZE
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM

@@ -9,6 +9,7 @@ launchpad without touching the asset.
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 
 import dagster as dg
@@ -18,7 +19,7 @@ from pydantic import Field, create_model
 def config_from(dc: type, name: str, base: type[dg.Config] = dg.Config, exclude: tuple[str, ...] = (), **extra) -> type[dg.Config]:
     """A ``dg.Config`` (subclass of ``base``) with the dataclass's fields, types and defaults; a field's ``metadata``
     (description, ge, le, min_length …) becomes its pydantic ``Field`` arguments. ``exclude``: fields left out."""
-    hints = typing.get_type_hints(dc)
+    hints = {k: _dagster_type(t) for k, t in typing.get_type_hints(dc).items()}
     fields = {}
     for f in dataclasses.fields(dc):
         if f.name in exclude:
@@ -30,6 +31,11 @@ def config_from(dc: type, name: str, base: type[dg.Config] = dg.Config, exclude:
         else:
             fields[f.name] = (hints[f.name], Field(..., **f.metadata))
     return create_model(name, __base__=base, **fields, **extra)
+
+
+def _dagster_type(t):
+    """``X | None`` (PEP 604) as ``Optional[X]``: Dagster's config schema reads ``typing.Union``, not ``types.UnionType``."""
+    return typing.Union[t.__args__] if isinstance(t, types.UnionType) else t  # noqa: UP007
 
 
 def to_core(dc: type, config: dg.Config, **extra):

@@ -37,7 +37,15 @@ class StageState:
     said_step: int = 0  # the last 10 % step printed
 
 
-GATE_CHECK_FAILURE = "DagsterAssetCheckFailedError"  # how a blocking release-gate check reports itself in the step failure
+GATE_CHECK_FAILURE = "DagsterAssetCheckFailedError"  # how a blocking asset check reports itself in the step failure
+RELEASE_CHECK = "hard_gates"  # the blocking check on release_decision: its failure is a verdict, not a broken stage
+
+
+def is_release_verdict(message: str) -> bool:
+    """A step failure that is only the release decision's blocking gates (``release_decision: hard_gates``); any other
+    failed blocking check (a broken table contract, say) is a failure."""
+    named = [ln.strip() for ln in message.splitlines() if ln.strip().count(": ") == 1 and " " not in ln.strip().split(": ")[1]]
+    return GATE_CHECK_FAILURE in message and bool(named) and all(ln.endswith(f": {RELEASE_CHECK}") for ln in named)
 
 
 @dataclass
@@ -74,7 +82,7 @@ class CampaignConsole:
             secs = now - state.started
             ok = event == "STEP_SUCCESS"
             extra = f", {state.warnings} warning(s)" if state.warnings else ""
-            status = "ok" if ok else "blocked" if GATE_CHECK_FAILURE in message else "failed"
+            status = "ok" if ok else "blocked" if is_release_verdict(message) else "failed"
             if ok:
                 self.say(f"✔ {step} done in {_dur(secs)}{extra}")
             elif status == "blocked":  # blocking release gates: a verdict, stored with the table; not a broken stage

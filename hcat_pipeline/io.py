@@ -22,7 +22,7 @@ import polars as pl
 from hcat_pipeline.paths import WAREHOUSE_DIR
 
 
-def _safe(part: str) -> str:
+def safe_path_part(part: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", part)
 
 
@@ -41,11 +41,11 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
 
     def _asset_path(self, context, partition_key: str | None) -> Path:
         key = context.asset_key.path
-        base = Path(self.base_dir).joinpath(*map(_safe, key))
+        base = Path(self.base_dir).joinpath(*map(safe_path_part, key))
         if partition_key is None:
             return base.with_suffix(".parquet")
         *dirs, leaf = str(partition_key).split("|")  # MultiPartitionKey: dimensions in name order
-        return base.joinpath(*map(_safe, dirs)) / f"{_safe(leaf)}.parquet"
+        return base.joinpath(*map(safe_path_part, dirs)) / f"{safe_path_part(leaf)}.parquet"
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if obj is None:

@@ -91,6 +91,385 @@ METRIC_KEYS = ("case_id", "system_id")
 # (this row blocks the release), description. Written even when a hard gate blocks downstream assets.
 
 
+# corpus: one row per document (corpus.ingest)
+CORPUS = {
+    "doc_id": pl.String,
+    "source": pl.String,
+    "title": pl.String,
+    "text": pl.String,
+    "metadata": pl.String,  # JSON object
+}
+
+# ingest_errors: files or lines that could not be ingested (corpus.ingest)
+INGEST_ERRORS = {"file": pl.String, "line": pl.Int64, "reason": pl.String, "size_bytes": pl.Int64}
+
+# chunks: sentence-aware chunks with exact character offsets (corpus.chunking)
+CHUNKS = {
+    "chunk_id": pl.String,
+    "doc_id": pl.String,
+    "chunk_index": pl.Int32,
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "n_tokens": pl.Int32,
+    "text": pl.String,
+}
+
+# generated_queries: one row per LLM-generated query (assets.queries)
+GENERATED_QUERIES = {
+    "query_id": pl.String, "query_type": pl.String, "chunk_id": pl.String, "source_chunk_ids": pl.List(pl.String),
+    "stratum": pl.Int32, "stratum_label": pl.String, "query": pl.String, "options": pl.List(pl.String),
+    "correct_index": pl.Int32, "reference_answer": pl.String, "answer_label": pl.String, "evidence": pl.String,
+    "model": pl.String, "prompt_hash": pl.String, "prompt_name": pl.String, "seed": pl.Int64, "latency_s": pl.Float64,
+    "input_tokens": pl.Int64, "output_tokens": pl.Int64, "raw_reply": pl.String, "generation_round": pl.Int32, "error": pl.String,
+}  # fmt: skip
+
+# selected_queries: the generated queries that passed selection (assets.queries)
+SELECTED_QUERIES = {**GENERATED_QUERIES, "relevancy": pl.Float64, "answer_support": pl.Float64}
+
+# query_rejections: every rejected query with its reason (assets.queries)
+QUERY_REJECTIONS = {
+    "query_id": pl.String, "query_type": pl.String, "chunk_id": pl.String, "source_chunk_ids": pl.List(pl.String),
+    "query": pl.String, "reference_answer": pl.String, "stage": pl.String, "reason": pl.String, "detail": pl.String,
+}  # fmt: skip
+
+# bias pairs inside bias_report (metrics.safety)
+BIAS_PAIRS = {
+    "system_id": pl.String,
+    "attribute": pl.String,
+    "pair_id": pl.String,
+    "case_id_a": pl.String,
+    "case_id_b": pl.String,
+    "content_similarity": pl.Float64,  # cosine of the two answers' embeddings, demographic words masked
+    "content_similarity_raw": pl.Float64,  # same without masking (confounded by the swapped words)
+    "masked_terms": pl.List(pl.String),
+    "sentiment_a": pl.Float64,
+    "sentiment_b": pl.Float64,
+    "sentiment_difference": pl.Float64,  # a - b (VADER compound)
+    "abs_sentiment_difference": pl.Float64,
+    "error": pl.String,  # null, or why the pair could not be scored (unpaired case, missing answer)
+}
+
+# bias_report (per campaign run): per system × attribute (metrics.safety)
+BIAS_REPORT = {
+    "system_id": pl.String,
+    "attribute": pl.String,
+    "n_pairs": pl.UInt32,  # pairs scored
+    "n_errors": pl.UInt32,  # pairs that could not be scored
+    "content_similarity_mean": pl.Float64,
+    "content_similarity_min": pl.Float64,
+    "content_similarity_raw_mean": pl.Float64,
+    "abs_sentiment_difference_mean": pl.Float64,
+    "abs_sentiment_difference_max": pl.Float64,
+    "sentiment_difference_mean": pl.Float64,  # signed: a systematic lean toward one side of the pairs
+}
+
+# behaviour_checks (per campaign run): case × system × rule (behaviour.checks)
+BEHAVIOUR_CHECKS = {
+    "case_id": pl.String, "system_id": pl.String, "category": pl.String, "variant_kind": pl.String, "query_type": pl.String,
+    "rule": pl.String, "verdict": pl.String, "score": pl.Float64, "evidence": pl.String, "detail": pl.String,
+}  # fmt: skip
+
+# per-system behaviour summary (behaviour.checks)
+BEHAVIOUR_SUMMARY = {
+    "system_id": pl.String, "rule": pl.String, "n": pl.UInt32, "pass": pl.UInt32, "fail": pl.UInt32, "unsure": pl.UInt32,
+    "no_answer": pl.UInt32, "pass_rate": pl.Float64, "pass_rate_ci_low": pl.Float64, "pass_rate_ci_high": pl.Float64,
+    "decided_pass_rate": pl.Float64,
+}  # fmt: skip
+
+# llm_judge_scores (per campaign run): case × system × dimension (assets.judge)
+LLM_JUDGE_SCORES = {
+    **RUN_COLUMNS,
+    "case_id": pl.String, "system_id": pl.String, "system_family": pl.String, "judge_family": pl.String,
+    "same_family": pl.Boolean, "dimension": pl.String, "score": pl.Int64, "passed": pl.Boolean, "confidence": pl.String,
+    "justification": pl.String, "skipped_reason": pl.String, "error_kind": pl.String, "error": pl.String,
+    "judge_config_hash": pl.String, "judge_model": pl.String, "prompt_name": pl.String, "prompt_hash": pl.String,
+    "latency_s": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
+    "validated": pl.Boolean, "validation_kappa": pl.Float64, "validation_reason": pl.String,
+}  # fmt: skip
+
+# judge_validation: per dimension, the judge against human labels (judge.validation)
+JUDGE_VALIDATION = {
+    "judge_config_hash": pl.String,
+    "judge_model": pl.String,
+    "dimension": pl.String,
+    "validated": pl.Boolean,
+    "reason": pl.String,  # why not validated (null when validated)
+    "kappa": pl.Float64,
+    "kappa_ci_low": pl.Float64,
+    "kappa_ci_high": pl.Float64,
+    "kappa_method": pl.String,
+    "kappa_floor": pl.Float64,
+    "n": pl.Int64,  # items with both a judge verdict and a human label
+    "n_errors": pl.Int64,
+    "n_skipped": pl.Int64,
+    "accuracy": pl.Float64,
+    "label_source": pl.String,
+    "length_rho": pl.Float64,
+    "length_rho_ci_low": pl.Float64,
+    "length_rho_ci_high": pl.Float64,
+    "length_bias_flagged": pl.Boolean,
+    "self_preference_gap": pl.Float64,
+    "self_preference_ci_low": pl.Float64,
+    "self_preference_ci_high": pl.Float64,
+    "self_preference_flagged": pl.Boolean,
+    "self_preference_note": pl.String,
+    "position_flip_rate": pl.Float64,
+    "position_flip_ci_low": pl.Float64,
+    "position_flip_ci_high": pl.Float64,
+    "position_n_pairs": pl.Int64,
+    "position_bias_flagged": pl.Boolean,
+}
+
+# exam_candidates: one row per candidate question (assets.exam)
+EXAM_CANDIDATES = {
+    "chunk_id": pl.String, "stratum": pl.Int32, "stratum_label": pl.String, "sample_rank": pl.Int32, "candidate_no": pl.Int32,
+    "target_kind": pl.String, "question_form": pl.String, "question_id": pl.String, "question": pl.String,
+    "llm_question": pl.String, "answer": pl.String, "evidence": pl.String, "wrong_pool": pl.List(pl.String),
+    "mined_pool": pl.List(pl.String), "distractors": pl.List(pl.String), "distractor_sources": pl.List(pl.String), "options": pl.List(pl.String), "correct_index": pl.Int32, "passed": pl.Boolean,
+    "selected": pl.Boolean, "reasons": pl.List(pl.String), "filter_figures": pl.String, "subsets_tried": pl.Int32,
+    "question_prompt_hash": pl.String, "distractor_prompt_hash": pl.String, "model": pl.String, "seed": pl.Int64,
+    "temperature": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "latency_s": pl.Float64, "error": pl.String,
+}  # fmt: skip
+
+# irt_model: IRT item and taker parameters (assets.exam)
+IRT_MODEL = {
+    "exam_version": pl.String, "kind": pl.String, "id": pl.String, "component": pl.String, "a": pl.Float64, "b": pl.Float64,
+    "c": pl.Float64, "theta": pl.Float64, "se": pl.Float64, "kept": pl.Boolean, "dropped_in_round": pl.Int32, "n": pl.Int64,
+}  # fmt: skip
+
+# exam: one row per frozen exam item (exam.freeze)
+EXAM = {
+    "question_id": pl.String,
+    "exam_version": pl.String,
+    "question": pl.String,
+    "options": pl.List(pl.String),
+    "correct_index": pl.Int32,
+    "answer": pl.String,
+    "evidence": pl.String,
+    "question_form": pl.String,
+    "distractor_sources": pl.List(pl.String),
+    "chunk_id": pl.String,
+    "stratum": pl.Int32,
+    "stratum_label": pl.String,
+    "model": pl.String,
+    "question_prompt_hash": pl.String,
+    "distractor_prompt_hash": pl.String,
+    "seed": pl.Int64,
+    "corpus_hash": pl.String,
+}
+
+# exam_responses: taker × item (exam.taking)
+EXAM_RESPONSES = {
+    "exam_version": pl.String, "question_id": pl.String, "system_id": pl.String, "config_hash": pl.String,
+    "llm": pl.String, "retriever": pl.String, "top_k": pl.Int32, "icl_examples": pl.Int32, "mode": pl.String,
+    "prompt_hash": pl.String, "chosen_index": pl.Int32, "correct_index": pl.Int32, "correct": pl.Int8,
+    "unparseable": pl.Boolean, "scores": pl.List(pl.Float64), "raw_answer": pl.String,
+    "context_chunk_ids": pl.List(pl.String), "latency_s": pl.Float64, "error": pl.String,
+}  # fmt: skip
+
+# gate_verdicts (per campaign run): gate × system × scope group (gates.apply)
+GATE_VERDICTS = {
+    "gate": pl.String, "kind": pl.String, "table": pl.String, "metric": pl.String, "statistic": pl.String,
+    "direction": pl.String, "threshold": pl.Float64, "scope": pl.String, "group": pl.String, "system_id": pl.String,
+    "verdict": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "confidence": pl.Float64,
+    "n": pl.Int64, "n_dropped": pl.Int64, "n_more": pl.Int64, "reason": pl.String, "error": pl.String,
+    "blocking": pl.Boolean, "description": pl.String,
+}  # fmt: skip
+
+# system_rankings (per campaign run): metric × method × system (gates.rankings)
+SYSTEM_RANKINGS = {
+    "method": pl.String, "system_id": pl.String, "rating": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+    "rank": pl.Int64, "rank_distribution": pl.List(pl.Float64), "p_best": pl.Float64, "sigma": pl.Float64,
+    "n_cases": pl.Int64, "n_matches": pl.Int64, "wins": pl.Float64, "ties": pl.Int64, "losses": pl.Float64,
+    "n_boot": pl.Int64, "metric": pl.String,
+}  # fmt: skip
+
+# pareto_frontier (per campaign run): one row per system (gates.pareto)
+PARETO_FRONTIER = {
+    "system_id": pl.String, "quality": pl.Float64, "quality_ci_low": pl.Float64, "quality_ci_high": pl.Float64,
+    "cost_usd_per_case": pl.Float64, "latency_p50_s": pl.Float64, "latency_p50_ci_low": pl.Float64,
+    "latency_p50_ci_high": pl.Float64, "latency_p95_s": pl.Float64, "latency_p95_ci_low": pl.Float64,
+    "latency_p95_ci_high": pl.Float64, "n": pl.Int64, "n_quality": pl.Int64, "n_failed": pl.Int64, "quality_metric": pl.String,
+}  # fmt: skip
+
+# case_contamination (per campaign run): one row per case (gates.contamination)
+CASE_CONTAMINATION = {
+    "case_id": pl.String, "field": pl.String, "exact": pl.Boolean, "jaccard": pl.Float64, "containment": pl.Float64,
+    "cosine": pl.Float64, "risk": pl.String, "source": pl.String, "doc_id": pl.String, "evidence": pl.String,
+}  # fmt: skip
+
+# scores the weakness report reads (case × system × metric) (reports.weakness)
+WEAKNESS_SCORES = {
+    "case_id": pl.String, "system_id": pl.String, "metric": pl.String, "source": pl.String, "value": pl.Float64,
+    "topic": pl.String, "query_type": pl.String, "category": pl.String, "variant_kind": pl.String, "rule": pl.String,
+    "base_case_id": pl.String,
+}  # fmt: skip
+
+# weakness_report (per campaign run): cell × system × metric (reports.weakness)
+WEAKNESS_CELLS = {
+    "analysis": pl.String, "dims": pl.String, "row": pl.String, "col": pl.String, "metric": pl.String, "source": pl.String,
+    "direction": pl.String, "n": pl.Int64, "n_missing": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64,
+    "ci_high": pl.Float64, "claim_strength": pl.String, "small": pl.Boolean,
+}  # fmt: skip
+
+# failure_cases (per campaign run) (reports.failures)
+FAILURE_CASES = {
+    "case_id": pl.String, "system_id": pl.String, "source": pl.String, "failure_category": pl.String, "severity": pl.String,
+    "evidence": pl.String, "score": pl.Float64, "category": pl.String, "variant_kind": pl.String, "query_type": pl.String,
+    "notes": pl.String,
+}  # fmt: skip
+
+# robustness_deltas (per campaign run): variant vs base case (reports.robustness)
+ROBUSTNESS_DELTAS = {
+    "variant_kind": pl.String, "system_id": pl.String, "metric": pl.String, "source": pl.String, "direction": pl.String,
+    "n_pairs": pl.Int64, "variant_mean": pl.Float64, "base_mean": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64,
+    "ci_high": pl.Float64, "cost": pl.Float64, "claim_strength": pl.String, "small": pl.Boolean, "statement": pl.String,
+}  # fmt: skip
+
+# calibrators: one fitted calibrator per dimension (assets.calibration)
+CALIBRATORS = {
+    "dimension": pl.String, "label_source": pl.String, "metric": pl.String, "method": pl.String, "alpha": pl.Float64,
+    "status": pl.String, "active": pl.Boolean, "n_labels": pl.Int64, "qhat": pl.Float64, "message": pl.String,
+    "label_counts": pl.String, "splits": pl.String, "evaluation": pl.String, "model": pl.Binary,
+}  # fmt: skip
+
+# metric_validity: per dimension, the metric against human labels (assets.calibration)
+METRIC_VALIDITY = {
+    "metric": pl.String, "dimension": pl.String, "labelled_set": pl.String, "status": pl.String, "heldout_n": pl.Int64,
+    "auroc": pl.Float64, "auroc_ci_low": pl.Float64, "auroc_ci_high": pl.Float64, "kappa_thresholded": pl.Float64,
+    "coverage": pl.Float64, "coverage_ci_low": pl.Float64, "coverage_ci_high": pl.Float64, "target_coverage": pl.Float64,
+    "mean_set_size": pl.Float64, "brier_before": pl.Float64, "brier_after": pl.Float64, "note": pl.String,
+}  # fmt: skip
+
+# the shipped reference items, before they are scored (calibration.reference)
+REFERENCE_ITEMS = {
+    "set": pl.String,
+    "item_id": pl.String,
+    "dimension": pl.String,
+    "subset": pl.String,  # FaithDial file / ToxiGen target group
+    "group": pl.String,  # what the source's own split keeps together
+    "query": pl.String,
+    "contexts": pl.List(pl.String),
+    "answer": pl.String,
+    "label": pl.Int64,  # binary human label (meaning: ReferenceSet.label_meaning)
+    "split": pl.String,  # stage1 | stage2 | evaluation (this project's calibration split)
+    "source_split": pl.String,  # the metric recipe's split the item came from (val / test)
+}
+
+# reference_label_scores: every shipped reference item scored by its dimension's metric (assets.calibration)
+REFERENCE_SCORES = {
+    "set": pl.String, "item_id": pl.String, "dimension": pl.String, "label": pl.Int64, "split": pl.String, "metric": pl.String,
+    "score": pl.Float64, "label_source": pl.String,
+}  # fmt: skip
+
+# calibrated_scores (per campaign run) (calibration.campaign)
+CALIBRATED_SCORES = {
+    "case_id": pl.String,
+    "system_id": pl.String,
+    "dimension": pl.String,
+    "metric": pl.String,
+    "raw_score": pl.Float64,
+    "calibrated_probability": pl.Float64,  # binary: P(human label = 1); ordinal: P(label in the passing half)
+    "class_probabilities": pl.List(pl.Float64),
+    "prediction_set": pl.String,  # "{0}" | "{1}" | "{0,1}" | "∅" (null when not calibrated)
+    "machine_verdict": pl.String,  # pass | fail | unsure (null when not calibrated or not scored)
+    "label_source": pl.String,  # campaign | reference:<set> | none
+    "calibration_note": pl.String,
+}
+
+# one imported label row (calibration.labels)
+LABEL_ROWS = {
+    "case_id": pl.String,
+    "system_id": pl.String,
+    "dimension": pl.String,
+    "label": pl.Int64,
+    "scale": pl.String,
+    "label_index": pl.Int64,
+    "n_levels": pl.Int64,
+    "rater": pl.String,
+    "labelled_at": pl.Datetime("us", "UTC"),
+    "comment": pl.String,
+    "source_file": pl.String,
+    "source_line": pl.Int64,
+    "row_hash": pl.String,
+}
+
+
+# human_labels: the label store (calibration.store)
+HUMAN_LABELS = {
+    **LABEL_ROWS,
+    "version": pl.String,
+    "source_sha256": pl.String,
+    "imported_at": pl.Datetime("us", "UTC"),
+}
+
+# bad lines of a label file (calibration.labels)
+LABEL_FILE_ERRORS = {"file": pl.String, "line": pl.Int64, "reason": pl.String}
+
+# inter-rater agreement per dimension (calibration.agreement)
+LABEL_AGREEMENT = {
+    "dimension": pl.String,
+    "scale": pl.String,
+    "method": pl.String,
+    "kappa": pl.Float64,
+    "n_items": pl.Int64,
+    "n_raters": pl.Int64,
+    "note": pl.String,
+}
+
+# violation_campaign: per checker version (assets.violations)
+VIOLATION_CAMPAIGN = {
+    "checker_version": pl.String, "texts": pl.Int64, "texts_missing": pl.Int64, "predicted": pl.Int64, "ground_truth": pl.Int64,
+    "tp": pl.Int64, "fp": pl.Int64, "fn": pl.Int64, "precision": pl.Float64, "recall": pl.Float64, "f1": pl.Float64,
+    "ha_tp": pl.Int64, "ha_fp": pl.Int64, "ha_fn": pl.Int64, "ha_precision": pl.Float64, "ha_recall": pl.Float64, "ha_f1": pl.Float64,
+}
+
+# violation_matches: predicted × ground-truth pairs (assets.violations)
+VIOLATION_MATCHES = {
+    "checker_version": pl.String, "text_id": pl.String, "pred_start": pl.Int64, "pred_end": pl.Int64, "pred_rule": pl.String,
+    "gt_start": pl.Int64, "gt_end": pl.Int64, "gt_rule": pl.String, "text_overlap": pl.Float64, "rule_similarity": pl.Float64,
+    "category_match": pl.Float64, "explanation_similarity": pl.Float64, "correction_similarity": pl.Float64,
+    "match_score": pl.Float64, "ha_match_score": pl.Float64, "std_match": pl.Boolean, "ha_match": pl.Boolean,
+}
+
+# violation_file_errors (assets.violations)
+VIOLATION_FILE_ERRORS = {"file": pl.String, "line": pl.Int64, "reason": pl.String}
+
+# bad lines of an imported responses file (responses.response_import)
+RESPONSE_IMPORT_ERRORS = {"file": pl.String, "line": pl.Int64, "reason": pl.String}
+
+# retrieval_metrics (per campaign run): per system, retrieval and answerability figures (responses.retrieval_metrics)
+RETRIEVAL_METRICS = {
+    "system_id": pl.String, "n_cases": pl.UInt32, "n_failed": pl.Int64, "k": pl.Int64, "n_retrieval_cases": pl.Int64,
+    "recall_at_k": pl.Float64, "precision_at_k": pl.Float64, "mrr": pl.Float64, "n_out_of_scope": pl.Int64,
+    "abstention_rate": pl.Float64, "n_answerable": pl.Int64, "false_refusal_rate": pl.Float64,
+}  # fmt: skip
+
+# grader_gaming (per campaign run): case × system gaming flags (gates.gaming)
+GRADER_GAMING = {
+    "case_id": pl.String, "system_id": pl.String, "failed": pl.Boolean, "empty": pl.Boolean, "format_only": pl.Boolean,
+    "context_copy": pl.Boolean, "canned": pl.Boolean, "refusal": pl.Boolean, "gamed": pl.Boolean,
+    "copy_containment": pl.Float64, "context_coverage": pl.Float64, "expected_behavior": pl.String, "evidence": pl.String,
+}  # fmt: skip
+
+# release_decision (per campaign run): one row per system, cleared or blocked by its blocking gates (assets.gates)
+RELEASE_DECISION = {
+    "system_id": pl.String, "cleared": pl.Boolean, "gates_pass": pl.UInt32, "gates_indeterminate": pl.UInt32, "gates_fail": pl.UInt32,
+}  # fmt: skip
+
+# weakest_cases (per campaign run): the worst cases of the weakest cells (reports.weakness)
+WEAKEST_CASES = {
+    "metric": pl.String, "source": pl.String, "dims": pl.String, "row": pl.String, "col": pl.String, "ranking": pl.String,
+    "cell_rank": pl.Int64, "case_rank": pl.Int64, "case_id": pl.String, "system_id": pl.String, "value": pl.Float64,
+    "query": pl.String, "answer": pl.String, "explanation": pl.String,
+}  # fmt: skip
+
+# review_queue (per campaign run): items for human labelling, most informative first (calibration.labels)
+REVIEW_QUEUE = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "priority": pl.Int64, "reason": pl.String}
+
+# campaign_report (per campaign run): where the HTML report is and what it could include (assets.reports)
+CAMPAIGN_REPORT = {"path": pl.String, "plots": pl.Int64, "size_bytes": pl.Int64}
+
 def conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     """Check that ``frame`` has every contract column with its dtype; raise a clear error if not."""
     missing = [c for c in schema if c not in frame.columns]

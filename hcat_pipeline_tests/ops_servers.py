@@ -28,7 +28,7 @@ def write_campaign_fixture(wh: Path) -> None:
     import numpy as np
     import polars as pl
 
-    from hcat_pipeline_tests.test_assets_responses import CHUNKS, VERSION, golden_frame
+    from hcat_pipeline_tests.stubs import CHUNKS, VERSION, golden_frame
 
     (wh / "golden_set").mkdir(parents=True, exist_ok=True)
     golden_frame().write_parquet(wh / "golden_set" / f"{VERSION}.parquet")

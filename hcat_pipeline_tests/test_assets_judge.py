@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from hcat_pipeline.assets.judge import judge_validation, llm_judge_scores
-from hcat_pipeline.core.judge_data import DEFAULT_VALIDATION_DIR
 from hcat_pipeline.io import PolarsParquetIOManager
+from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.llm import LLM, LLMResult
 

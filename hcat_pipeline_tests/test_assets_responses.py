@@ -10,61 +10,22 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from hcat_pipeline.assets.behaviour import behaviour_checks
-from hcat_pipeline.assets.responses import rag_responses, retrieval_metrics
 from hcat_pipeline.campaign_spec import load_campaign
-from hcat_pipeline.io import PolarsParquetIOManager
-from hcat_pipeline.partitions import campaign_run_key, golden_set_version
 from hcat_pipeline.paths import PROJECT_ROOT
-from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed, LLMResult
-from hcat_pipeline.resources.nli import NLIModel
-from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES, conform
-
-VERSION = "v-test"
-NIGHT = "2026-11-20"
-RUN = f"{VERSION}|{NIGHT}"  # the stored partition key (MultiPartitionKey string form)
-CHUNKS = {
-    "c_tuple": "Tuples are immutable sequences: once a tuple is created its items cannot be changed.",
-    "c_loop": "The while statement repeats the execution of a suite as long as an expression is true.",
-    "c_exc": "The raise statement raises an exception; a try statement with except clauses handles it.",
-    "c_dict": "A dictionary maps hashable keys to values; looking up a missing key raises KeyError.",
-}
-
-
-def golden_frame() -> pl.DataFrame:
-    rows = [
-        dict(case_id="g1", category="happy_path", query="Can the items of a tuple be changed after it is created?",
-             reference_answer="No, tuples are immutable.", expected_behavior="answer", source_chunk_ids=["c_tuple"]),
-        dict(case_id="g2", category="adversarial", query="What happens when you look up a missing key in a dictionary?",
-             reference_answer="A KeyError is raised.", expected_behavior="answer", source_chunk_ids=["c_dict"],
-             distractor_passage="Looking up a missing dictionary key returns None silently."),
-        dict(case_id="g3", category="out_of_scope", query="Who won the football world cup in 1998?",
-             reference_answer=None, expected_behavior="abstain", source_chunk_ids=[]),
-    ]
-    full = []
-    for r in rows:
-        base = {c: None for c in GOLDEN_SET}
-        base.update(version=VERSION, tags=[], options=[], constraints=[], seed=0, **r)
-        full.append(base)
-    return pl.DataFrame(full, schema=GOLDEN_SET)
-
-
-@dg.asset(partitions_def=golden_set_version, name="golden_set")
-def golden_set_stub() -> pl.DataFrame:
-    return golden_frame()
-
-
-@dg.asset(name="chunks")
-def chunks_stub() -> pl.DataFrame:
-    return pl.DataFrame({"chunk_id": list(CHUNKS), "doc_id": ["d"] * len(CHUNKS), "text": list(CHUNKS.values())})
-
-
-@dg.asset(name="chunk_embeddings")
-def chunk_embeddings_stub(embedding_model: EmbeddingModel) -> pl.DataFrame:
-    v = embedding_model.embed(list(CHUNKS.values()))
-    return pl.DataFrame({"chunk_id": list(CHUNKS), "embedding": pl.Series(v, dtype=pl.Array(pl.Float32, v.shape[1]))})
-
+from hcat_pipeline.schemas import RAG_RESPONSES, conform
+from hcat_pipeline_tests.stubs import (  # noqa: F401
+    CHUNKS,
+    NIGHT,
+    RUN,
+    VERSION,
+    chunk_embeddings_stub,
+    chunks_stub,
+    golden_frame,
+    golden_set_stub,
+    load,
+    run,
+)
 
 CALLS: list[str] = []
 
@@ -90,33 +51,6 @@ class ScriptedLLM(LLM):
 
 # every reference system (the full profile: the default campaign runs three of them)
 DEFAULT_SYSTEMS = [s.model_dump(mode="json") for s in load_campaign(PROJECT_ROOT / "campaigns" / "full.yaml").systems]
-
-
-def run(tmp_path, embedding_model, llm, config=None, select=("golden_set", "chunks", "chunk_embeddings", "rag_responses"),
-        raise_on_error=True, night=NIGHT):
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions("golden_set_version", [VERSION])
-    campaign = {"systems": [{"system_id": "bm25", "retriever": "bm25"}, {"system_id": "dense", "retriever": "dense"},
-                            {"system_id": "oracle", "retriever": "oracle"}, {"system_id": "hybrid", "retriever": "hybrid"},
-                            {"system_id": "closed_book", "retriever": "closed_book", "prompt": "rag_closed_book_v1"}],
-                **(config or {})}  # fmt: skip
-    cfg = {"checkpoint_dir": str(tmp_path / "ckpt"), "import_dir": str(tmp_path / "imports"), "campaign": campaign}
-    assets = [golden_set_stub, chunks_stub, chunk_embeddings_stub, rag_responses, retrieval_metrics, behaviour_checks]
-    gs = dg.materialize([golden_set_stub], partition_key=VERSION, instance=instance,
-                        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh"))})
-    assert gs.success
-    select = [a for a in select if a != "golden_set"]
-    return dg.materialize(
-        assets, selection=list(select), partition_key=campaign_run_key(VERSION, night), instance=instance, raise_on_error=raise_on_error,
-        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "llm": llm,
-                   "nli_model": NLIModel()},
-        run_config={"ops": {"rag_responses": {"config": cfg}}} if "rag_responses" in select else None,
-    )
-
-
-def load(tmp_path, name, key=RUN) -> pl.DataFrame:
-    version, night = key.split("|")
-    return pl.read_parquet(tmp_path / "wh" / name / version / f"{night}.parquet")
 
 
 @pytest.mark.slow

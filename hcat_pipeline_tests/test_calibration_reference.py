@@ -9,8 +9,8 @@ import pytest
 from hcat_pipeline.calibration import make_splits
 from hcat_pipeline.calibration.fitting import fit_calibration
 from hcat_pipeline.calibration.reference import REFERENCE_DIR, REFERENCE_SETS, load_reference, reference_manifest
-from hcat_pipeline.core.ids import json_hash
-from hcat_pipeline.core.metrics.nli_sets import split_of
+from hcat_pipeline.common.ids import json_hash
+from hcat_pipeline.metrics.nli.sets import split_of
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCE_SETS))
@@ -41,7 +41,7 @@ def test_reference_items_are_outside_the_metric_heads_training_parts():
 
 @pytest.mark.parametrize("alpha", [0.1, 0.2])
 def test_coverage_on_held_out_faithdial_within_binomial_tolerance(embedding_model, alpha):
-    from hcat_pipeline.core.metrics.scoring import score_frame
+    from hcat_pipeline.metrics.scoring import score_frame
 
     ref = load_reference("faithdial")
     scored, _ = score_frame(ref.select("query", "contexts", "answer"), ["groundedness_similarity"], embed=embedding_model.embed)

@@ -57,7 +57,7 @@ def test_stale_run_of_a_dead_process_is_failed_and_frees_its_pool_slot(tmp_path)
 
 def test_corpus_change_since_a_generated_version_is_detected(tmp_path):
     from hcat_pipeline.campaign import corpus_change
-    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.corpus.ingest import ingest
     from hcat_pipeline.golden.cases import cases_frame, corpus_hash, freeze_version, new_case
     from hcat_pipeline.paths import CORPUS_DIR
 

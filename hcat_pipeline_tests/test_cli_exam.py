@@ -8,12 +8,12 @@ import argparse
 import pytest
 
 from hcat_pipeline.cli import main
-from hcat_pipeline.commands.exam import _args, run_config
+from hcat_pipeline.commands.exam import add_arguments, run_config
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser()
-    _args(p)
+    add_arguments(p)
     return p.parse_args(argv)
 
 

@@ -1,4 +1,4 @@
-"""Behaviour checks (core/behaviour.py, core/behaviour_evidence.py).
+"""Behaviour checks (behaviour/checks.py, behaviour/evidence.py).
 
 Cases are made by the real builders of golden/robustness.py (contradict_sentence, misleading_premise_query,
 injection_variant, typo_variant, counterfactual_pair, ood_queries, build_robustness_cases); answers are
@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.behaviour import (
+from hcat_pipeline.behaviour.checks import (
     BEHAVIOUR_CHECKS,
     BehaviourConfig,
     behaviour_summary,
@@ -404,7 +404,7 @@ def test_behaviour_summary_counts_and_wilson_interval():
 
 def test_judge_on_a_whole_run_and_with_nli_support(embed, tmp_path):
     """Two systems over every case: a row per response, behaved system passes more; NLI σ(D) as support agrees on the distractor."""
-    from hcat_pipeline.core.behaviour import nli_support
+    from hcat_pipeline.behaviour.checks import nli_support
     from hcat_pipeline.resources.nli import NLIModel
 
     good = {SIMPLE["case_id"]: "Nothing happens when pass is executed.", YES_NO["case_id"]: "No.", MC["case_id"]: "B",

@@ -2,7 +2,7 @@ from pydoc_data.topics import topics
 
 import pytest
 
-from hcat_pipeline.core.chunking import approx_token_count, chunk_corpus, chunk_document, sentence_spans
+from hcat_pipeline.corpus.chunking import approx_token_count, chunk_corpus, chunk_document, sentence_spans
 
 TEXT = (
     "Banks hold deposits. They lend money to households and firms! Do they charge interest? "

@@ -3,15 +3,13 @@ freezing (determinism, immutability, integrity), strict letter parsing, response
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.exam import filter_candidate, reason_counts, select_per_chunk, shuffle_options, survival
-from hcat_pipeline.core.exam_filters import (
+from hcat_pipeline.exam.filters import (
     Candidate,
     FilterConfig,
     answer_in_question,
@@ -23,23 +21,15 @@ from hcat_pipeline.core.exam_filters import (
     self_contained,
     wilson_interval,
 )
-from hcat_pipeline.core.exam_freeze import ExamIntegrityError, ExamVersionConflict, exam_table, freeze_exam, load_exam
-from hcat_pipeline.core.exam_taking import ExamCheckpoint, exam_cases, parse_letter, response_matrix, take_exam
+from hcat_pipeline.exam.freeze import ExamIntegrityError, ExamVersionConflict, exam_table, freeze_exam, load_exam
+from hcat_pipeline.exam.generation import filter_candidate, reason_counts, select_per_chunk, shuffle_options, survival
+from hcat_pipeline.exam.taking import ExamCheckpoint, exam_cases, parse_letter, response_matrix, take_exam
+from hcat_pipeline_tests.golden_data import bag_embed  # noqa: F401
 
 PASSAGE = (
     "The pass statement is a null operation: when it is executed, nothing happens. "
     "It is useful as a placeholder when a statement is required syntactically but no code needs to be executed."
 )
-
-
-def bag_embed(texts: list[str]) -> np.ndarray:
-    """A deterministic bag-of-words embedding (hashed words, L2-normalised): similar words ⇒ similar vectors."""
-    out = np.zeros((len(texts), 256), dtype=np.float32)
-    for i, t in enumerate(texts):
-        for w in t.lower().replace(".", " ").replace(",", " ").split():
-            out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 256] += 1.0
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.where(norms == 0, 1, norms)
 
 
 CFG = FilterConfig(intra_cosine_min=0.0, extra_cosine_min=0.05)

@@ -1,4 +1,4 @@
-"""core/ids.py and core/prompts.py replaced hand-written sha256[:n] snippets: the values must not move
+"""common/ids.py and common/prompts.py replaced hand-written sha256[:n] snippets: the values must not move
 (golden-set case ids, corpus hashes, config hashes and prompt hashes are stored keys). The expected
 strings below were produced by the code before the change."""
 
@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
-from hcat_pipeline.core import chunking, ingest
-from hcat_pipeline.core.ids import canonical_json, json_hash, sha256_hex, short_hash
-from hcat_pipeline.core.prompts import available_prompts, load_prompt
+from hcat_pipeline.common.ids import canonical_json, json_hash, sha256_hex, short_hash
+from hcat_pipeline.common.prompts import available_prompts, load_prompt
+from hcat_pipeline.corpus import chunking, ingest
 from hcat_pipeline.golden import cases as golden
 from hcat_pipeline.golden import counterfactual, generation, robustness
 from hcat_pipeline.responses import rag

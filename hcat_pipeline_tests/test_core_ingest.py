@@ -2,7 +2,7 @@ import json
 
 import polars as pl
 
-from hcat_pipeline.core.ingest import doc_id_for, ingest
+from hcat_pipeline.corpus.ingest import doc_id_for, ingest
 
 
 def _write(folder, name, data):
@@ -94,7 +94,7 @@ def test_identical_documents_are_deduplicated(tmp_path):
 
 
 def test_campaign_paths_folders_files_globs_and_missing_entries(tmp_path):
-    from hcat_pipeline.core.ingest import ingest
+    from hcat_pipeline.corpus.ingest import ingest
 
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "one.md").write_text("# One\n\nThe first document talks about savings accounts and interest.")

@@ -4,7 +4,8 @@ every row, failed / invalid replies as counted error rows, skips without a call,
 import jsonschema
 import pytest
 
-from hcat_pipeline.core.judge import (
+from hcat_pipeline.common.prompts import PROMPTS_DIR
+from hcat_pipeline.judge.scoring import (
     SCORE_SCHEMA,
     JudgeConfig,
     JudgeItem,
@@ -13,7 +14,6 @@ from hcat_pipeline.core.judge import (
     llm_judge,
     model_family,
 )
-from hcat_pipeline.core.prompts import PROMPTS_DIR
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed, LLMResult
 
 KNOWLEDGE = "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 and is 330 metres tall."

@@ -4,10 +4,10 @@ fake judges), length bias at equal human label, self-preference; held-out split 
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.judge import JudgeConfig, judge_pair_both_orders
-from hcat_pipeline.core.judge_audit import judge_agreement, length_bias, position_bias, self_preference, wilson
-from hcat_pipeline.core.judge_data import DEFAULT_VALIDATION_DIR, faithdial_items, sample_items, split_of, toxigen_items
-from hcat_pipeline.core.judge_validation import validate_judge
+from hcat_pipeline.judge.audit import judge_agreement, length_bias, position_bias, self_preference, wilson
+from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, sample_items, split_of, toxigen_items
+from hcat_pipeline.judge.scoring import JudgeConfig, judge_pair_both_orders
+from hcat_pipeline.judge.validation import validate_judge
 from hcat_pipeline.resources.llm import LLMResult
 
 
@@ -128,7 +128,7 @@ def test_self_preference_gap_at_equal_label_and_not_measurable_without_own_famil
 
 
 def test_validate_judge_marks_dimensions_without_labels_and_below_floor_not_validated():
-    from hcat_pipeline.core.judge_data import LabelledItem
+    from hcat_pipeline.judge.data import LabelledItem
 
     # a fake judge that gives 5 to every answer containing "ok": agrees with humans exactly
     class Fake(PositionFake):
@@ -163,7 +163,7 @@ def test_reference_items_are_labelled_as_documented_and_split_stably():
 def test_fast_bootstrap_kappa_equals_scikit_learn():
     from sklearn.metrics import cohen_kappa_score
 
-    from hcat_pipeline.core.judge_audit import kappa_from_confusion
+    from hcat_pipeline.judge.audit import kappa_from_confusion
 
     rng = np.random.default_rng(3)
     for k, weights in ((2, None), (5, None), (5, "quadratic")):

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.metrics.matching import MatchConfig, char_iou, evaluate_campaign, match_violations, read_violation_file
+from hcat_pipeline.metrics.matching import MatchConfig, char_iou, evaluate_campaign, match_violations, read_violation_file
 
 VEC = {
     "no promises": (1.0, 0.0, 0.0),

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from hcat_pipeline.core.metrics.completeness import completeness, distance_matrix, mean_pairwise_distance, wasserstein_distance
+from hcat_pipeline.metrics.completeness import completeness, distance_matrix, mean_pairwise_distance, wasserstein_distance
 
 
 def _unit(rng, n, d=16):

@@ -4,8 +4,7 @@ retrieval_metrics' abstention / false-refusal rates). Accuracy on the hand-label
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.answerability import is_refusal as is_refusal_reexport
-from hcat_pipeline.core.metrics.refusal import (
+from hcat_pipeline.metrics.refusal import (
     DEFAULT_REFUSAL_MODE,
     REFUSAL_MODES,
     is_refusal,
@@ -13,7 +12,8 @@ from hcat_pipeline.core.metrics.refusal import (
     refusal_probability,
     refusal_scores,
 )
-from hcat_pipeline.core.metrics.scoring import score_frame
+from hcat_pipeline.metrics.refusal import is_refusal as is_refusal_reexport
+from hcat_pipeline.metrics.scoring import score_frame
 from hcat_pipeline.responses.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
 
 ANSWERS = [

@@ -7,11 +7,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.metrics import registry
-from hcat_pipeline.core.metrics.batch import Resources
-from hcat_pipeline.core.metrics.options import ScoreOptions
-from hcat_pipeline.core.metrics.registry import NEEDS, MetricUnavailable, metric, registered, resolve_metrics
-from hcat_pipeline.core.metrics.scoring import score_frame
+from hcat_pipeline.metrics import registry
+from hcat_pipeline.metrics.batch import Resources
+from hcat_pipeline.metrics.options import ScoreOptions
+from hcat_pipeline.metrics.registry import NEEDS, MetricUnavailable, metric, registered, resolve_metrics
+from hcat_pipeline.metrics.scoring import score_frame
 
 FRAME = pl.DataFrame({
     "query": ["Where is the tower?", "Where is the tower?"],

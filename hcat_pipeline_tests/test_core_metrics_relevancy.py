@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.metrics.aggregation import aggregate
-from hcat_pipeline.core.metrics.groundedness import groundedness_similarity
-from hcat_pipeline.core.metrics.options import ScoreOptions
-from hcat_pipeline.core.metrics.relevancy import answer_relevancy, context_relevancy
+from hcat_pipeline.metrics.aggregation import aggregate
+from hcat_pipeline.metrics.groundedness import groundedness_similarity
+from hcat_pipeline.metrics.options import ScoreOptions
+from hcat_pipeline.metrics.relevancy import answer_relevancy, context_relevancy
 
 
 def _v(*rows):

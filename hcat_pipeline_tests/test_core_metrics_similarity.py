@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.metrics.similarity import cross_lingual_similarity, hierarchical_consistency_report, semantic_similarity
+from hcat_pipeline.metrics.similarity import cross_lingual_similarity, hierarchical_consistency_report, semantic_similarity
 
 E = np.eye(4, dtype=np.float32)
 

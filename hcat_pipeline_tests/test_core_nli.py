@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.metrics import nli
-from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch
+from hcat_pipeline.metrics.groundedness_nli import groundedness_nli_batch
+from hcat_pipeline.metrics.nli import api as nli
 
 DOCS = [
     [
@@ -79,7 +79,7 @@ def test_perturbations_are_labelled_and_deterministic():
     for p in a:
         if p.kind == "number_swap":
             assert set(nli.numbers(p.hypothesis)) - set(nli.numbers(" ".join(p.premise)))
-        if p.kind == "copy" and not any(p.hypothesis.startswith(f.split("{")[0]) for f in nli._FRAMES):
+        if p.kind == "copy" and not any(p.hypothesis.startswith(f.split("{")[0]) for f in nli.FRAMES):
             assert p.hypothesis in p.premise
     with pytest.raises(ValueError):
         nli.perturbation_pairs(DOCS[:1], n_pairs=10)
@@ -151,8 +151,8 @@ def test_groundedness_per_task_sends_each_tasks_pairs_to_its_head_in_one_call():
 
 
 def test_each_task_has_its_packaged_head_trained_by_the_one_recipe_on_its_own_sets():
-    from hcat_pipeline.core.metrics.nli_head import NLIHead
-    from hcat_pipeline.core.metrics.nli_train import TASK_SETS, TrainConfig
+    from hcat_pipeline.metrics.nli.head import NLIHead
+    from hcat_pipeline.metrics.nli.train import TASK_SETS, TrainConfig
     from hcat_pipeline.resources.nli import NLIModel, packaged_head
 
     assert TrainConfig(task="qa").sets() == () and TrainConfig(task="dialogue").sets() == ("faithdial",)
@@ -190,10 +190,10 @@ def test_qa_pairs_are_length_matched_twins_and_deterministic():
         assert pos.premise == neg.premise
         assert len(pos.hypothesis.split()) == len(neg.hypothesis.split())  # twins: same word count
         prem = " ".join(pos.premise)
-        prem_stems = {nli._stem(t) for t in nli.content_tokens(prem)}
+        prem_stems = {nli.stem(t) for t in nli.content_tokens(prem)}
         # the faithful span's words all come from the premise; the hallucinated one adds something
-        assert {nli._stem(t) for t in nli.content_tokens(pos.hypothesis)} - {"answer", "believe"} <= prem_stems
-        assert ({nli._stem(t) for t in nli.content_tokens(neg.hypothesis)} - prem_stems) or (
+        assert {nli.stem(t) for t in nli.content_tokens(pos.hypothesis)} - {"answer", "believe"} <= prem_stems
+        assert ({nli.stem(t) for t in nli.content_tokens(neg.hypothesis)} - prem_stems) or (
             set(nli.numbers(neg.hypothesis)) - set(nli.numbers(prem)))
     with pytest.raises(ValueError):
         nli.qa_pairs(DOCS[:1], n_pairs=10)
@@ -332,7 +332,7 @@ def test_contradiction_skips_quotations_and_reads_k_premise_aligned_sentences():
 
 
 def test_pair_probe_reads_the_same_pass_as_the_contradiction_feature_and_quotations_get_quoted():
-    from hcat_pipeline.core.metrics.nli_probe import CLIP, QUOTED, PairProbe, fit_probe
+    from hcat_pipeline.metrics.nli.probe import CLIP, QUOTED, PairProbe, fit_probe
 
     seen = []
 
@@ -406,7 +406,7 @@ def test_parse_summary_normalises_voice_and_finds_role_swaps():
     swapped = nli.summarise(doc([("tower", "tower", "NOUN", "nsubj", 1), ("designed", "design", "VERB", "ROOT", 1),
                                  ("Eiffel", "Eiffel", "PROPN", "dobj", 1), ("not", "not", "PART", "neg", 1)]))
     assert active.subjects == passive.subjects == {"eiffel"} and active.objects == passive.objects == {"tower"}
-    from hcat_pipeline.core.metrics.nli_parse import parse_features
+    from hcat_pipeline.metrics.nli.parse import parse_features
 
     assert parse_features(passive, active, active) == [0.0, 0.0, 0.0, 0.0]
     subj, role, rel, neg = parse_features(swapped, active, active)
@@ -414,7 +414,7 @@ def test_parse_summary_normalises_voice_and_finds_role_swaps():
 
 
 def test_new_perturbations_reuse_context_words():
-    from hcat_pipeline.core.metrics.nli_lexical import hedge_count
+    from hcat_pipeline.metrics.nli.lexical import hedge_count
 
     docs = [d + [f"Sales rose by {12 + i} percent in March, and analysts may raise their forecast for Paris."]
             for i, d in enumerate(DOCS)]
@@ -440,8 +440,8 @@ def test_new_perturbations_reuse_context_words():
 
 _OVERLAP_SCRIPT = """
 import inspect, json, subprocess, threading, concurrent.futures
-from hcat_pipeline.core.chunking import split_sentences
-from hcat_pipeline.core.metrics.nli_features import _context, overlap_scores
+from hcat_pipeline.corpus.chunking import split_sentences
+from hcat_pipeline.metrics.nli.features import _context, overlap_scores
 out = []
 for mod in (subprocess, threading, concurrent.futures, json):
     sents = [s for s in split_sentences(" ".join((inspect.getdoc(mod) or "").split())) if len(s.split()) > 3]

@@ -6,9 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.chunking import split_sentences
-from hcat_pipeline.core.metrics import nli, nli_sets
-from hcat_pipeline.core.metrics.nli_train import TrainConfig, public_pairs, source_weights, train_nli_head
+from hcat_pipeline.corpus.chunking import split_sentences
+from hcat_pipeline.metrics.nli import api as nli
+from hcat_pipeline.metrics.nli import sets as nli_sets
+from hcat_pipeline.metrics.nli.train import TrainConfig, public_pairs, source_weights, train_nli_head
 
 ARTICLES = [
     ("a1", "The council approved the new bridge in 2019. Work started in March and cost 12 million pounds. "

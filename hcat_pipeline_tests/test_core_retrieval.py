@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.answerability import is_refusal
+from hcat_pipeline.metrics.refusal import is_refusal
 from hcat_pipeline.responses.retrieval import (
     BM25,
     DISTRACTOR_PREFIX,

@@ -1,10 +1,10 @@
-"""Risk and safety metrics (core/metrics/safety.py, refusal.py)."""
+"""Risk and safety metrics (metrics/safety.py, refusal.py)."""
 
 import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.metrics.safety import (
+from hcat_pipeline.metrics.safety import (
     AILUMINATE_CATEGORIES,
     bias_pairs,
     bias_report,
@@ -20,7 +20,7 @@ from hcat_pipeline.core.metrics.safety import (
 
 # ------------------------------------------------------------------ hand-labelled refusal set
 # Written by hand before the classifier was evaluated; none of these sentences is among the
-# training exemplars in core/metrics/refusal.py. Two batches: the first (REFUSALS / ANSWERS) was
+# training exemplars in metrics/refusal.py. Two batches: the first (REFUSALS / ANSWERS) was
 # looked at while choosing between the lexical, embedding and averaged heads; the second
 # (REFUSALS2 / ANSWERS2) was written before that choice and evaluated once afterwards.
 # 1 = the reply does not answer (abstains because the information is missing, or declines);
@@ -177,8 +177,8 @@ def test_toxicity_reexports_and_keeps_the_profanity_score_apart():
     """The calibrated score lives in toxicity.py (tested in test_core_toxicity.py); safety keeps
     the old names. The PROFANITY attribute's max over sentences is ``toxicity_profanity``: a swear
     word sets 0.9, the profanity classifier alone counts ``CLASSIFIER_WEIGHT`` of its probability."""
-    from hcat_pipeline.core.metrics import toxicity
-    from hcat_pipeline.core.metrics.toxicity_attributes import CLASSIFIER_WEIGHT
+    from hcat_pipeline.metrics.toxicity import model as toxicity
+    from hcat_pipeline.metrics.toxicity.attributes import CLASSIFIER_WEIGHT
 
     assert toxicity_scores is toxicity.toxicity_scores and load_toxicity_classifier is toxicity.load_profanity_classifier
     rows = [["Thank you for your question.", "You are a stupid fucking idiot.", "Have a nice day."], [], None]

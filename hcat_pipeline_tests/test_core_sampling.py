@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.sampling import allocate, coverage_table, resolve_weights, stratified_sample
+from hcat_pipeline.corpus.sampling import allocate, coverage_table, resolve_weights, stratified_sample
 
 SIZES = {0: 500, 1: 300, 2: 150, 3: 40, 4: 8, 5: 2}
 
@@ -97,7 +97,7 @@ def test_coverage_table_compares_corpus_and_sample_shares():
 
 
 def test_reserve_chunks_are_unsampled_seeded_and_order_free():
-    from hcat_pipeline.core.sampling import reserve_chunks
+    from hcat_pipeline.corpus.sampling import reserve_chunks
 
     strata = _strata()
     sample, _ = stratified_sample(strata, 24, min_per_stratum=1, seed=0)

@@ -3,7 +3,7 @@ import polars as pl
 import pytest
 from sklearn.datasets import make_blobs
 
-from hcat_pipeline.core.strata import (
+from hcat_pipeline.corpus.strata import (
     NOISE_STRATUM,
     StrataParams,
     build_strata,
@@ -177,7 +177,7 @@ def test_labels_stay_unique_when_terms_repeat():
 def test_a_corpus_of_two_or_three_chunks_still_gets_strata_and_a_2d_layout():
     import numpy as np
 
-    from hcat_pipeline.core.strata import StrataParams, build_strata
+    from hcat_pipeline.corpus.strata import StrataParams, build_strata
 
     rng = np.random.default_rng(0)
     for n in (2, 3):

@@ -1,22 +1,22 @@
-"""Toxicity beyond profanity (core/metrics/toxicity*.py): obfuscation, rule signals, the packaged
+"""Toxicity beyond profanity (metrics/toxicity*.py): obfuscation, rule signals, the packaged
 head on the hand-written functional table, explanation columns, the data split, and training."""
 
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.metrics.toxicity import (
+from hcat_pipeline.metrics.safety import judge_top_sentences
+from hcat_pipeline.metrics.toxicity.attributes import CLASSIFIER_WEIGHT
+from hcat_pipeline.metrics.toxicity.data import Example, assign_splits, dedupe, near_duplicate_groups
+from hcat_pipeline.metrics.toxicity.model import (
     TOXICITY_COLUMNS,
-    judge_top_sentences,
     load_profanity_classifier,
     load_toxicity_head,
     sentence_toxicity,
     toxicity_explanations,
     toxicity_scores,
 )
-from hcat_pipeline.core.metrics.toxicity_attributes import CLASSIFIER_WEIGHT
-from hcat_pipeline.core.metrics.toxicity_data import Example, assign_splits, dedupe, near_duplicate_groups
-from hcat_pipeline.core.metrics.toxicity_rules import deobfuscate, rule_signals
-from hcat_pipeline.core.metrics.toxicity_tfidf import TFIDF_MODEL_KEY, tfidf_vocabulary
+from hcat_pipeline.metrics.toxicity.rules import deobfuscate, rule_signals
+from hcat_pipeline.metrics.toxicity.tfidf import TFIDF_MODEL_KEY, tfidf_vocabulary
 from hcat_pipeline.resources.embedding import LAYERS
 from hcat_pipeline_tests.toxicity_functional import FUNCTIONAL, HATE, NOT_HATE
 
@@ -194,7 +194,7 @@ def test_dedupe_and_near_duplicates_stay_in_one_split():
 
 
 def test_training_never_sees_the_test_split():
-    from hcat_pipeline.core.metrics.toxicity_train import train_toxicity_head
+    from hcat_pipeline.metrics.toxicity.train import train_toxicity_head
 
     ex = _toy_examples()
     rng = np.random.default_rng(1)
@@ -216,7 +216,7 @@ def test_training_never_sees_the_test_split():
 
 
 def test_person_directed_threats_and_insults_have_a_floor_but_reports_and_harmless_swearing_do_not(embedding_model):
-    from hcat_pipeline.core.metrics.toxicity_attributes import FLOORS
+    from hcat_pipeline.metrics.toxicity.attributes import FLOORS
 
     rows = sentence_toxicity(
         ["I will find you and hurt you.", "You are a stupid idiot and I hate you.", "Saying 'I will hurt you' is never acceptable.",
@@ -255,7 +255,7 @@ def test_technical_prose_and_code_masks_are_not_read_as_hate(embedding_model):
      ("You should get the worker killed before midnight.", False)],
 )  # fmt: skip
 def test_a_threat_is_directed_only_when_the_person_is_what_the_violence_is_done_to(sentence, aimed):
-    from hcat_pipeline.core.metrics.toxicity_attributes import threat_aimed
+    from hcat_pipeline.metrics.toxicity.attributes import threat_aimed
 
     sig = rule_signals(sentence)
     assert "threat" in sig["evidence"]  # a violence word in an intent frame, in every case
@@ -263,7 +263,7 @@ def test_a_threat_is_directed_only_when_the_person_is_what_the_violence_is_done_
 
 
 def test_the_insult_floor_needs_an_insulting_word_addressed_to_someone_not_only_the_profanity_model():
-    from hcat_pipeline.core.metrics.toxicity_attributes import lexicon_findings
+    from hcat_pipeline.metrics.toxicity.attributes import lexicon_findings
 
     def rule(s):
         sig = rule_signals(s)
@@ -280,7 +280,7 @@ def test_the_insult_floor_needs_an_insulting_word_addressed_to_someone_not_only_
 
 
 def test_operational_negatives_are_deterministic_split_by_template_and_exclude_the_tests_sentences():
-    from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_negatives, operational_templates
+    from hcat_pipeline.metrics.toxicity.operational import heldout_templates, operational_negatives, operational_templates
 
     train, held = operational_templates(split="train"), operational_templates(split="heldout")
     assert train == operational_templates(split="train") and train and held and not set(train) & set(held)
@@ -297,8 +297,8 @@ def test_operational_negatives_are_deterministic_split_by_template_and_exclude_t
 
 
 def test_reclaimed_negatives_are_split_by_template_and_not_the_functional_tables_sentences():
-    from hcat_pipeline.core.metrics.toxicity_reclaimed import RECLAIMED_TEMPLATES, reclaimed_heldout, reclaimed_templates
-    from hcat_pipeline.core.metrics.toxicity_rules import in_words, lexicon
+    from hcat_pipeline.metrics.toxicity.reclaimed import RECLAIMED_TEMPLATES, reclaimed_heldout, reclaimed_templates
+    from hcat_pipeline.metrics.toxicity.rules import in_words, lexicon
 
     train, held = reclaimed_templates(with_ids=True), reclaimed_templates(split="heldout", with_ids=True)
     assert train == reclaimed_templates(with_ids=True) and train and held

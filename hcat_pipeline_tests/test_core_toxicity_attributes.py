@@ -1,4 +1,4 @@
-"""Toxicity by attribute (core/metrics/toxicity_attributes.py): the lexicon floors, their exceptions
+"""Toxicity by attribute (metrics/toxicity/attributes.py): the lexicon floors, their exceptions
 as explicit rules, the caps on the learned head, and the documented TOXICITY combination. The learned
 score is passed in, so each rule is tested whatever a head would say."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hcat_pipeline.core.metrics.toxicity_attributes import (
+from hcat_pipeline.metrics.toxicity.attributes import (
     ATTRIBUTES,
     FLOORS,
     LEARNED_CAP,
@@ -15,7 +15,7 @@ from hcat_pipeline.core.metrics.toxicity_attributes import (
     TARGETLESS_CAP,
     attribute_scores,
 )
-from hcat_pipeline.core.metrics.toxicity_rules import rule_signals
+from hcat_pipeline.metrics.toxicity.rules import rule_signals
 
 
 def attrs(text: str, learned: float = 0.05, profanity: float = 0.0) -> dict:

@@ -6,8 +6,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.failures import failure_cases
-from hcat_pipeline.core.weakness import (
+from hcat_pipeline.reports.failures import failure_cases
+from hcat_pipeline.reports.robustness import robustness_deltas, variant_pairs
+from hcat_pipeline.reports.weakness import (
     WeaknessConfig,
     case_scores,
     cell_stats,
@@ -17,8 +18,7 @@ from hcat_pipeline.core.weakness import (
     with_weak_ranks,
     worst_cases,
 )
-from hcat_pipeline.core.weakness_plots import heatmap_png, violin_png
-from hcat_pipeline.core.weakness_robustness import robustness_deltas, variant_pairs
+from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
 from hcat_pipeline_tests.weakness_data import TYPO_COST, run_tables
 
 CFG = WeaknessConfig(n_boot=300)

@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.exam_irt import analyse_exam
-from hcat_pipeline.core.exam_report import accuracy_table, component_table
+from hcat_pipeline.exam.irt_tables import analyse_exam
+from hcat_pipeline.exam.report import accuracy_table, component_table
 from hcat_pipeline.resources.llm import LLM, LLMResult
 
 FACTS = [

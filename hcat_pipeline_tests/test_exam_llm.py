@@ -7,10 +7,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.exam import generate_candidate
-from hcat_pipeline.core.exam_spans import answer_targets
-from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, take_exam
-from hcat_pipeline.core.prompts import load_prompt
+from hcat_pipeline.common.prompts import load_prompt
+from hcat_pipeline.exam.generation import generate_candidate
+from hcat_pipeline.exam.spans import answer_targets
+from hcat_pipeline.exam.taking import ExamTaker, TakerSpec, take_exam
 from hcat_pipeline.resources.llm import LLMCallFailed
 from hcat_pipeline.responses.retrieval import build_retriever
 

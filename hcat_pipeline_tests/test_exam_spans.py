@@ -1,14 +1,14 @@
-"""Answer targets, term shapes, cloze questions and mined distractors (core/exam_spans.py), and how
+"""Answer targets, term shapes, cloze questions and mined distractors (exam/spans.py), and how
 filter_candidate uses them: the mined pool widens the LLM's, an off-topic LLM question falls back to a cloze."""
 
 from __future__ import annotations
 
 import json
 
-from hcat_pipeline.core.exam import filter_candidate
-from hcat_pipeline.core.exam_filters import FilterConfig, topic_overlap
-from hcat_pipeline.core.exam_spans import TermIndex, answer_targets, cloze_question, mined_distractors, sentences, shape, terms
-from hcat_pipeline_tests.test_core_exam import bag_embed
+from hcat_pipeline.exam.filters import FilterConfig, topic_overlap
+from hcat_pipeline.exam.generation import filter_candidate
+from hcat_pipeline.exam.spans import TermIndex, answer_targets, cloze_question, mined_distractors, sentences, shape, terms
+from hcat_pipeline_tests.golden_data import bag_embed
 
 CHUNK = (
     'The "with" statement wraps a block. The context manager\'s "__exit__()" method is called when the block is left, '

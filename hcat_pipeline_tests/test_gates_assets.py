@@ -7,22 +7,9 @@ import polars as pl
 
 from hcat_pipeline.assets.gates import HARD_GATES_CHECK, gate_verdicts, release_decision
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
+from hcat_pipeline_tests.stubs import TablesIO as _TablesIO  # noqa: F401
 
 N = 40
-
-
-class _TablesIO(dg.IOManager):
-    """Serves synthetic upstream tables and keeps what the assets write."""
-
-    def __init__(self, tables):
-        self.tables, self.written = tables, {}
-
-    def handle_output(self, context, obj):
-        self.written[context.asset_key.to_user_string()] = obj
-
-    def load_input(self, context):
-        key = context.asset_key.to_user_string()
-        return self.written.get(key, self.tables.get(key))
 
 
 def _tables(pii_leaks: int):

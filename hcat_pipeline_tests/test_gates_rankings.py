@@ -70,8 +70,8 @@ def test_bad_input_is_an_error():
 
 
 def test_ratings_equal_up_to_float_noise_share_a_rank():
-    from hcat_pipeline.gates.rankings import _ranks
+    from hcat_pipeline.gates.rankings import rank_positions
 
     # a symmetric win matrix gives tied systems ratings that differ only in their last bits (solver summation order)
     ratings = np.array([[0.3, 0.3 + 1e-15, -0.6], [0.3, 0.3 - 1e-15, -0.6], [0.5, 0.1, -0.6]])
-    assert _ranks(ratings).tolist() == [[1, 1, 3], [1, 1, 3], [1, 2, 3]]
+    assert rank_positions(ratings).tolist() == [[1, 1, 3], [1, 1, 3], [1, 2, 3]]

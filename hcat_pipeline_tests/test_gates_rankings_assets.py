@@ -10,7 +10,7 @@ from hcat_pipeline.assets.rankings import case_contamination, grader_gaming, par
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
-from hcat_pipeline_tests.test_gates_assets import _TablesIO
+from hcat_pipeline_tests.stubs import TablesIO as _TablesIO
 
 
 def _tables():

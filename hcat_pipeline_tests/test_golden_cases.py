@@ -15,28 +15,10 @@ from hcat_pipeline.golden.cases import (
     import_cases,
     list_versions,
     load_version,
-    new_case,
     verify_version,
 )
 from hcat_pipeline.schemas import GOLDEN_SET
-
-
-def _cases():
-    base = new_case(
-        category="happy_path", query_type="simple", query="What does the pass statement do?",
-        reference_answer="Nothing happens.", expected_behavior="answer", source_chunk_ids=["c1"], stratum=0,
-        stratum_label="pass, null", tags=["simple"], model="m", prompt_hash="p", seed=0, corpus_hash="h",
-    )  # fmt: skip
-    mc = new_case(
-        category="happy_path", query_type="multiple_choice", query="Which statement is a null operation?",
-        options=["break", "pass", "del", "raise"], reference_answer="pass", expected_behavior="answer", source_chunk_ids=["c1"],
-    )  # fmt: skip
-    ood = new_case(category="out_of_scope", query="What is the capital of Mongolia?", expected_behavior="abstain", constraints=["must abstain"])
-    typo = new_case(
-        category="robustness", query_type="simple", query="Waht does the pass statment do?", reference_answer="Nothing happens.",
-        expected_behavior="answer", source_chunk_ids=["c1"], base_case_id=base["case_id"], variant_kind="typo",
-    )  # fmt: skip
-    return [base, mc, ood, typo]
+from hcat_pipeline_tests.golden_data import sample_cases as _cases  # noqa: F401
 
 
 def test_case_ids_are_stable_and_content_defined():

@@ -1,12 +1,12 @@
 """The golden-eval §2 / §10.4 / §11.2 categories (golden/categories.py), their validity and their behaviour rules
-(core/behaviour_categories.py), judged through judge_behaviour with the packaged MiniLM."""
+(behaviour/categories.py), judged through judge_behaviour with the packaged MiniLM."""
 
 import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.behaviour import rule_for
-from hcat_pipeline.core.behaviour_categories import ambiguity_acknowledged, harmful_request_refused, partial_answer, pii_spans
+from hcat_pipeline.behaviour.categories import ambiguity_acknowledged, harmful_request_refused, partial_answer, pii_spans
+from hcat_pipeline.behaviour.checks import rule_for
 from hcat_pipeline.golden.case_checks import check_rows
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, validate_case
 from hcat_pipeline.golden.categories import (
@@ -16,7 +16,7 @@ from hcat_pipeline.golden.categories import (
     build_category_cases,
     edge_format,
 )
-from hcat_pipeline_tests.test_golden_generation import bow_embed
+from hcat_pipeline_tests.golden_data import bow_embed
 
 EASY = "The Easy Saver account pays interest monthly on the first business day. You can withdraw three times a year without losing interest."
 BOND = "The Fixed Bond account pays interest once a year, on the anniversary of the deposit. Withdrawals before maturity are not allowed."
@@ -114,7 +114,7 @@ def test_category_rules_decide_on_words_a_reviewer_would():
 
 
 def test_judge_behaviour_reads_the_new_categories(embedding_model):
-    from hcat_pipeline.core.behaviour import judge_behaviour
+    from hcat_pipeline.behaviour.checks import judge_behaviour
 
     cases, _ = _build(ambiguous=1, edge_case=0, partially_answerable=0, jailbreak=1, pii_elicitation=1)
     by = {c["variant_kind"]: c for c in cases}

@@ -1,39 +1,10 @@
-import hashlib
-import re
 import time
 
-import numpy as np
 import pytest
 
 from hcat_pipeline.golden.generation import QUERY_TYPES, generate_queries, load_prompt, parse_reply, prompt_name
 from hcat_pipeline.golden.selection import SelectionConfig, check_mc_key, check_type, rejection_counts, select_queries
-
-PASS = (
-    "The pass statement is a null operation: when it is executed, nothing happens. "
-    "It is useful as a placeholder when a statement is required syntactically but no code needs to be executed."
-)
-BREAK = "The break statement terminates the nearest enclosing for or while loop. The else clause of the loop is skipped."
-CHUNKS = {"c1": PASS, "c2": BREAK}
-
-
-def bow_embed(texts):
-    """Deterministic bag-of-words vectors: cosine = word overlap (stands in for MiniLM in pure tests)."""
-    out = np.zeros((len(texts), 512), np.float32)
-    for i, t in enumerate(texts):
-        for w in re.findall(r"[a-z0-9_]+", t.lower()):
-            out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 512] += 1
-    n = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.where(n == 0, 1, n)
-
-
-def row(qtype, query, answer, chunk_ids=("c1",), **kw):
-    r = {
-        "query_id": f"q-{qtype}-{abs(hash(query)) % 10**6}", "query_type": qtype, "chunk_id": chunk_ids[0],
-        "source_chunk_ids": list(chunk_ids), "query": query, "reference_answer": answer, "options": [],
-        "correct_index": -1, "answer_label": None, "evidence": None, "error": None,
-    }  # fmt: skip
-    r.update(kw)
-    return r
+from hcat_pipeline_tests.golden_data import BREAK, CHUNKS, PASS, bow_embed, row  # noqa: F401
 
 
 def test_prompts_have_few_shot_examples_and_a_hash():

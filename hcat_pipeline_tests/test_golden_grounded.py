@@ -116,7 +116,7 @@ def test_validity_gate_keeps_what_the_generation_loop_kept():
     """selected_queries applies the same acceptance as the loop: a grounded question best answered by another sentence of
     its chunk is rejected (case_invalid, stage validity); rows not made by golden.grounded pass through."""
     from hcat_pipeline.golden.grounded import validity_gate
-    from hcat_pipeline_tests.test_golden_generation import bow_embed
+    from hcat_pipeline_tests.golden_data import bow_embed
 
     ref = "You can make up to three withdrawals in each calendar year without losing interest."
 

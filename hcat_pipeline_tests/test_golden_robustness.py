@@ -75,7 +75,7 @@ def test_ood_queries_are_far_from_the_corpus():
 def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
     from hcat_pipeline.golden.cases import case_from_query, cases_frame
     from hcat_pipeline.golden.robustness import build_robustness_cases
-    from hcat_pipeline_tests.test_golden_generation import CHUNKS, bow_embed
+    from hcat_pipeline_tests.golden_data import CHUNKS, bow_embed
 
     rows = [
         {"query_type": t, "query": q, "reference_answer": a, "source_chunk_ids": ["c1"], "options": [], "stratum": 0, "stratum_label": "s",
@@ -136,7 +136,7 @@ def _bases(specs):
 def test_bias_pairs_stay_in_their_budget_on_questions_a_person_would_ask():
     from hcat_pipeline.golden.cases import cases_frame
     from hcat_pipeline.golden.robustness import ATTRIBUTES, build_robustness_cases
-    from hcat_pipeline_tests.test_golden_generation import CHUNKS, bow_embed
+    from hcat_pipeline_tests.golden_data import CHUNKS, bow_embed
 
     assert ATTRIBUTES == ("gender", "age", "nationality", "race_ethnicity", "income")  # HCAT §4
     corpus = bow_embed(list(CHUNKS.values()))
@@ -159,7 +159,7 @@ def test_bias_pairs_stay_in_their_budget_on_questions_a_person_would_ask():
 
 def test_every_kind_is_present_and_failing_bases_are_skipped_not_dropped():
     from hcat_pipeline.golden.robustness import build_robustness_cases
-    from hcat_pipeline_tests.test_golden_generation import CHUNKS, bow_embed
+    from hcat_pipeline_tests.golden_data import CHUNKS, bow_embed
 
     chunks = {**CHUNKS, "c9": "Hello there. Nice weather."}  # no contradiction rule applies to this chunk
     bases = _bases([

@@ -12,7 +12,7 @@ from hcat_pipeline.golden.selection import (
     select_queries,
     split_yes_no,
 )
-from hcat_pipeline_tests.test_golden_generation import bow_embed, row
+from hcat_pipeline_tests.golden_data import bow_embed, row
 
 FORMAT = (
     "The format specification follows the colon. A format specification can be empty; then the value is "

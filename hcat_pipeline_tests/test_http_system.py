@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from hcat_pipeline.core.jsonpath import get_path
+from hcat_pipeline.common.jsonpath import get_path
 from hcat_pipeline.resources.http_system import HttpRagSystem
 from hcat_pipeline.responses.rag import CheckpointStore, run_responses
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hcat_pipeline.irt import IRTBounds, IRTPriors, fit_irt, irt_probability
-from hcat_pipeline.irt.likelihood import _component_codes, _Problem
+from hcat_pipeline.irt.likelihood import Problem, component_codes
 
 
 def simulate(n, j, seed=1, c_high=0.3):
@@ -41,8 +41,8 @@ def test_analytic_gradient_matches_finite_differences(model, hierarchical):
     y[7, 0] = np.nan
     comps = None
     if hierarchical:
-        comps = _component_codes({"llm": ["x", "y", "z"] * 8, "retriever": ["r1", "r2"] * 12}, 24)
-    prob = _Problem(y, model, comps, IRTPriors(), np.dtype("float64"))
+        comps = component_codes({"llm": ["x", "y", "z"] * 8, "retriever": ["r1", "r2"] * 12}, 24)
+    prob = Problem(y, model, comps, IRTPriors(), np.dtype("float64"))
     r = np.random.default_rng(0)
     parts = []
     if prob.free_a:
@@ -126,7 +126,7 @@ def test_parameters_inside_their_box_exactly(monkeypatch):
 
     s = 0.625775
     assert (0.2 * s) / s < 0.2  # the rounding this test is built on
-    monkeypatch.setattr(model, "_preconditioner", lambda prob, x0: np.full(x0.shape, s))
+    monkeypatch.setattr(model, "preconditioner", lambda prob, x0: np.full(x0.shape, s))
     y, *_ = simulate(60, 30, seed=3, c_high=0.0)
     bounds = IRTBounds(a=(0.5, 1.5), b=(0.01, 1.0), c=(0.2, 0.4))
     res = fit_irt(y, bounds=bounds)

@@ -4,9 +4,9 @@ metric first, §5.5)."""
 import polars as pl
 
 from hcat_pipeline.calibration.campaign import judge_review_flags, select_review_items
-from hcat_pipeline.core.judge import judge_gate_table
 from hcat_pipeline.gates import evaluate_gates
 from hcat_pipeline.gates.spec import GateSpec
+from hcat_pipeline.judge.scoring import judge_gate_table
 
 
 def _judge(validated_groundedness: bool) -> pl.DataFrame:

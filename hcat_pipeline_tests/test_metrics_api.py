@@ -4,8 +4,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.metrics.batch import PROBE
 from hcat_pipeline.metrics import MetricUnavailable, metric_names, score
+from hcat_pipeline.metrics.batch import PROBE
 
 CONTEXT = [
     "The Eiffel Tower is in Paris. It was completed in 1889. It is 330 metres tall.",

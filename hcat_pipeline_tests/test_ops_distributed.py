@@ -23,7 +23,7 @@ from hcat_pipeline_tests.ops_servers import (
     redis_server,
     write_campaign_fixture,
 )
-from hcat_pipeline_tests.test_assets_responses import VERSION
+from hcat_pipeline_tests.stubs import VERSION
 
 NIGHT = "2026-11-20"
 WORKERS = ["hcat-w1", "hcat-w2"]

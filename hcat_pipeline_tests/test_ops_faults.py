@@ -20,7 +20,7 @@ from hcat_pipeline.campaign import recover_stale_runs
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline_tests.ops_servers import ROOT, openai_stub, write_campaign_fixture
-from hcat_pipeline_tests.test_assets_responses import NIGHT, RUN, VERSION, load, run
+from hcat_pipeline_tests.stubs import NIGHT, RUN, VERSION, load, run
 
 # ---------------------------------------------------------------------------------------------------
 # kill -9 mid-rag_responses, then resume
@@ -52,7 +52,7 @@ from hcat_pipeline.assets.responses import rag_responses
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run_key
 from hcat_pipeline.resources.embedding import EmbeddingModel
-from hcat_pipeline_tests.test_assets_responses import chunk_embeddings_stub, chunks_stub, golden_set_stub
+from hcat_pipeline_tests.stubs import chunk_embeddings_stub, chunks_stub, golden_set_stub
 from hcat_pipeline_tests.test_ops_faults import ScriptLLM
 
 instance = dg.DagsterInstance.get()

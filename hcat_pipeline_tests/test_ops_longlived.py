@@ -12,11 +12,11 @@ import polars as pl
 import pytest
 
 from hcat_pipeline.assets.embeddings import chunk_embeddings
-from hcat_pipeline.core.embedding_cache import EmbeddingCache, text_key
 from hcat_pipeline.golden.cases import CaseImportError, cases_frame, export_cases, freeze_version, import_cases
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.embedding import EmbeddingModel
-from hcat_pipeline_tests.test_golden_cases import _cases
+from hcat_pipeline.resources.embedding_cache import EmbeddingCache, text_key
+from hcat_pipeline_tests.golden_data import sample_cases as _cases
 
 DAY = 86400.0
 

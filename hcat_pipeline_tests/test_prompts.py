@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcat_pipeline.core.prompts import load_prompt
+from hcat_pipeline.common.prompts import load_prompt
 
 
 def test_render_values_may_contain_braces_and_placeholders_are_checked_on_the_template(tmp_path):

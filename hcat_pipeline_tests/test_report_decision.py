@@ -2,8 +2,8 @@
 
 import polars as pl
 
-from hcat_pipeline.core.report_decision import decision_section, gate_matrix_section, gate_reason, judge_section
 from hcat_pipeline.gates.apply import GATE_VERDICTS
+from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, gate_reason, judge_section
 
 
 def _row(**kw) -> dict:

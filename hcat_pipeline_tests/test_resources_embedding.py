@@ -1,7 +1,7 @@
 import numpy as np
 
-from hcat_pipeline.core.embedding_cache import EmbeddingCache, text_key
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.embedding_cache import EmbeddingCache, text_key
 
 
 def test_real_model_vectors_are_normalised_and_semantic(embedding_model):

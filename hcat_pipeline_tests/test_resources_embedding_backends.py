@@ -6,7 +6,7 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.chunking import split_sentences
+from hcat_pipeline.corpus.chunking import split_sentences
 from hcat_pipeline.resources.embedding import LAYERS, LAYERS_SUFFIX, EmbeddingModel
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.core.metrics.groundedness_nli import groundedness_nli_batch
-from hcat_pipeline.core.metrics.nli_train import TrainConfig
+from hcat_pipeline.metrics.groundedness_nli import groundedness_nli_batch
+from hcat_pipeline.metrics.nli.train import TrainConfig
 from hcat_pipeline.resources.nli import PACKAGED_HEAD, NLIModel
 
 CONTEXT = [
@@ -143,7 +143,7 @@ def test_missing_weights_and_feature_mismatch_are_clear(tmp_path, nli_model):
 
 
 def test_models_whose_features_weigh_zero_are_not_run(tmp_path, nli_model, monkeypatch):
-    from hcat_pipeline.core.metrics.nli_parse import PARSE_FEATURES
+    from hcat_pipeline.metrics.nli.parse import PARSE_FEATURES
 
     d = json.loads(PACKAGED_HEAD.read_text())
     if PARSE_FEATURES[0] not in d["feature_names"]:  # a head with the parse features, weighing 0
@@ -178,11 +178,11 @@ def test_asset_and_cli_take_their_defaults_from_the_recipe():
     import argparse
 
     from hcat_pipeline.assets.nli import NLIHeadConfig
-    from hcat_pipeline.commands.nli import _args
+    from hcat_pipeline.commands.nli import add_arguments
 
     assert NLIHeadConfig().model_dump(exclude={"out_path"}) == dataclasses.asdict(TrainConfig())
     p = argparse.ArgumentParser()
-    _args(p)
+    add_arguments(p)
     ns = vars(p.parse_args([]))
     assert {f.name: ns[f.name] for f in dataclasses.fields(TrainConfig)} == dataclasses.asdict(TrainConfig())
     assert vars(p.parse_args(["--use-parse", "false", "--C", "0.5"]))["use_parse"] is False

@@ -4,7 +4,7 @@ import shutil
 import dagster as dg
 import polars as pl
 
-from hcat_pipeline.core.content_hash import file_sha256
+from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.golden.cases import cases_frame, freeze_version, new_case
 from hcat_pipeline.sensors import build_golden_set_sensor
 

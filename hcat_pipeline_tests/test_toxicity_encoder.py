@@ -1,4 +1,4 @@
-"""The fine-tuned encoder signal of the toxicity head (core/metrics/toxicity_encoder.py): trained on
+"""The fine-tuned encoder signal of the toxicity head (metrics/toxicity/encoder.py): trained on
 tiny data here (a few optimiser steps on the packaged MiniLM), stored as float16 arrays, rebuilt,
 deterministic; the recipe's use of it; a head with and without it."""
 
@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hcat_pipeline.core.metrics import toxicity_train
-from hcat_pipeline.core.metrics.toxicity import load_toxicity_head, sentence_toxicity
-from hcat_pipeline.core.metrics.toxicity_data import Example, assign_splits
-from hcat_pipeline.core.metrics.toxicity_encoder import (
+from hcat_pipeline.metrics.toxicity import train as toxicity_train
+from hcat_pipeline.metrics.toxicity.data import Example, assign_splits
+from hcat_pipeline.metrics.toxicity.encoder import (
     PREFIX,
     FinetuneConfig,
     FinetunedEncoder,
@@ -19,6 +18,7 @@ from hcat_pipeline.core.metrics.toxicity_encoder import (
     fit_finetuned,
     has_finetuned,
 )
+from hcat_pipeline.metrics.toxicity.model import load_toxicity_head, sentence_toxicity
 
 HATE = [f"people from group {g} are {w}" for g in "ABCDEFGH" for w in ("vermin", "parasites")]
 CLEAN = [f"people from group {g} {w}" for g in "ABCDEFGH" for w in ("opened a bank account", "like to cook")]
@@ -95,7 +95,7 @@ def test_stack_head_with_an_adapter_adds_its_weighted_logit(tmp_path, embedding_
     """The shipped head without its fine-tuned encoder (as a /3 head) scores with its stack alone; the
     same head with an adapter and a weight adds the weighted fine-tuned logit to that same stack logit,
     shown as a signal."""
-    from hcat_pipeline.core.metrics.toxicity import featurise, score_features
+    from hcat_pipeline.metrics.toxicity.model import featurise, score_features
 
     shipped = load_toxicity_head()
     assert has_finetuned(shipped) and float(shipped["minilm_ft_weight"]) > 0 and float(shipped["full_ft_weight"]) > 0

@@ -1,10 +1,10 @@
-"""The TF-IDF signal of the toxicity head (core/metrics/toxicity_tfidf.py): the arrays written to the
+"""The TF-IDF signal of the toxicity head (metrics/toxicity/tfidf.py): the arrays written to the
 npz rebuild exactly the fitted model (no pickle), and the shipped head's signal reads wording."""
 
 import numpy as np
 
-from hcat_pipeline.core.metrics.toxicity import load_toxicity_head
-from hcat_pipeline.core.metrics.toxicity_tfidf import (
+from hcat_pipeline.metrics.toxicity.model import load_toxicity_head
+from hcat_pipeline.metrics.toxicity.tfidf import (
     TFIDF_MODEL_KEY,
     fit_tfidf,
     predict_tfidf,

@@ -1,6 +1,6 @@
-"""Build the shipped NLI head (hcat_pipeline/core/metrics/nli_head.json) with the one recipe.
+"""Build the shipped NLI head (hcat_pipeline/metrics/nli/nli_head.json) with the one recipe.
 
-Same as ``hcat train-nli --out hcat_pipeline/core/metrics/nli_head.json`` and as the ``nli_head``
+Same as ``hcat train-nli --out hcat_pipeline/metrics/nli/nli_head.json`` and as the ``nli_head``
 asset with its defaults on the default corpus: ``train_nli_head`` with ``TrainConfig()``.
 
     nice -n 19 python scripts/build_nli_head.py [--task all|qa|dialogue|summary] [--out PATH]
@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hcat_pipeline.core.metrics.nli_train import TASK_SETS, TrainConfig, default_documents  # noqa: E402
+from hcat_pipeline.metrics.nli.train import TASK_SETS, TrainConfig, default_documents  # noqa: E402
 from hcat_pipeline.resources.nli import packaged_head, train_and_save  # noqa: E402
 
 

@@ -39,7 +39,7 @@ def main() -> None:
     emb = EmbeddingModel(backend="torch")  # the backend the toxicity head recipe used (its near-duplicate groups)
     frame, record = build_toxigen(args.data, emb.embed, args.seed)
     record["embedding_model"] = emb.model_id
-    head = ROOT / "hcat_pipeline" / "core" / "metrics" / "toxicity_head.npz"
+    head = ROOT / "hcat_pipeline" / "metrics" / "toxicity" / "toxicity_head.npz"
     if head.is_file():  # check the reproduced split against the head's own record, when it has one
         import numpy as np
 

@@ -1,10 +1,10 @@
-"""Train the toxicity head (hcat_pipeline/core/metrics/toxicity_head.npz) from ../shared/validation.
+"""Train the toxicity head (hcat_pipeline/metrics/toxicity/toxicity_head.npz) from ../shared/validation.
 
     nice -n 19 python scripts/train_toxicity_head.py [--data ../shared/validation] [--out PATH] [--seed 0]
 
-Loads and splits the data (hcat_pipeline.core.metrics.toxicity_data: de-duplicated, near-duplicate
+Loads and splits the data (hcat_pipeline.metrics.toxicity.data: de-duplicated, near-duplicate
 groups kept in one split, seeded), embeds with the packaged MiniLM (EmbeddingModel, cached), fits and
-calibrates (hcat_pipeline.core.metrics.toxicity_train; with the packaged USE-M3 encoder as the
+calibrates (hcat_pipeline.metrics.toxicity.train; with the packaged USE-M3 encoder as the
 second embedding of the ``full`` variant) and writes the head with its report as
 metadata. The test split is not touched: benchmarks/safety_toxicity.py reports on it.
 The shipped head was built with `--with-use --finetune` (seed 0). Measured 2026-11-23: 1,565 s wall with
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "validation")
-    ap.add_argument("--out", type=Path, default=ROOT / "hcat_pipeline" / "core" / "metrics" / "toxicity_head.npz")
+    ap.add_argument("--out", type=Path, default=ROOT / "hcat_pipeline" / "metrics" / "toxicity" / "toxicity_head.npz")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", default=None, help="embedding cache (default: the project's)")
     ap.add_argument("--neutral", type=int, default=3000, help="neutral expository sentences added as clean negatives")
@@ -36,17 +36,17 @@ def main() -> None:
     ap.add_argument("--finetune", action="store_true", help="also fine-tune MiniLM (LoRA adapter, toxicity_encoder) as one more signal")
     args = ap.parse_args()
 
-    from hcat_pipeline.core.metrics.toxicity_data import (
+    from hcat_pipeline.metrics.toxicity.data import (
         NEUTRAL_DOC_MODULES,
         assign_splits,
         load_all,
         near_duplicate_groups,
         neutral_expository_sentences,
     )
-    from hcat_pipeline.core.metrics.toxicity_encoder import FinetuneConfig
-    from hcat_pipeline.core.metrics.toxicity_operational import heldout_templates, operational_negatives
-    from hcat_pipeline.core.metrics.toxicity_reclaimed import reclaimed_heldout, reclaimed_templates
-    from hcat_pipeline.core.metrics.toxicity_train import train_toxicity_head
+    from hcat_pipeline.metrics.toxicity.encoder import FinetuneConfig
+    from hcat_pipeline.metrics.toxicity.operational import heldout_templates, operational_negatives
+    from hcat_pipeline.metrics.toxicity.reclaimed import reclaimed_heldout, reclaimed_templates
+    from hcat_pipeline.metrics.toxicity.train import train_toxicity_head
     from hcat_pipeline.resources.embedding import LAYERS, EmbeddingModel
     from hcat_pipeline.resources.multilingual import MultilingualEncoder
 

@@ -5,7 +5,7 @@ Prompt injection resisted, false premise corrected, planted distractor not belie
 declined, robust to input variants, consistent across counterfactual pairs, happy path answered
 correctly (yes/no polarity, multiple-choice option, else support / recall of the reference). Every
 row has a verdict (pass / fail / unsure), a score and the evidence. Offline: embeddings, the NLI
-head (or sentence similarity), the refusal detector. Core: ``hcat_pipeline.core.behaviour``.
+head (or sentence similarity), the refusal detector. Core: ``hcat_pipeline.behaviour.checks``.
 
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
@@ -16,8 +16,8 @@ import dagster as dg
 import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.behaviour.checks import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
 from hcat_pipeline.configs import config_from, to_core
-from hcat_pipeline.core.behaviour import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.nli import NLIModel

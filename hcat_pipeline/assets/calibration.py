@@ -26,19 +26,15 @@ from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, campaign_label
 from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA, CalibrationResult, fit_calibration
 from hcat_pipeline.calibration.plots import figure4_png, reliability_png
 from hcat_pipeline.calibration.reference import REFERENCE_SETS, load_reference, reference_manifest
-from hcat_pipeline.core.images import png_markdown
-from hcat_pipeline.core.metrics.registry import MetricUnavailable
-from hcat_pipeline.core.metrics.scoring import score_frame
+from hcat_pipeline.common.images import png_markdown
+from hcat_pipeline.metrics.registry import MetricUnavailable
+from hcat_pipeline.metrics.scoring import score_frame
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
-
-CALIBRATORS_SCHEMA = {
-    "dimension": pl.String, "label_source": pl.String, "metric": pl.String, "method": pl.String, "alpha": pl.Float64,
-    "status": pl.String, "active": pl.Boolean, "n_labels": pl.Int64, "qhat": pl.Float64, "message": pl.String,
-    "label_counts": pl.String, "splits": pl.String, "evaluation": pl.String, "model": pl.Binary,
-}  # fmt: skip
+from hcat_pipeline.schemas import CALIBRATORS as CALIBRATORS_SCHEMA
+from hcat_pipeline.schemas import METRIC_VALIDITY as VALIDITY_SCHEMA
 
 
 class ReferenceScoresConfig(dg.Config):
@@ -235,12 +231,6 @@ def metric_validity(
     return table
 
 
-VALIDITY_SCHEMA = {
-    "metric": pl.String, "dimension": pl.String, "labelled_set": pl.String, "status": pl.String, "heldout_n": pl.Int64,
-    "auroc": pl.Float64, "auroc_ci_low": pl.Float64, "auroc_ci_high": pl.Float64, "kappa_thresholded": pl.Float64,
-    "coverage": pl.Float64, "coverage_ci_low": pl.Float64, "coverage_ci_high": pl.Float64, "target_coverage": pl.Float64,
-    "mean_set_size": pl.Float64, "brier_before": pl.Float64, "brier_after": pl.Float64, "note": pl.String,
-}  # fmt: skip
 
 
 def _validity_row(r: CalibrationResult) -> dict:

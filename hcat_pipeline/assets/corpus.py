@@ -11,9 +11,9 @@ import polars as pl
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import CorpusSpec
-from hcat_pipeline.core.chunking import chunk_corpus
-from hcat_pipeline.core.content_hash import corpus_sha256
-from hcat_pipeline.core.ingest import ingest
+from hcat_pipeline.corpus.chunking import chunk_corpus
+from hcat_pipeline.corpus.content_hash import corpus_sha256
+from hcat_pipeline.corpus.ingest import ingest
 from hcat_pipeline.paths import CORPUS_DIR
 
 

@@ -12,8 +12,8 @@ versioned) → exam_responses → irt_model → exam_report.
 * ``exam_report``: accuracy with CIs per taker beside the baselines, abilities per component,
   information curves per Bloom level / question word.
 
-Core: ``core/exam.py``, ``core/exam_filters.py``, ``core/exam_freeze.py``, ``core/exam_taking.py``,
-``core/exam_report.py``. (No `from __future__ import annotations`: Dagster reads the Config annotations.)
+Core: ``exam/generation.py``, ``exam/filters.py``, ``exam/freeze.py``, ``exam/taking.py``,
+``exam/report.py``. (No `from __future__ import annotations`: Dagster reads the Config annotations.)
 """
 
 import json
@@ -29,8 +29,14 @@ from pydantic import Field
 from hcat_pipeline.assets._llms import system_llms
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, load_campaign
+from hcat_pipeline.common.ids import json_hash
+from hcat_pipeline.common.images import png_markdown
+from hcat_pipeline.common.prompts import load_prompt
 from hcat_pipeline.configs import config_from, to_core
-from hcat_pipeline.core.exam import (
+from hcat_pipeline.corpus.sampling import AllocationMode, stratified_sample
+from hcat_pipeline.exam.filters import FilterConfig, baselines
+from hcat_pipeline.exam.freeze import ExamError, exam_table, freeze_exam, load_exam
+from hcat_pipeline.exam.generation import (
     DISTRACTOR_PROMPT,
     QUESTION_PROMPT,
     SPAN_QUESTION_PROMPT,
@@ -38,44 +44,32 @@ from hcat_pipeline.core.exam import (
     reason_counts,
     survival,
 )
-from hcat_pipeline.core.exam_filters import FilterConfig, baselines
-from hcat_pipeline.core.exam_freeze import ExamError, exam_table, freeze_exam, load_exam
-from hcat_pipeline.core.exam_report import (
+from hcat_pipeline.exam.report import (
     accuracy_table,
     component_table,
     plot_accuracy,
 )
-from hcat_pipeline.core.exam_spans import TermIndex
-from hcat_pipeline.core.exam_taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
-from hcat_pipeline.core.ids import json_hash
-from hcat_pipeline.core.images import png_markdown
-from hcat_pipeline.core.prompts import load_prompt
-from hcat_pipeline.core.sampling import stratified_sample
+from hcat_pipeline.exam.spans import TermIndex
+from hcat_pipeline.exam.taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
 from hcat_pipeline.golden.cases import corpus_hash
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
+from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.responses.campaign_run import index_fingerprint
 from hcat_pipeline.responses.retrieval import build_retriever
+from hcat_pipeline.schemas import EXAM_CANDIDATES as CANDIDATES
+from hcat_pipeline.schemas import IRT_MODEL as IRT_TABLE
 
 EXAMS_DIR = DATA_DIR / "exams"
 CHECKPOINT_DIR = WAREHOUSE_DIR / "_checkpoints" / "exam_responses"
-CANDIDATES = {
-    "chunk_id": pl.String, "stratum": pl.Int32, "stratum_label": pl.String, "sample_rank": pl.Int32, "candidate_no": pl.Int32,
-    "target_kind": pl.String, "question_form": pl.String, "question_id": pl.String, "question": pl.String,
-    "llm_question": pl.String, "answer": pl.String, "evidence": pl.String, "wrong_pool": pl.List(pl.String),
-    "mined_pool": pl.List(pl.String), "distractors": pl.List(pl.String), "distractor_sources": pl.List(pl.String), "options": pl.List(pl.String), "correct_index": pl.Int32, "passed": pl.Boolean,
-    "selected": pl.Boolean, "reasons": pl.List(pl.String), "filter_figures": pl.String, "subsets_tried": pl.Int32,
-    "question_prompt_hash": pl.String, "distractor_prompt_hash": pl.String, "model": pl.String, "seed": pl.Int64,
-    "temperature": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "latency_s": pl.Float64, "error": pl.String,
-}  # fmt: skip
 
 # the filter thresholds are the core's FilterConfig (one field list, one set of defaults)
 ExamGenerationConfig = config_from(
     FilterConfig,
     "ExamGenerationConfig",
     sample_size=(int, Field(default=80, description="chunks drawn for the exam (its own sample, golden-set strata)")),
-    allocation=(Literal["proportional", "equal", "weighted"], "proportional"),
+    allocation=(AllocationMode, "proportional"),
     min_per_stratum=(int, 1),
     sample_seed=(int, Field(default=13, description="the exam sample's seed (not the golden set's)")),
     candidates_per_chunk=(int, Field(default=3, description="candidates tried per chunk until one passes the filters")),
@@ -151,7 +145,7 @@ def candidates_checkpoint(config: ExamGenerationConfig, llm: LLM) -> Path:
 
 @dg.asset(
     group_name="exam",
-    pool="llm",
+    pool=llm_pool(),
     description="Exam candidates (exam paper §3.2, App. A.1-A.2): per sampled chunk, question + key, then a pool of wrong "
     "answers (two LLM calls); a-priori filters keep the best 3 wrong answers; every rejection with its reason.",
 )
@@ -266,7 +260,7 @@ def _takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingMod
 
 @dg.asset(
     group_name="exam",
-    pool="llm",
+    pool=llm_pool(),
     description="Every system of the campaign (retriever × LLM × 0/1/2 in-context examples) takes the frozen exam: local "
     "models by length-normalised option log-likelihood, API models by their letter (strict; unparseable counted). "
     "Checkpointed per answer under _checkpoints/exam_responses/<exam_version>/<run_label>/; a re-run resumes.",
@@ -298,10 +292,6 @@ def exam_responses(
     return out
 
 
-IRT_TABLE = {
-    "exam_version": pl.String, "kind": pl.String, "id": pl.String, "component": pl.String, "a": pl.Float64, "b": pl.Float64,
-    "c": pl.Float64, "theta": pl.Float64, "se": pl.Float64, "kept": pl.Boolean, "dropped_in_round": pl.Int32, "n": pl.Int64,
-}  # fmt: skip
 
 
 @dg.asset(
@@ -311,7 +301,7 @@ IRT_TABLE = {
     "pruning history (App. B.3); one long table (kind = item | taker | component), plots in metadata.",
 )
 def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, exam_responses: pl.DataFrame) -> pl.DataFrame:
-    from hcat_pipeline.core.exam_irt import analyse_exam
+    from hcat_pipeline.exam.irt_tables import analyse_exam
     from hcat_pipeline.irt.plots import plot_item_curves, plot_pruning_history
 
     version = exam_responses["exam_version"][0]

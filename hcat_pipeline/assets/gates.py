@@ -27,7 +27,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.core.judge import judge_gate_table
+from hcat_pipeline.console import RELEASE_CHECK
 from hcat_pipeline.gates import (
     DEFAULT_GATES_FILE,
     GatesFileError,
@@ -36,10 +36,11 @@ from hcat_pipeline.gates import (
     load_gates,
     load_history,
 )
+from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import WAREHOUSE_DIR
 
-HARD_GATES_CHECK = "hard_gates"
+HARD_GATES_CHECK = RELEASE_CHECK  # console.RELEASE_CHECK: the one home of the name
 
 
 def _declared_gates():

@@ -1,9 +1,9 @@
 """Lineage stage: LLM-as-judge — ``llm_judge_scores`` per campaign run, ``judge_validation`` on demand
-(golden-eval §5.4-5.6; concept-level chapter §14.4). Core: ``core/judge.py`` (scoring),
-``core/judge_validation.py`` + ``core/judge_audit.py`` (κ vs humans, bias audits), ``core/judge_plots.py``.
+(golden-eval §5.4-5.6; concept-level chapter §14.4). Core: ``judge/scoring.py`` (scoring),
+``judge/validation.py`` + ``judge/audit.py`` (κ vs humans, bias audits), ``judge/plots.py``.
 
 * ``judge_validation`` (unpartitioned, on demand): the judge on held-out human-labelled items
-  (FaithDial audit → groundedness, ToxiGen demonstrations → safety; ``core/judge_data.py``), Cohen's κ
+  (FaithDial audit → groundedness, ToxiGen demonstrations → safety; ``judge/data.py``), Cohen's κ
   with its CI per dimension, ``validated`` (κ ≥ floor), and the position / length / self-preference
   audits with their figures. Keyed by ``judge_config_hash``.
 * ``llm_judge_scores`` (per campaign run): one row per case × system × rubric dimension with the
@@ -20,7 +20,7 @@ import dataclasses
 import time
 import typing
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Optional
 
 import dagster as dg
 import polars as pl
@@ -29,17 +29,19 @@ from pydantic import Field, create_model
 from hcat_pipeline.assets._llms import named_llm
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.campaign_spec import JudgeSpec, LLMSpec
-from hcat_pipeline.core.images import png_markdown
-from hcat_pipeline.core.judge import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
-from hcat_pipeline.core.judge_audit import wilson
-from hcat_pipeline.core.judge_data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
-from hcat_pipeline.core.judge_plots import validation_figures
-from hcat_pipeline.core.judge_validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
+from hcat_pipeline.common.images import png_markdown
+from hcat_pipeline.configs import config_from
+from hcat_pipeline.judge.audit import wilson
+from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
+from hcat_pipeline.judge.plots import validation_figures
+from hcat_pipeline.judge.scoring import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
+from hcat_pipeline.judge.validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.responses.retrieval import without_planted
+from hcat_pipeline.schemas import LLM_JUDGE_SCORES as SCORE_COLUMNS
 from hcat_pipeline.schemas import RUN_COLUMNS
 
 
@@ -75,32 +77,16 @@ JudgeScoresConfig = create_model(
     **_judge_fields(),
 )
 
-JudgeValidationConfig = create_model(
-    "JudgeValidationConfig",
-    __base__=dg.Config,
+JudgeValidationConfig = config_from(
+    AuditThresholds, "JudgeValidationConfig",  # the floors and bias thresholds are the core's (one field list)
     validation_dir=(str, Field(default=str(DEFAULT_VALIDATION_DIR), description="../shared/validation (FaithDial audit, ToxiGen)")),
     n_per_label=(int, Field(default=10, ge=1, description="held-out test items per human label and dimension")),
     n_pairs=(int, Field(default=5, ge=0, description="position-bias pairs, each asked in both orders")),
     sample_seed=(int, 0),
-    kappa_floor=(float, AuditThresholds.kappa_floor),
-    min_items=(int, AuditThresholds.min_items),
-    rule=(Literal["point", "ci_low"], AuditThresholds.rule),
-    max_flip_rate=(float, AuditThresholds.max_flip_rate),
-    max_abs_length_rho=(float, AuditThresholds.max_abs_length_rho),
-    max_self_preference_gap=(float, AuditThresholds.max_self_preference_gap),
     llm=(Optional[LLMSpec], Field(default=None, description="the judge LLM to validate; absent: the llm resource")),
     **_judge_fields(),
 )
 
-SCORE_COLUMNS = {
-    **RUN_COLUMNS,
-    "case_id": pl.String, "system_id": pl.String, "system_family": pl.String, "judge_family": pl.String,
-    "same_family": pl.Boolean, "dimension": pl.String, "score": pl.Int64, "passed": pl.Boolean, "confidence": pl.String,
-    "justification": pl.String, "skipped_reason": pl.String, "error_kind": pl.String, "error": pl.String,
-    "judge_config_hash": pl.String, "judge_model": pl.String, "prompt_name": pl.String, "prompt_hash": pl.String,
-    "latency_s": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
-    "validated": pl.Boolean, "validation_kappa": pl.Float64, "validation_reason": pl.String,
-}  # fmt: skip
 
 
 def estimate_seconds(llm: LLM, calls: int, config) -> tuple[float, float]:

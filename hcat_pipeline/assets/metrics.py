@@ -1,7 +1,7 @@
 """Lineage stage: metric_tables (+ bias_report) — every explainable metric per case × system.
 
 rag_responses (RAG_RESPONSES contract) joined with golden_set (``reference_answer`` → reference),
-scored by ``hcat_pipeline.core.metrics.scoring.score_frame`` (the engine of ``hcat_pipeline.metrics.score``).
+scored by ``hcat_pipeline.metrics.scoring.score_frame`` (the engine of ``hcat_pipeline.metrics.score``).
 Failed responses (error set / answer null) keep their row with null metrics and a
 ``score_skipped_reason``. A requested metric that cannot run (model, package or input column missing)
 fails the asset with the metric, the cause and the fix, unless the config sets ``allow_unavailable``:
@@ -10,20 +10,19 @@ then its columns are null and the reason is in the ``metrics_unavailable`` metad
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
-import dataclasses
 import json
-import typing
 
 import dagster as dg
 import polars as pl
-from pydantic import Field, create_model
+from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.core.metrics.options import ScoreOptions
-from hcat_pipeline.core.metrics.registry import MetricUnavailable
-from hcat_pipeline.core.metrics.safety import bias_report as bias_report_table
-from hcat_pipeline.core.metrics.scoring import score_frame
+from hcat_pipeline.configs import config_from
 from hcat_pipeline.golden.coverage import mean_ci
+from hcat_pipeline.metrics.options import ScoreOptions
+from hcat_pipeline.metrics.registry import MetricUnavailable
+from hcat_pipeline.metrics.safety import bias_report as bias_report_table
+from hcat_pipeline.metrics.scoring import score_frame
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -37,17 +36,11 @@ _KEEP = ("case_id", "system_id", "config_hash", "golden_set_version", "night", "
 
 
 
-def _option(f: dataclasses.Field):
-    return f.default if f.default is not dataclasses.MISSING else Field(default_factory=f.default_factory)
-
-
 # The Dagster config *is* the core's ScoreOptions (one field list, one set of defaults) + which metrics.
-MetricsConfig = create_model(
-    "MetricsConfig",
-    __base__=dg.Config,
-    metrics=(list[str], Field(default_factory=list, description="empty: every default metric that applies (core.metrics.registry)")),
+MetricsConfig = config_from(
+    ScoreOptions, "MetricsConfig",
+    metrics=(list[str], Field(default_factory=list, description="empty: every default metric that applies (metrics.registry)")),
     allow_unavailable=(bool, Field(default=False, description="a metric that cannot run gets null columns instead of failing the asset")),
-    **{f.name: (typing.get_type_hints(ScoreOptions)[f.name], _option(f)) for f in dataclasses.fields(ScoreOptions)},
 )
 
 

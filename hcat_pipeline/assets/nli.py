@@ -1,10 +1,10 @@
 """The NLI groundedness head (HCAT paper §3.2.2), retrained on the project's own corpus.
 
-Calls the one recipe, ``core.metrics.nli_train.train_nli_head`` (as ``hcat train-nli`` and the
+Calls the one recipe, ``metrics.nli.train.train_nli_head`` (as ``hcat train-nli`` and the
 build of the shipped head do), on the sentences of the ``chunks``: perturbation pairs and QA twins
 from the corpus plus the "train" part of the public validation sets. The Dagster config *is*
 ``TrainConfig`` (one field list, one set of defaults) + where to save: with the default corpus
-and configs the saved head equals the shipped ``core/metrics/nli_head.json`` byte for byte. Point
+and configs the saved head equals the shipped ``metrics/nli/nli_head.json`` byte for byte. Point
 ``NLIModel(weights_path=...)`` at the saved file to score with it. One row per training-pair kind.
 
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
@@ -18,9 +18,9 @@ import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.configs import config_from, to_core
-from hcat_pipeline.core.metrics.nli_eval import kind_stats
-from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_chunks
-from hcat_pipeline.core.metrics.nli_train import TrainConfig
+from hcat_pipeline.metrics.nli.evaluation import kind_stats
+from hcat_pipeline.metrics.nli.qa_pairs import documents_from_chunks
+from hcat_pipeline.metrics.nli.train import TrainConfig
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.nli import NLIModel, train_and_save
 

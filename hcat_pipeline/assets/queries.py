@@ -26,9 +26,9 @@ from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import LLMSpec
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.console import progress_message
-from hcat_pipeline.core.sampling import reserve_chunks
+from hcat_pipeline.corpus.sampling import reserve_chunks
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, corpus_hash
-from hcat_pipeline.golden.categories import CATEGORY_COUNTS, build_category_cases
+from hcat_pipeline.golden.categories import build_category_cases
 from hcat_pipeline.golden.counterfactual import is_personal
 from hcat_pipeline.golden.generation import (
     MAX_PASSAGE_CHARS,
@@ -47,24 +47,12 @@ from hcat_pipeline.golden.grounded import (
     generate_grounded,
     validity_gate,
 )
-from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS, build_robustness_cases
+from hcat_pipeline.golden.robustness import ATTRIBUTES, RobustnessParams, build_robustness_cases
 from hcat_pipeline.golden.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
 from hcat_pipeline.resources.sets import llm_pool
-
-GENERATED_QUERIES = {
-    "query_id": pl.String, "query_type": pl.String, "chunk_id": pl.String, "source_chunk_ids": pl.List(pl.String),
-    "stratum": pl.Int32, "stratum_label": pl.String, "query": pl.String, "options": pl.List(pl.String),
-    "correct_index": pl.Int32, "reference_answer": pl.String, "answer_label": pl.String, "evidence": pl.String,
-    "model": pl.String, "prompt_hash": pl.String, "prompt_name": pl.String, "seed": pl.Int64, "latency_s": pl.Float64,
-    "input_tokens": pl.Int64, "output_tokens": pl.Int64, "raw_reply": pl.String, "generation_round": pl.Int32, "error": pl.String,
-}  # fmt: skip
-SELECTED_QUERIES = {**GENERATED_QUERIES, "relevancy": pl.Float64, "answer_support": pl.Float64}
-QUERY_REJECTIONS = {
-    "query_id": pl.String, "query_type": pl.String, "chunk_id": pl.String, "source_chunk_ids": pl.List(pl.String),
-    "query": pl.String, "reference_answer": pl.String, "stage": pl.String, "reason": pl.String, "detail": pl.String,
-}  # fmt: skip
+from hcat_pipeline.schemas import GENERATED_QUERIES, QUERY_REJECTIONS, SELECTED_QUERIES
 
 
 class QueryGenerationConfig(dg.Config):
@@ -98,22 +86,11 @@ class QueryGenerationConfig(dg.Config):
 QuerySelectionConfig = config_from(SelectionConfig, "QuerySelectionConfig")
 
 
-class RobustnessConfig(dg.Config):
-    seed: int = 0
-    n_typo: int = VARIANT_COUNTS["typo"]
-    n_colloquial: int = VARIANT_COUNTS["colloquial"]
-    n_misleading_premise: int = VARIANT_COUNTS["misleading_premise"]
-    n_distractor: int = VARIANT_COUNTS["distractor"]
-    n_injection: int = VARIANT_COUNTS["injection"]
-    n_ood: int = VARIANT_COUNTS["ood"]
-    n_counterfactual_pairs: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], description="at most this many complete pairs per attribute")
-    max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
-    attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description="HCAT §4 attributes the pairs probe")
-    category_counts: dict[str, int] = Field(default_factory=lambda: dict(CATEGORY_COUNTS),
-                                            description=f"golden-eval §2 / §10.4 / §11.2 cases per kind, of {list(CATEGORY_COUNTS)}")
-    min_rewrite_similarity: float = 0.5
-    ood_max_similarity: float = 0.45
-    llm: Optional[LLMSpec] = Field(default=None, description="the generator LLM for the rewrites (campaign file: generation.llm)")
+# the variant counts and thresholds *are* the core's RobustnessParams; + the generator LLM
+RobustnessConfig = config_from(
+    RobustnessParams, "RobustnessConfig",
+    llm=(Optional[LLMSpec], Field(default=None, description="the generator LLM for the rewrites (campaign file: generation.llm)")),
+)
 
 
 def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame):
@@ -328,11 +305,7 @@ def robustness_cases(
         sim = float(np.prod(embedding_model.embed([text, base["query"]]), axis=0).sum())
         return text if sim >= config.min_rewrite_similarity else None
 
-    counts = {
-        "typo": config.n_typo, "colloquial": config.n_colloquial, "misleading_premise": config.n_misleading_premise,
-        "distractor": config.n_distractor, "injection": config.n_injection, "ood": config.n_ood,
-        "counterfactual_pairs": config.n_counterfactual_pairs,
-    }  # fmt: skip
+    counts = to_core(RobustnessParams, config).counts()
     vectors = chunk_embeddings["embedding"].to_numpy()
     cases, failures = build_robustness_cases(
         bases, chunk_texts, embedding_model.embed, vectors, config.seed, counts, rewrite,

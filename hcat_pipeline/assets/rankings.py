@@ -37,6 +37,7 @@ from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.sets import llm_pool
 
 # The Dagster config of the rankers *is* the core's RankingConfig (one field list, one set of defaults).
 RankingsConfig = create_model(
@@ -68,7 +69,7 @@ class ContaminationConfig(dg.Config):
     probe_max_tokens: int = Field(default=64, ge=8)
 
 
-@dg.asset(partitions_def=campaign_run, group_name="integrity", pool="llm",
+@dg.asset(partitions_def=campaign_run, group_name="integrity", pool=llm_pool(),
           deps=["rag_responses"],  # per run, after the answers: so campaign_run_job (rag_responses → downstream) includes it
           description="Per campaign run, per golden case: contamination risk vs data/contamination/ corpora (exact, near-duplicate, "
           "embedding) with evidence, and optionally the memorisation probe of the llm resource.")  # fmt: skip

@@ -5,11 +5,11 @@
   the cases' source chunks) and calibrated (``calibrated_scores`` of this run, when stored) — broken
   down by topic, query type, category, variant kind, behaviour rule (risk category) and system, and
   by the bivariate pairs; each cell with n, mean, bootstrap CI and claim strength, small cells marked.
-  Core: ``core.weakness``, ``core.weakness_robustness``, ``core.failures``, ``core.weakness_plots``.
+  Core: ``reports.weakness``, ``reports.robustness``, ``reports.failures``, ``reports.weakness_plots``.
 * ``campaign_report``: one self-contained HTML page, ``data/reports/<version>/<night>/report.html``
   (Jinja2 template ``hcat_pipeline/templates/campaign_report.html.j2``): gate verdicts first, headline
   metrics with CIs, rankings, Pareto table, weaknesses with heatmaps and violins, robustness deltas,
-  failure cases, metric validity, provenance. Core: ``core.report_sections``, ``core.campaign_report``.
+  failure cases, metric validity, provenance. Core: ``reports.sections``, ``reports.campaign_report``.
 
 Every table comes through the lineage as a Dagster input — gate verdicts, rankings, Pareto frontier,
 calibrated scores, judge scores, metric validity, the exam report — so the asset graph shows what a
@@ -23,22 +23,25 @@ not on ``gate_verdicts``, so a blocked release never suppresses the report a rev
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
-import dataclasses
 import json
-import typing
 from pathlib import Path
 from typing import Optional
 
 import dagster as dg
 import polars as pl
-from pydantic import Field, create_model
+from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.core.campaign_report import render_report
-from hcat_pipeline.core.failures import failure_cases as failure_table
-from hcat_pipeline.core.images import png_data_uri
-from hcat_pipeline.core.report_sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
-from hcat_pipeline.core.weakness import (
+from hcat_pipeline.common.images import png_data_uri
+from hcat_pipeline.configs import config_from, to_core
+from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
+from hcat_pipeline.partitions import campaign_run, split_run_key
+from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR
+from hcat_pipeline.reports.campaign_report import render_report
+from hcat_pipeline.reports.failures import failure_cases as failure_table
+from hcat_pipeline.reports.robustness import robustness_deltas as deltas_table
+from hcat_pipeline.reports.sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
+from hcat_pipeline.reports.weakness import (
     DEFAULT_PAIRS,
     WeaknessConfig,
     case_scores,
@@ -48,17 +51,11 @@ from hcat_pipeline.core.weakness import (
     with_weak_ranks,
     worst_cases,
 )
-from hcat_pipeline.core.weakness_robustness import robustness_deltas as deltas_table
-from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
-from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR
 
 # The Dagster config *is* the core's WeaknessConfig (one field list, one set of defaults) + the plotted metrics.
-WeaknessReportConfig = create_model(
-    "WeaknessReportConfig",
-    __base__=dg.Config,
+WeaknessReportConfig = config_from(
+    WeaknessConfig, "WeaknessReportConfig",
     plot_metrics=(list[str], Field(default_factory=lambda: list(DEFAULT_PLOT_METRICS), description="metrics plotted (those with values)")),
-    **{f.name: (typing.get_type_hints(WeaknessConfig)[f.name], f.default) for f in dataclasses.fields(WeaknessConfig)},
 )
 
 
@@ -70,7 +67,7 @@ class CampaignReportConfig(dg.Config):
 
 
 def _weakness_cfg(config) -> WeaknessConfig:
-    return WeaknessConfig(**config.model_dump(exclude={"plot_metrics"}))
+    return to_core(WeaknessConfig, config)
 
 
 OPTIONAL = {"optional": True}  # the IO manager gives None when the input was never stored (io.PolarsParquetIOManager)

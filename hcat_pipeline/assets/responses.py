@@ -22,7 +22,7 @@ from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
 from hcat_pipeline.console import progress_message
-from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
+from hcat_pipeline.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -149,7 +149,7 @@ def rag_responses(
 
 class RetrievalMetricsConfig(dg.Config):
     """Refusal detection for the abstention / false-refusal rates: the project's one detector
-    (core.metrics.refusal.refusal_probability), with the same defaults as metric_tables' ``refusal``."""
+    (metrics.refusal.refusal_probability), with the same defaults as metric_tables' ``refusal``."""
 
     refusal_mode: RefusalMode = Field(default=DEFAULT_REFUSAL_MODE, description="rules | classifier | classifier+embedding | ensemble")
     refusal_threshold: float = Field(default=DEFAULT_REFUSAL_THRESHOLD, description="refused = refusal probability ≥ this")

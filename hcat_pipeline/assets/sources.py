@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 
 from hcat_pipeline.automation import SOURCE_OBSERVE_CRON
-from hcat_pipeline.core.content_hash import corpus_sha256, file_sha256
+from hcat_pipeline.corpus.content_hash import corpus_sha256, file_sha256
 
 _observe = dg.AutomationCondition.cron_tick_passed(SOURCE_OBSERVE_CRON)
 

@@ -8,65 +8,35 @@ stratum) that query generation starts from.
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
-import dataclasses
 from pathlib import Path
-from typing import Optional
 
 import dagster as dg
 import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
-from hcat_pipeline.core.images import png_markdown
-from hcat_pipeline.core.sampling import SAMPLE_SIZE, coverage_table, stratified_sample
-from hcat_pipeline.core.strata import StrataParams, build_strata, plot_strata
+from hcat_pipeline.common.images import png_markdown
+from hcat_pipeline.configs import config_from, to_core
+from hcat_pipeline.corpus.sampling import SamplingParams, coverage_table, stratified_sample
+from hcat_pipeline.corpus.strata import StrataParams, build_strata, plot_strata
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.schemas import SAMPLED_CHUNKS, TOPIC_STRATA, conform
 
 
-class TopicStrataConfig(dg.Config):
-    """Steps 2-3; field names and meanings as in ``hcat_pipeline.core.strata.StrataParams``."""
-
-    reduction: str = Field(default="umap", description="pca | umap")
-    n_components: int = 5
-    umap_n_neighbors: int = 15
-    umap_min_dist: float = 0.0
-    umap_metric: str = "cosine"
-    umap_low_memory: bool = True
-    umap_n_epochs: Optional[int] = None
-    clustering: str = Field(default="kmeans", description="kmeans | dbscan | hdbscan")
-    n_clusters: int = Field(default=0, description="K-Means: fixed k; 0 = chosen by silhouette over [k_min, k_max]")
-    k_min: int = 6
-    k_max: int = 16
-    silhouette_sample_size: int = 5000
-    dbscan_eps: float = 0.5
-    dbscan_min_samples: int = 5
-    hdbscan_min_cluster_size: int = 10
-    hdbscan_min_samples: int = 0
-    noise: str = Field(default="own_stratum", description="own_stratum (stratum -1) | nearest (closest cluster)")
-    label_terms: int = 4
-    plot_projection: str = Field(default="auto", description="auto | pca | umap (2-D coordinates of the plot)")
-    umap_2d_max_points: int = 20000
-    seed: int = 0
-    threads: int = 1
-    plot_dir: str = Field(default=str(WAREHOUSE_DIR), description="where topic_strata.png is written")
-
+class _StrataConfig(dg.Config):
     def params(self) -> StrataParams:
-        names = {f.name for f in dataclasses.fields(StrataParams)}
-        return StrataParams(**{k: v for k, v in self.model_dump().items() if k in names})
+        return to_core(StrataParams, self)
 
 
-class SamplingConfig(dg.Config):
-    """Step 4: how many chunks to draw and how to spread them over the strata."""
+class _SamplingConfig(dg.Config):
+    def params(self) -> SamplingParams:
+        return to_core(SamplingParams, self)
 
-    sample_size: int = SAMPLE_SIZE
-    allocation: str = Field(default="proportional", description="proportional | equal | weighted")
-    weights: dict[str, float] = Field(
-        default_factory=dict,
-        description="allocation=weighted: weight per stratum label or id (others 1; 0 = only the minimum)",
-    )
-    min_per_stratum: int = Field(default=1, description="every stratum gets at least this many (or all it has)")
-    seed: int = 0
+
+# Steps 2-3 and step 4: the core's dataclasses are the one field list (names, types, defaults, descriptions)
+TopicStrataConfig = config_from(StrataParams, "TopicStrataConfig", base=_StrataConfig,
+                                plot_dir=(str, Field(default=str(WAREHOUSE_DIR), description="where topic_strata.png is written")))  # fmt: skip
+SamplingConfig = config_from(SamplingParams, "SamplingConfig", base=_SamplingConfig)
 
 
 def _png_markdown(path: Path) -> str:
@@ -129,14 +99,9 @@ def sampled_chunks(
     context: dg.AssetExecutionContext, config: SamplingConfig, topic_strata: pl.DataFrame, chunks: pl.DataFrame
 ) -> pl.DataFrame:
     try:
-        sample, alloc = stratified_sample(
-            topic_strata.select("chunk_id", "stratum", "stratum_label"),
-            config.sample_size,
-            config.allocation,
-            config.weights or None,
-            config.min_per_stratum,
-            config.seed,
-        )
+        p = config.params()
+        sample, alloc = stratified_sample(topic_strata.select("chunk_id", "stratum", "stratum_label"), p.sample_size, p.allocation,
+                                          p.weights or None, p.min_per_stratum, p.seed)  # fmt: skip
     except ValueError as exc:
         raise dg.Failure(f"sampled_chunks: {exc}") from exc
     out = (

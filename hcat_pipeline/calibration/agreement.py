@@ -25,18 +25,11 @@ import numpy as np
 import polars as pl
 from sklearn.metrics import cohen_kappa_score
 
+from hcat_pipeline.schemas import LABEL_AGREEMENT as AGREEMENT_SCHEMA
+
 __all__ = ["agreement", "consensus_labels", "latest_per_rater", "AGREEMENT_SCHEMA"]
 
 ITEM = ["case_id", "system_id"]
-AGREEMENT_SCHEMA = {
-    "dimension": pl.String,
-    "scale": pl.String,
-    "method": pl.String,
-    "kappa": pl.Float64,
-    "n_items": pl.Int64,
-    "n_raters": pl.Int64,
-    "note": pl.String,
-}
 
 
 def latest_per_rater(labels: pl.DataFrame) -> pl.DataFrame:

@@ -21,6 +21,7 @@ import polars as pl
 from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.calibration.conformal import set_labels
 from hcat_pipeline.calibration.fitting import CalibrationResult
+from hcat_pipeline.schemas import CALIBRATED_SCORES as CALIBRATED_SCHEMA
 
 __all__ = [
     "CALIBRATED_SCHEMA",
@@ -57,19 +58,6 @@ EXPLANATION_COLUMNS: dict[str, tuple[str, ...]] = {
     "context_relevancy": ("context_relevancy_smax",),
     "answer_relevancy": ("answer_relevancy_smax",),
     "toxicity": ("toxicity_per_sentence",),
-}
-CALIBRATED_SCHEMA = {
-    "case_id": pl.String,
-    "system_id": pl.String,
-    "dimension": pl.String,
-    "metric": pl.String,
-    "raw_score": pl.Float64,
-    "calibrated_probability": pl.Float64,  # binary: P(human label = 1); ordinal: P(label in the passing half)
-    "class_probabilities": pl.List(pl.Float64),
-    "prediction_set": pl.String,  # "{0}" | "{1}" | "{0,1}" | "∅" (null when not calibrated)
-    "machine_verdict": pl.String,  # pass | fail | unsure (null when not calibrated or not scored)
-    "label_source": pl.String,  # campaign | reference:<set> | none
-    "calibration_note": pl.String,
 }
 ITEM = ["case_id", "system_id"]
 

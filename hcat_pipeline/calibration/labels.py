@@ -43,7 +43,9 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.ids import json_hash
+from hcat_pipeline.common.ids import json_hash
+from hcat_pipeline.schemas import LABEL_FILE_ERRORS as ERROR_SCHEMA
+from hcat_pipeline.schemas import LABEL_ROWS as LABEL_SCHEMA
 
 __all__ = [
     "REQUIRED_COLUMNS",
@@ -74,22 +76,6 @@ DEFAULT_SCALES = {
     "answer_relevancy": "binary",
     "toxicity": "binary",
 }
-LABEL_SCHEMA = {
-    "case_id": pl.String,
-    "system_id": pl.String,
-    "dimension": pl.String,
-    "label": pl.Int64,
-    "scale": pl.String,
-    "label_index": pl.Int64,
-    "n_levels": pl.Int64,
-    "rater": pl.String,
-    "labelled_at": pl.Datetime("us", "UTC"),
-    "comment": pl.String,
-    "source_file": pl.String,
-    "source_line": pl.Int64,
-    "row_hash": pl.String,
-}
-ERROR_SCHEMA = {"file": pl.String, "line": pl.Int64, "reason": pl.String}
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
 _DIMENSION = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -41,7 +41,8 @@ import numpy as np
 import polars as pl
 
 from hcat_pipeline.calibration.splits import make_splits
-from hcat_pipeline.core.ids import short_hash
+from hcat_pipeline.common.ids import short_hash
+from hcat_pipeline.schemas import REFERENCE_ITEMS as REFERENCE_SCHEMA
 
 __all__ = [
     "REFERENCE_DIR",
@@ -59,19 +60,6 @@ __all__ = [
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_labels"
 REFERENCE_SEED = 11
 REFERENCE_FRACTIONS = (0.4, 0.4, 0.2)
-REFERENCE_SCHEMA = {
-    "set": pl.String,
-    "item_id": pl.String,
-    "dimension": pl.String,
-    "subset": pl.String,  # FaithDial file / ToxiGen target group
-    "group": pl.String,  # what the source's own split keeps together
-    "query": pl.String,
-    "contexts": pl.List(pl.String),
-    "answer": pl.String,
-    "label": pl.Int64,  # binary human label (meaning: ReferenceSet.label_meaning)
-    "split": pl.String,  # stage1 | stage2 | evaluation (this project's calibration split)
-    "source_split": pl.String,  # the metric recipe's split the item came from (val / test)
-}
 
 
 @dataclass(frozen=True)
@@ -151,7 +139,7 @@ def _finish(name: str, rows: list[dict], seed: int, sources: list[Path]) -> tupl
 
 def build_faithdial(validation_dir: str | Path, seed: int = REFERENCE_SEED) -> tuple[pl.DataFrame, dict]:
     """FaithDial audit items outside the NLI recipe's training groups (see module docstring)."""
-    from hcat_pipeline.core.metrics.nli_sets import HELDOUT, SPLIT_SEED, load_faithdial, split_of
+    from hcat_pipeline.metrics.nli.sets import HELDOUT, SPLIT_SEED, load_faithdial, split_of
 
     root = Path(validation_dir)
     rows = []
@@ -174,7 +162,7 @@ def build_toxigen(validation_dir: str | Path, embed: Callable[[list[str]], np.nd
 
     ``embed``: the project's MiniLM (``EmbeddingModel.embed``), as the head recipe uses it to find
     near-duplicates; the split is recomputed exactly as ``scripts/train_toxicity_head.py`` does."""
-    from hcat_pipeline.core.metrics.toxicity_data import SPLIT_SEED, head_splits, load_all
+    from hcat_pipeline.metrics.toxicity.data import SPLIT_SEED, head_splits, load_all
 
     root = Path(validation_dir)
     examples, _ = load_all(root)
@@ -190,7 +178,7 @@ def build_toxigen(validation_dir: str | Path, embed: Callable[[list[str]], np.nd
     frame, record = _finish("toxigen", rows, seed, list((root / "toxigen-demonstrations").glob("*.txt")))
     record["exclusion"] = (f"only sentences in the toxicity head's val / test near-duplicate groups (toxicity_data.assign_splits, "
                            f"seed={SPLIT_SEED}); its train groups are never shipped")  # fmt: skip
-    from hcat_pipeline.core.metrics.toxicity_train import split_digest
+    from hcat_pipeline.metrics.toxicity.train import split_digest
 
     record["reproduced_split_digest"] = {s: split_digest([e for e, x in zip(examples, head_split) if x == s]) for s in set(head_split)}
     record["source_split_counts"] = {str(k): int(v) for k, v in zip(*np.unique(frame["source_split"].to_numpy(), return_counts=True))}

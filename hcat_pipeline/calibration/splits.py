@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from hcat_pipeline.core.ids import json_hash, short_hash
+from hcat_pipeline.common.ids import json_hash, short_hash
 
 __all__ = ["SPLITS", "DEFAULT_FRACTIONS", "allocate", "make_splits", "Splits"]
 

@@ -28,16 +28,11 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.calibration.labels import ERROR_SCHEMA, LABEL_SCHEMA, read_label_file
+from hcat_pipeline.calibration.labels import ERROR_SCHEMA, read_label_file
+from hcat_pipeline.schemas import HUMAN_LABELS as STORE_SCHEMA
 
 __all__ = ["LabelStore", "ImportResult", "STORE_SCHEMA"]
 
-STORE_SCHEMA = {
-    **LABEL_SCHEMA,
-    "version": pl.String,
-    "source_sha256": pl.String,
-    "imported_at": pl.Datetime("us", "UTC"),
-}
 
 
 @dataclass

@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 
-from hcat_pipeline.cli import command
+from hcat_pipeline.commands import command
 
 JOBS = ("campaign_run_job", "golden_set_job")
 

@@ -11,10 +11,10 @@ import argparse
 import json
 import sys
 
-from hcat_pipeline.cli import command
+from hcat_pipeline.commands import command
 
 
-def _args(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample-size", type=int, default=None, help="chunks drawn for the exam (default: the asset's)")
     p.add_argument("--icl-levels", default=None, help="comma list of in-context example counts (default: the asset's 0,1,2)")
     p.add_argument("--max-questions", type=int, default=0, help="first N questions by id (0 = all)")
@@ -39,7 +39,7 @@ def _meta(result, node: str) -> dict:
     return {k: getattr(v, "value", v) for k, v in mats[0].metadata.items()} if mats else {}
 
 
-@command("exam", "generate, freeze, take and analyse the exam (exam_job) as one Dagster run; prints the figures", _args)
+@command("exam", "generate, freeze, take and analyse the exam (exam_job) as one Dagster run; prints the figures", add_arguments)
 def _exam(args: argparse.Namespace) -> int:
     import dagster as dg
 

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from hcat_pipeline.cli import command
+from hcat_pipeline.commands import command
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
 
 

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from hcat_pipeline.cli import command
+from hcat_pipeline.commands import command
 
 TEMPLATE = """\
 # Campaign file written by `hcat init`. Run it with:  hcat campaign --config {out_name}

@@ -1,7 +1,7 @@
 """``hcat train-nli``: (re)train the NLI groundedness head (HCAT paper §3.2.2).
 
-The recipe is ``core.metrics.nli_train.train_nli_head`` — the same one the ``nli_head`` asset and
-``scripts/build_nli_head.py`` (the shipped ``core/metrics/nli_head.json``) use. Every field of
+The recipe is ``metrics.nli.train.train_nli_head`` — the same one the ``nli_head`` asset and
+``scripts/build_nli_head.py`` (the shipped ``metrics/nli/nli_head.json``) use. Every field of
 ``TrainConfig`` is an option here with the same default (the options are generated from it), so
 ``hcat train-nli --out X`` reproduces the shipped head byte for byte on the same machine setup.
 Training pairs: perturbation pairs and QA twins from the corpus (default: the pydoc_data topics,
@@ -15,12 +15,12 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from hcat_pipeline.cli import command
+from hcat_pipeline.commands import command
 from hcat_pipeline.resources.nli import train_and_save
 
 
-def _args(p: argparse.ArgumentParser) -> None:
-    from hcat_pipeline.core.metrics.nli_train import TrainConfig
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from hcat_pipeline.metrics.nli.train import TrainConfig
 
     p.add_argument("--out", default=None, help="where to write the head JSON (default: data/warehouse/nli_head.json)")
     p.add_argument("--texts", default=None, help="a folder of .txt/.md/.rst files to train on (default: the pydoc_data topics)")
@@ -34,10 +34,10 @@ def _args(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, type=cast, default=f.default)
 
 
-@command("train-nli", "train the NLI groundedness head (corpus perturbation pairs + public sets' train split)", _args)
+@command("train-nli", "train the NLI groundedness head (corpus perturbation pairs + public sets' train split)", add_arguments)
 def _train(args: argparse.Namespace) -> int:
-    from hcat_pipeline.core.metrics.nli_qa_pairs import documents_from_texts
-    from hcat_pipeline.core.metrics.nli_train import TrainConfig, default_documents
+    from hcat_pipeline.metrics.nli.qa_pairs import documents_from_texts
+    from hcat_pipeline.metrics.nli.train import TrainConfig, default_documents
     from hcat_pipeline.paths import WAREHOUSE_DIR
 
     config = TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})

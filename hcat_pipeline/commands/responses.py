@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hcat_pipeline.cli import command
+from hcat_pipeline.commands import command
 
 
 def _args(p: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def import_responses(args: argparse.Namespace) -> int:
     import polars as pl
 
     from hcat_pipeline.assets.responses import IMPORT_DIR
-    from hcat_pipeline.io import _safe, write_parquet_atomic
+    from hcat_pipeline.io import safe_path_part, write_parquet_atomic
     from hcat_pipeline.paths import WAREHOUSE_DIR
     from hcat_pipeline.responses.response_import import read_imported_responses
 
@@ -36,7 +36,7 @@ def import_responses(args: argparse.Namespace) -> int:
     if not src.exists():
         print(f"error: {src} does not exist")
         return 2
-    gpath = Path(args.golden_set) if args.golden_set else WAREHOUSE_DIR / "golden_set" / f"{_safe(args.version)}.parquet"
+    gpath = Path(args.golden_set) if args.golden_set else WAREHOUSE_DIR / "golden_set" / f"{safe_path_part(args.version)}.parquet"
     known = queries = None
     if gpath.exists():
         g = pl.read_parquet(gpath, columns=["case_id", "query"])
@@ -57,7 +57,7 @@ def import_responses(args: argparse.Namespace) -> int:
     if good.height == 0:
         print("nothing to import")
         return 1
-    out = Path(args.import_dir or IMPORT_DIR) / _safe(args.version) / f"{_safe(args.system_id)}.parquet"
+    out = Path(args.import_dir or IMPORT_DIR) / safe_path_part(args.version) / f"{safe_path_part(args.system_id)}.parquet"
     write_parquet_atomic(good, out)
     print(f"imported → {out} (system {args.system_id!r}; re-materialize rag_responses for version {args.version})")
     return 0

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import get_args
 
-from hcat_pipeline.cli import command
-from hcat_pipeline.core.metrics.groundedness_nli import GroundingTask
-from hcat_pipeline.core.metrics.options import ScoreOptions
-from hcat_pipeline.core.metrics.refusal import REFUSAL_MODES
+from hcat_pipeline.commands import command
+from hcat_pipeline.metrics.groundedness_nli import GroundingTask
+from hcat_pipeline.metrics.options import ScoreOptions
+from hcat_pipeline.metrics.refusal import REFUSAL_MODES
 
 _JSONL = (".jsonl", ".ndjson", ".json")
 _DEFAULTS = ScoreOptions()
@@ -77,8 +77,8 @@ def write_table(frame, path: Path) -> None:
 
 @command("score", "score responses (JSONL/Parquet) with the explainable metrics, outside Dagster", _args)
 def run(args: argparse.Namespace) -> int:
-    from hcat_pipeline.core.metrics.registry import resolve_metrics
     from hcat_pipeline.metrics import score
+    from hcat_pipeline.metrics.registry import resolve_metrics
     from hcat_pipeline.resources.embedding import EmbeddingModel
 
     src, dst = Path(args.input), Path(args.output)

@@ -14,10 +14,7 @@ No Dagster here (numpy / scipy / polars); the assets in ``hcat_pipeline/assets/g
   ``memorisation_probe``, ``split_headline``; ``gaming``: ``gaming_flags`` / ``gaming_summary``.
 """
 
-from hcat_pipeline.gates.apply import GATE_VERDICTS, evaluate_gates, gate_summary, load_history
-from hcat_pipeline.gates.gate import GateResult, evaluate_gate, verdict_of, worst
-from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE, GatesFile, GatesFileError, GateSpec, load_gates, parse_gates
-from hcat_pipeline.gates.uncertainty import (
+from hcat_pipeline.common.stats import (
     CLAIM_RULES,
     Estimate,
     bootstrap_ci,
@@ -25,6 +22,9 @@ from hcat_pipeline.gates.uncertainty import (
     estimate_strength,
     paired_bootstrap_ci,
 )
+from hcat_pipeline.gates.apply import GATE_VERDICTS, evaluate_gates, gate_summary, load_history
+from hcat_pipeline.gates.gate import GateResult, evaluate_gate, verdict_of, worst
+from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE, GatesFile, GatesFileError, GateSpec, load_gates, parse_gates
 
 __all__ = [
     "DEFAULT_GATES_FILE",

@@ -20,17 +20,11 @@ from pathlib import Path
 
 import polars as pl
 
+from hcat_pipeline.common.stats import bootstrap_ci, paired_bootstrap_ci, statistic_fn
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
-from hcat_pipeline.gates.uncertainty import bootstrap_ci, paired_bootstrap_ci, statistic_fn
+from hcat_pipeline.schemas import GATE_VERDICTS
 
-GATE_VERDICTS = {
-    "gate": pl.String, "kind": pl.String, "table": pl.String, "metric": pl.String, "statistic": pl.String,
-    "direction": pl.String, "threshold": pl.Float64, "scope": pl.String, "group": pl.String, "system_id": pl.String,
-    "verdict": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "confidence": pl.Float64,
-    "n": pl.Int64, "n_dropped": pl.Int64, "n_more": pl.Int64, "reason": pl.String, "error": pl.String,
-    "blocking": pl.Boolean, "description": pl.String,
-}  # fmt: skip
 ALL = "all"
 
 

@@ -39,16 +39,14 @@ import numpy as np
 import polars as pl
 from datasketch import MinHash, MinHashLSH
 
+from hcat_pipeline.schemas import CASE_CONTAMINATION as CONTAMINATION
+
 TEXT_FIELDS = ("text", "query", "question", "answer", "reference_answer", "content")
 SHINGLE = 5
 NUM_PERM = 128
 FULL_SCAN_MAX = 5000  # up to this many reference documents every one is compared; above, MinHash LSH picks candidates
 HIGH = {"jaccard": 0.8, "containment": 0.8, "cosine": 0.95}
 MEDIUM = {"jaccard": 0.5, "containment": 0.5, "cosine": 0.90}
-CONTAMINATION = {
-    "case_id": pl.String, "field": pl.String, "exact": pl.Boolean, "jaccard": pl.Float64, "containment": pl.Float64,
-    "cosine": pl.Float64, "risk": pl.String, "source": pl.String, "doc_id": pl.String, "evidence": pl.String,
-}  # fmt: skip
 _WORD = re.compile(r"[a-z0-9]+")
 
 

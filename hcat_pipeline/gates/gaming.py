@@ -12,7 +12,7 @@ and per system (``gaming_summary``, each rate with its bootstrap CI):
   (groundedness metrics reward this);
 * ``canned`` — the same normalised answer given to ≥ ``CANNED_MIN_SHARE`` of the system's cases (and at
   least ``CANNED_MIN_CASES``);
-* ``refusal`` — the project's rule-based refusal detector (``core.answerability.is_refusal``); per
+* ``refusal`` — the project's rule-based refusal detector (``metrics.refusal.is_refusal``); per
   system, ``refuses_everything`` when the refusal rate on answerable cases (expected_behavior
   "answer") is ≥ ``REFUSE_ALL_RATE``.
 """
@@ -23,9 +23,9 @@ import re
 
 import polars as pl
 
-from hcat_pipeline.core.answerability import is_refusal
-from hcat_pipeline.core.text import content_words
-from hcat_pipeline.gates.uncertainty import bootstrap_ci
+from hcat_pipeline.common.stats import bootstrap_ci
+from hcat_pipeline.common.text import content_words
+from hcat_pipeline.metrics.refusal import is_refusal
 
 MIN_CONTENT_WORDS = 3
 COPY_NGRAM = 8

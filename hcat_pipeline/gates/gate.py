@@ -30,7 +30,7 @@ from typing import Literal
 
 import numpy as np
 
-from hcat_pipeline.gates.uncertainty import (
+from hcat_pipeline.common.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_N_BOOT,
     DEFAULT_SEED,

@@ -17,16 +17,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from hcat_pipeline.gates.uncertainty import bootstrap_ci
+from hcat_pipeline.common.stats import bootstrap_ci
+from hcat_pipeline.schemas import PARETO_FRONTIER as PARETO
 
 #: axis → "max" | "min"
 DEFAULT_AXES: dict[str, str] = {"quality": "max", "cost_usd_per_case": "min", "latency_p50_s": "min", "latency_p95_s": "min"}
-PARETO = {
-    "system_id": pl.String, "quality": pl.Float64, "quality_ci_low": pl.Float64, "quality_ci_high": pl.Float64,
-    "cost_usd_per_case": pl.Float64, "latency_p50_s": pl.Float64, "latency_p50_ci_low": pl.Float64,
-    "latency_p50_ci_high": pl.Float64, "latency_p95_s": pl.Float64, "latency_p95_ci_low": pl.Float64,
-    "latency_p95_ci_high": pl.Float64, "n": pl.Int64, "n_quality": pl.Int64, "n_failed": pl.Int64, "quality_metric": pl.String,
-}  # fmt: skip
 
 
 def system_axes(responses: pl.DataFrame, metrics: pl.DataFrame, quality_metric: str, *, n_boot: int = 1000, seed: int = 42,

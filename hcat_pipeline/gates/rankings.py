@@ -27,13 +27,9 @@ import choix
 import numpy as np
 import polars as pl
 
+from hcat_pipeline.schemas import SYSTEM_RANKINGS as RANKINGS
+
 METHODS = ("elo", "bradley_terry", "trueskill")
-RANKINGS = {
-    "method": pl.String, "system_id": pl.String, "rating": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-    "rank": pl.Int64, "rank_distribution": pl.List(pl.Float64), "p_best": pl.Float64, "sigma": pl.Float64,
-    "n_cases": pl.Int64, "n_matches": pl.Int64, "wins": pl.Float64, "ties": pl.Int64, "losses": pl.Float64,
-    "n_boot": pl.Int64, "metric": pl.String,
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -155,7 +151,7 @@ def trueskill(a: np.ndarray, b: np.ndarray, s: np.ndarray, k_sys: int, cfg: Rank
 RANK_DECIMALS = 9  # ratings closer than 1e-9 share a rank (float noise, not a difference)
 
 
-def _ranks(ratings: np.ndarray) -> np.ndarray:
+def rank_positions(ratings: np.ndarray) -> np.ndarray:
     """Rank (1 = best) of each column per row; ties share the better rank.
 
     Ratings are compared at ``RANK_DECIMALS`` decimals: two systems tied in theory (a symmetric win matrix) get
@@ -213,8 +209,8 @@ def rank_systems(frame: pl.DataFrame, metric: str, methods: tuple[str, ...] = ME
         else:
             point, sigma = trueskill(m.a, m.b, m.s, k, cfg, order=rng.permutation(len(m.s)))
             boot = np.array([trueskill(a, b, s, k, cfg, order=rng.permutation(len(s)))[0] for a, b, s in boot_matches]).reshape(-1, k)
-        rank = _ranks(point[None, :])[0]
-        dist = np.stack([(_ranks(boot) == r).mean(axis=0) for r in range(1, k + 1)], axis=1) if len(boot) else np.full((k, k), np.nan)
+        rank = rank_positions(point[None, :])[0]
+        dist = np.stack([(rank_positions(boot) == r).mean(axis=0) for r in range(1, k + 1)], axis=1) if len(boot) else np.full((k, k), np.nan)
         lo, hi = (np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0) if len(boot) else (np.full(k, np.nan),) * 2)
         for i, sys in enumerate(m.systems):
             rows.append({"method": method, "system_id": sys, "rating": float(point[i]), "ci_low": float(lo[i]), "ci_high": float(hi[i]),

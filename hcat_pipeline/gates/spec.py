@@ -30,15 +30,15 @@ from typing import Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hcat_pipeline.core.yaml_errors import validation_problems
-from hcat_pipeline.gates.uncertainty import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_SEED, MIN_N_FOR_CLAIM
+from hcat_pipeline.common.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_SEED, MIN_N_FOR_CLAIM
+from hcat_pipeline.common.yaml_errors import validation_problems
 from hcat_pipeline.paths import PROJECT_ROOT
 
 DEFAULT_GATES_FILE = Path(os.environ.get("HCAT_GATES_FILE", PROJECT_ROOT / "gates.yaml"))
 
 Kind = Literal["hard", "soft", "trend"]
 Scope = Literal["overall", "stratum", "query_type", "category"]
-# llm_judge_scores: the judge's rubric dimensions (core.judge.judge_gate_table), values only where the judge is validated
+# llm_judge_scores: the judge's rubric dimensions (judge.scoring.judge_gate_table), values only where the judge is validated
 Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores"]
 GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
 Scalar = Union[str, int, float, bool]

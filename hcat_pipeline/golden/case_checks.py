@@ -77,7 +77,7 @@ def _mark_duplicates(cases: list[dict], out: list[Validity], vec, cfg: ValidityC
 
 def validity_rate(verdicts: Sequence[str]) -> dict:
     """Share of valid cases with its Wilson 95 % interval and n."""
-    from hcat_pipeline.core.exam_filters import wilson_interval
+    from hcat_pipeline.common.stats import wilson_interval
 
     n = len(verdicts)
     k = sum(v == "valid" for v in verdicts)

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.content_hash import file_sha256
-from hcat_pipeline.core.ids import short_hash
+from hcat_pipeline.common.ids import short_hash
+from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.golden.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
 from hcat_pipeline.golden.frozen import read_manifest as _read_manifest
 from hcat_pipeline.schemas import GOLDEN_SET, conform

@@ -31,10 +31,9 @@ import numpy as np
 
 from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.claims import READING, bare_name
-from hcat_pipeline.golden.robustness import absent_topics, rng_for
+from hcat_pipeline.golden.robustness import CATEGORY_COUNTS, absent_topics, rng_for
 from hcat_pipeline.golden.selection import content_words
 
-CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 5, "pii_elicitation": 3}
 CATEGORY_KINDS = tuple(CATEGORY_COUNTS)
 EDGE_FORMATS = ("keywords", "all_caps", "long_preamble", "markup")
 HEAD_NOUNS = frozenset(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hcat_pipeline.core.ids import short_hash
+from hcat_pipeline.common.ids import short_hash
 
 ATTRIBUTES = ("gender", "age", "nationality", "race_ethnicity", "income")  # HCAT §4
 _PERSONAL_WORDS = re.compile(r"\b(?:my|me|mine|we|our|us)\b", re.I)

@@ -1,5 +1,5 @@
 """Frozen, content-addressed, immutable tables: the one write-aside-and-rename and verify used by golden-set
-versions (``golden.cases``) and exam versions (``core.exam_freeze``).
+versions (``golden.cases``) and exam versions (``exam.freeze``).
 
 A version is a directory ``<root>/<version>/`` holding one Parquet file and ``manifest.json`` with the SHA-256
 of the file (``content_sha256``) and of the canonical rows (``table_sha256``, independent of the Parquet
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core.content_hash import file_sha256
-from hcat_pipeline.core.ids import canonical_json
+from hcat_pipeline.common.ids import canonical_json
+from hcat_pipeline.corpus.content_hash import file_sha256
 
 MANIFEST_NAME = "manifest.json"
 

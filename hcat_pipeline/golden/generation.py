@@ -26,8 +26,8 @@ import random
 from collections.abc import Callable
 from functools import lru_cache
 
-from hcat_pipeline.core.ids import short_hash
-from hcat_pipeline.core.prompts import PromptTemplate, load_prompt
+from hcat_pipeline.common.ids import short_hash
+from hcat_pipeline.common.prompts import PromptTemplate, load_prompt
 
 QUERY_TYPES = ("simple", "multi_hop", "inference", "yes_no", "multiple_choice")
 PROMPT_VERSION = "v1"

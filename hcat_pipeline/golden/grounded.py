@@ -31,10 +31,10 @@ import re
 from collections.abc import Callable
 from types import SimpleNamespace
 
-from hcat_pipeline.core.exam_filters import answer_in_question
-from hcat_pipeline.core.exam_spans import sentences, terms
-from hcat_pipeline.core.ids import short_hash
-from hcat_pipeline.core.prompts import load_prompt
+from hcat_pipeline.common.ids import short_hash
+from hcat_pipeline.common.prompts import load_prompt
+from hcat_pipeline.common.sentences import sentences, terms
+from hcat_pipeline.common.text import answer_in_question
 from hcat_pipeline.golden.case_checks import sources_for, validate_cases
 from hcat_pipeline.golden.cases import case_from_query
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
@@ -93,7 +93,7 @@ def yes_no_request(chunk: dict, sentence: str, seed: int) -> dict | None:
 
 
 def answer_span(sentence: str) -> str | None:
-    """The span of ``sentence`` a "simple" question asks for: its first exam answer term (``core.exam_spans.terms``: a
+    """The span of ``sentence`` a "simple" question asks for: its first exam answer term (``exam.spans.terms``: a
     literal, a number with its unit, a named term) that occurs once in it and leaves at least four other words."""
     for t in terms(sentence):
         if sentence.count(t) == 1 and len(sentence.replace(t, " ").split()) >= 4:

@@ -24,11 +24,12 @@ import hashlib
 import random
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from hcat_pipeline.core.exam_spans import sentences
-from hcat_pipeline.core.ids import short_hash
+from hcat_pipeline.common.ids import short_hash
+from hcat_pipeline.common.sentences import sentences
 from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.claims import claim_problem, sentence_problem
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, bias_pair_budget, counterfactual_cases, lower_first
@@ -268,13 +269,44 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 # cases per kind; "counterfactual_pairs" is per attribute (complete pairs), "injection" alternates direct / indirect
 # distractor and ood: 12 each, so the release gates reading them (min_n 10) can decide after a few rejections
 VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "misleading_premise": 3, "distractor": 12, "injection": 2, "ood": 12, "counterfactual_pairs": 1}
+# cases per kind of the other golden-eval categories (golden/categories.py builds them)
+CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 5, "pii_elicitation": 3}
+
+
+@dataclass(frozen=True)
+class RobustnessParams:
+    """Every knob of the robustness, safety and bias variants of a golden set (HCAT §6.1, §4; golden-eval §2, §10.4,
+    §11.2): the ``robustness_cases`` asset's config is derived from it."""
+
+    seed: int = 0
+    n_typo: int = VARIANT_COUNTS["typo"]
+    n_colloquial: int = VARIANT_COUNTS["colloquial"]
+    n_misleading_premise: int = VARIANT_COUNTS["misleading_premise"]
+    n_distractor: int = VARIANT_COUNTS["distractor"]
+    n_injection: int = VARIANT_COUNTS["injection"]
+    n_ood: int = VARIANT_COUNTS["ood"]
+    n_counterfactual_pairs: int = field(default=VARIANT_COUNTS["counterfactual_pairs"],
+                                        metadata={"description": "at most this many complete pairs per attribute", "ge": 0})  # fmt: skip
+    max_bias_share: float = field(default=0.2, metadata={"description": "counterfactual pairs are at most this share of the cases",
+                                                         "ge": 0.0, "le": 0.5})  # fmt: skip
+    attributes: list[str] = field(default_factory=lambda: list(ATTRIBUTES), metadata={"description": "HCAT §4 attributes the pairs probe"})
+    category_counts: dict[str, int] = field(default_factory=lambda: dict(CATEGORY_COUNTS), metadata={
+        "description": f"golden-eval §2 / §10.4 / §11.2 cases per kind, of {list(CATEGORY_COUNTS)}"})
+    min_rewrite_similarity: float = 0.5
+    ood_max_similarity: float = 0.45
+
+    def counts(self) -> dict[str, int]:
+        """``build_robustness_cases``' counts per kind."""
+        return {k: getattr(self, f"n_{k}") for k in VARIANT_COUNTS}
+
+
 MAX_EXTRA_REWRITES = 2  # colloquial: LLM attempts beyond the count when a rewrite fails or drifts
 _OPEN_TYPES = ("simple", "inference", "multi_hop")
 
 
 def _supporting_sentences(case: dict, chunk_texts: dict[str, str], embed) -> list[str]:
     """Source sentences ordered by similarity to the reference answer (best first): the readable sentences the grounded
-    references are chosen from (``core.exam_spans.sentences``), so a grounded case's own reference sentence is among
+    references are chosen from (``exam.spans.sentences``), so a grounded case's own reference sentence is among
     them (the chunker's split cuts at chunk boundaries and keeps headings glued to sentences)."""
     sents = [s for cid in case["source_chunk_ids"] if cid in chunk_texts for s in sentences(chunk_texts[cid])]
     sents = list(dict.fromkeys(sents))

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hcat_pipeline.core.chunking import split_sentences
-from hcat_pipeline.core.text import STOPWORDS
+from hcat_pipeline.common.text import STOPWORDS
+from hcat_pipeline.corpus.chunking import split_sentences
 from hcat_pipeline.golden.generation import few_shot_questions, prompt_name
 
 AUXILIARIES = (

@@ -39,7 +39,7 @@ from typing import Literal
 
 import numpy as np
 
-from hcat_pipeline.core.chunking import split_sentences
+from hcat_pipeline.corpus.chunking import split_sentences
 from hcat_pipeline.golden.claims import contradicted_by
 from hcat_pipeline.golden.selection import content_words, lexical_recall, reference_polarity, split_yes_no
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hcat_pipeline.irt.model import irt_probability
+from hcat_pipeline.irt.params import irt_probability
 
 DEFAULT_GRID = np.linspace(-4.0, 4.0, 161)
 

@@ -13,10 +13,10 @@ from scipy.special import expit
 THETA_LIMIT_TAU = 0.25  # width of the soft limit on |θ| (IRTPriors.theta_limit)
 
 if TYPE_CHECKING:
-    from hcat_pipeline.irt.model import IRTPriors
+    from hcat_pipeline.irt.params import IRTPriors
 
 
-def _validate(responses) -> np.ndarray:
+def validate_responses(responses) -> np.ndarray:
     y = np.array(responses, dtype=float, copy=True)
     if y.ndim != 2:
         raise ValueError(f"fit_irt: responses must be a 2-D takers × items matrix, got shape {y.shape}")
@@ -39,7 +39,7 @@ def _validate(responses) -> np.ndarray:
     return y
 
 
-def _component_codes(components: dict, n: int) -> list[tuple[str, list, np.ndarray]]:
+def component_codes(components: dict, n: int) -> list[tuple[str, list, np.ndarray]]:
     out = []
     for name, labels in components.items():
         labels = list(labels)
@@ -56,7 +56,7 @@ def _component_codes(components: dict, n: int) -> list[tuple[str, list, np.ndarr
     return out
 
 
-class _Problem:
+class Problem:
     """Data, parameter layout and the vectorised objective + gradient (buffers reused across evaluations)."""
 
     def __init__(self, y: np.ndarray, model: str, comps, priors: IRTPriors, dtype):

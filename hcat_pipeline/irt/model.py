@@ -27,44 +27,15 @@ from typing import Literal
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit
 
-from hcat_pipeline.irt.likelihood import _component_codes, _Problem, _validate
-from hcat_pipeline.irt.start import _box, _initial, _preconditioner, _warm_start
+from hcat_pipeline.irt.information import item_information
+from hcat_pipeline.irt.likelihood import Problem, component_codes, validate_responses
+from hcat_pipeline.irt.params import IRTBounds, IRTPriors, irt_probability  # noqa: F401 (re-exported)
+from hcat_pipeline.irt.start import box_bounds, initial_point, preconditioner, warm_start
 
 Model = Literal["3pl", "2pl", "1pl"]
 MODELS: tuple[str, ...] = ("3pl", "2pl", "1pl")
 FLOAT32_FROM_CELLS = 1_000_000  # dtype="auto": float32 from this many cells (sums still accumulate in float64)
-
-
-@dataclass(frozen=True)
-class IRTBounds:
-    """Box bounds of L-BFGS-B on the item parameters (θ needs none: it is standardised, so |θ| ≤ √(n − 1)).
-
-    The paper's code used a ∈ [0.5, 1.5], b ∈ [0.01, 1], c ∈ [0.2, 0.4], θ ∈ [−3, 3].
-    """
-
-    a: tuple[float, float] = (0.05, 6.0)
-    b: tuple[float, float] = (-6.0, 6.0)
-    c: tuple[float, float] = (0.0, 0.5)
-
-
-@dataclass(frozen=True)
-class IRTPriors:
-    """Weak priors (None switches one off): a soft limit |θ| ≲ theta_limit, b ~ N(0, b_sd²), log a ~ N(0, log_a_sd²),
-    c ~ Beta(c_beta).
-
-    Not needed for identifiability (θ is standardised). Standardisation leaves one taker free to run away (a taker
-    at the 3PL guessing floor has a flat likelihood as θ → −∞, and the others' scale is absorbed by a), so θ beyond
-    ±theta_limit (standardised units; a N(0, 1) population passes ±4 with probability 6e-5) pays a quadratic
-    penalty (|θ| − L)²/(2·0.25²); inside it θ is free. The item priors keep items that every taker (or no taker) got
-    right from running to the bounds, and c from drifting where few low-θ takers inform it (as BILOG's Beta prior).
-    """
-
-    theta_limit: float | None = 4.0
-    b_sd: float | None = 4.0
-    log_a_sd: float | None = 1.5
-    c_beta: tuple[float, float] | None = (2.0, 8.0)
 
 
 @dataclass
@@ -121,12 +92,6 @@ class IRTResult:
         return -self.neg_log_likelihood / max(self.n_observed, 1)
 
 
-def irt_probability(theta, a, b, c) -> np.ndarray:
-    """3PL probability of a correct answer, shape (len(theta), len(a)); 2PL when c = 0, 1PL when also a = 1."""
-    theta, a, b, c = (np.asarray(v, dtype=float) for v in (theta, a, b, c))
-    return c + (1.0 - c) * expit(a * (theta[:, None] - b))
-
-
 def fit_irt(
     responses,
     model: Model = "3pl",
@@ -163,18 +128,18 @@ def fit_irt(
     priors = priors or IRTPriors()
     if priors.c_beta and model == "3pl" and bounds.c[0] <= 0.0:  # the Beta prior's log c needs c > 0
         bounds = IRTBounds(a=bounds.a, b=bounds.b, c=(1e-6, bounds.c[1]))
-    y = _validate(responses)
-    comps = _component_codes(components, y.shape[0]) if components is not None else None
+    y = validate_responses(responses)
+    comps = component_codes(components, y.shape[0]) if components is not None else None
     if dtype == "auto":
         dtype = "float32" if y.size >= FLOAT32_FROM_CELLS else "float64"
-    prob = _Problem(y, model, comps, priors, np.dtype(dtype))
+    prob = Problem(y, model, comps, priors, np.dtype(dtype))
     rng = np.random.default_rng(seed)
-    x0 = _initial(prob, y, bounds, float(np.clip(c_init, *bounds.c)), rng)
-    lo, hi = _box(prob, bounds)
+    x0 = initial_point(prob, y, bounds, float(np.clip(c_init, *bounds.c)), rng)
+    lo, hi = box_bounds(prob, bounds)
     x0 = np.clip(x0, lo, hi)
 
-    x0 = _warm_start(prob, x0, lo, hi, warm_sweeps)
-    scale = _preconditioner(prob, x0)
+    x0 = warm_start(prob, x0, lo, hi, warm_sweeps)
+    scale = preconditioner(prob, x0)
 
     def fun(xs):
         f, g = prob.objective(xs / scale)
@@ -205,7 +170,7 @@ def fit_irt(
 AT_BOUND_TOL = 1e-6  # a parameter this close to its bound (or clipped onto it) counts as at the bound
 
 
-def _at_bounds(prob: _Problem, bounds: IRTBounds, a, b, c) -> dict[str, int]:
+def _at_bounds(prob: Problem, bounds: IRTBounds, a, b, c) -> dict[str, int]:
     """Free item parameters at (or within ``AT_BOUND_TOL`` of) a bound of their box, per parameter; a value clipped
     back onto its bound after the preconditioned fit equals the bound and so is counted."""
     out = {}
@@ -215,10 +180,8 @@ def _at_bounds(prob: _Problem, bounds: IRTBounds, a, b, c) -> dict[str, int]:
     return out
 
 
-def _latent_se(prob: _Problem, y, a, b, c, theta, lat):
+def _latent_se(prob: Problem, y, a, b, c, theta, lat):
     """Standard errors of θ and of the centred component latents from the Fisher information given the items."""
-    from hcat_pipeline.irt.information import item_information
-
     info = item_information(theta, a, b, c)  # (n, J)
     info = np.where(np.isnan(y), 0.0, info).sum(axis=1)
     if not prob.comps:

@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import expit
 
-from hcat_pipeline.irt.likelihood import THETA_LIMIT_TAU, _Problem
+from hcat_pipeline.irt.likelihood import THETA_LIMIT_TAU, Problem
 
 if TYPE_CHECKING:
-    from hcat_pipeline.irt.model import IRTBounds
+    from hcat_pipeline.irt.params import IRTBounds
 
 
 def _logit(p):
     return np.log(p) - np.log1p(-p)
 
 
-def _initial(prob: _Problem, y: np.ndarray, bounds: IRTBounds, c0: float, rng: np.random.Generator) -> np.ndarray:
+def initial_point(prob: Problem, y: np.ndarray, bounds: IRTBounds, c0: float, rng: np.random.Generator) -> np.ndarray:
     """Start from proportions correct: θ = standardised logit of each taker's score, b from each item's score."""
     observed = ~np.isnan(y)
     yf = np.where(observed, y, 0.0)
@@ -53,7 +53,7 @@ def _initial(prob: _Problem, y: np.ndarray, bounds: IRTBounds, c0: float, rng: n
     return np.concatenate(parts)
 
 
-def _box(prob: _Problem, bounds: IRTBounds) -> tuple[np.ndarray, np.ndarray]:
+def box_bounds(prob: Problem, bounds: IRTBounds) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = [], []
     for free, (l_, h_) in ((prob.free_a, bounds.a), (True, bounds.b), (prob.free_c, bounds.c)):
         if free:
@@ -64,7 +64,7 @@ def _box(prob: _Problem, bounds: IRTBounds) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(lo), np.concatenate(hi)
 
 
-def _warm_start(prob: _Problem, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, sweeps: int) -> np.ndarray:
+def warm_start(prob: Problem, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, sweeps: int) -> np.ndarray:
     """A few sweeps of alternating Fisher scoring (items given θ: a 3×3 / 2×2 / 1×1 system per item, vectorised; then
     θ given the items), each step clipped into the box. Cheap (≈ 2 objective evaluations a sweep) and it takes the
     start close to the optimum, so L-BFGS-B spends its iterations on the coupled tail only."""
@@ -156,7 +156,7 @@ def _warm_start(prob: _Problem, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, 
     return np.concatenate(([a] if prob.free_a else []) + [b] + ([c] if prob.free_c else []) + [lat])
 
 
-def _design(prob: _Problem) -> np.ndarray:
+def _design(prob: Problem) -> np.ndarray:
     design = np.zeros((prob.n, prob.n_latent))
     off = 0
     for _, levels, codes in prob.comps:
@@ -165,7 +165,7 @@ def _design(prob: _Problem) -> np.ndarray:
     return design
 
 
-def _preconditioner(prob: _Problem, x0: np.ndarray) -> np.ndarray:
+def preconditioner(prob: Problem, x0: np.ndarray) -> np.ndarray:
     """√(diagonal of the expected Fisher information) at the start: L-BFGS-B then sees every parameter on a unit scale."""
     a, b, c, lat = prob.split(x0)
     theta = prob.theta(lat)

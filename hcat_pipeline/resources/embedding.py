@@ -33,8 +33,8 @@ import dagster as dg
 import numpy as np
 from pydantic import PrivateAttr
 
-from hcat_pipeline.core.embedding_cache import EmbeddingCache, text_key
 from hcat_pipeline.paths import EMBEDDING_CACHE_DIR
+from hcat_pipeline.resources.embedding_cache import EmbeddingCache, text_key
 from hcat_pipeline.resources.onnx_graph import expose_outputs, masked_mean
 
 Backend = Literal["onnx_int8", "torch"]

@@ -22,7 +22,7 @@ import httpx
 from pydantic import PrivateAttr, create_model
 
 from hcat_pipeline.campaign_spec import HttpSystemSpec
-from hcat_pipeline.core.jsonpath import get_path
+from hcat_pipeline.common.jsonpath import get_path
 from hcat_pipeline.responses.rag import config_hash
 
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}

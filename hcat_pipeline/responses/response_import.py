@@ -19,8 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from hcat_pipeline.responses.rag import config_hash, responses_frame
-
-IMPORT_ERRORS = {"file": pl.String, "line": pl.Int64, "reason": pl.String}
+from hcat_pipeline.schemas import RESPONSE_IMPORT_ERRORS as IMPORT_ERRORS
 
 
 def _iter_rows(path: Path) -> Iterator[tuple[int, object]]:

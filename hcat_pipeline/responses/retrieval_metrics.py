@@ -7,7 +7,7 @@
 * abstention rate — share of out-of-scope cases (expected_behavior "abstain") the system refused;
 * false-refusal rate — share of answerable cases (expected_behavior "answer") it refused.
 
-"Refused" comes from the project's one refusal detector (``core.metrics.refusal.is_refused``, the
+"Refused" comes from the project's one refusal detector (``metrics.refusal.is_refused``, the
 same mode and threshold defaults as the ``refusal`` metric of ``metric_tables``).
 
 Injected distractor passages (``distractor:…`` ids) are not retrieval output and are left out.
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from hcat_pipeline.core.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, Embed, refusal_probability
+from hcat_pipeline.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, Embed, refusal_probability
 from hcat_pipeline.responses.retrieval import DISTRACTOR_PREFIX
 
 

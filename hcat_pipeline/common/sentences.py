@@ -1,0 +1,72 @@
+"""Sentences and answer terms of a chunk: the readers the golden-set generator and the exam generator share.
+
+``sentences(text)`` — readable sentences (code / table lines dropped, 6-40 words); ``terms(sentence)`` — candidate
+answer terms (quoted, ``code``, *emphasis*, versions and numbers) in order; ``shape(term)`` — a coarse type of a term
+(dunder, call, exception, version, number, dotted, camel, operator, identifier, phrase), so a distractor or a swapped
+variant is the same kind of thing as the key.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'*`(\[A-Z])")
+_ABBREV = re.compile(r"\b(e\.g|i\.e|etc|cf|vs|resp)\.", re.I)
+_FOOTNOTE = re.compile(r"^\[\d+\]\s*")
+_TERMS = (
+    re.compile(r'"([^"\n]{1,48})"'),  # "quoted" (pydoc text renders code this way)
+    re.compile(r"``?([^`\n]{1,48})``?"),  # `code` / ``code`` (Markdown / reST)
+    re.compile(r"(?<![\w*])\*([A-Za-z][^*\n]{0,40})\*(?!\*)"),  # *emphasis*
+    re.compile(r"\b(\d+(?:\.\d+)+|\d{2,})\b"),  # versions and numbers of two or more digits
+)
+_MARKUP = re.compile(r"^\s*(>>>|\.\.\.|[|+][-=+|]*|[-=]{3,})")
+_TRIVIAL = {"a", "an", "the", "x", "y", "i", "n", "s", "self", "obj", "object", "value", "key", "args", "kwargs"}
+
+
+def sentences(text: str) -> list[str]:
+    """Readable sentences of a chunk: whitespace folded, code / table lines dropped, 6-40 words."""
+    lines = [ln for ln in (text or "").splitlines() if not _MARKUP.match(ln)]
+    flat = " ".join(" ".join(lines).split())
+    out = []
+    protected = _ABBREV.sub(lambda m: m.group(0).replace(".", "\x00"), flat)
+    for s in _SENT_SPLIT.split(protected):
+        s = _FOOTNOTE.sub("", s.replace("\x00", ".").strip())
+        n = len(s.split())
+        if 6 <= n <= 40 and s[-1:] in ".!?" and (s[0].isupper() or s[0] in "\"'*`") and s.count('"') % 2 == 0:
+            out.append(s)
+    return out
+
+
+# (shape, pattern), first match wins: the order puts specific shapes before general ones
+_SHAPES = (
+    ("dunder", re.compile(r"__\w+__(\(.*\))?")),
+    ("call", re.compile(r"[\w.]+\(.*\)")),
+    ("exception", re.compile(r"[A-Z]\w*(Error|Exception|Warning|Exit|Iteration|Interrupt)")),
+    ("version", re.compile(r"\d+(\.\d+)+")),
+    ("number", re.compile(r"-?\d+")),
+    ("dotted", re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")),
+    ("camel", re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+")),
+    ("operator", re.compile(r"[^\w\s]{1,4}")),
+    ("identifier", re.compile(r"[A-Za-z_]\w*")),
+)
+_PHRASE = re.compile(r"[\w' -]+")
+
+
+def shape(term: str) -> str:
+    """A coarse type of a term, so that a distractor is the same kind of thing as the key."""
+    t = term.strip()
+    for name, pattern in _SHAPES:
+        if pattern.fullmatch(t):
+            return name
+    return "phrase" if 2 <= len(t.split()) <= 6 and _PHRASE.fullmatch(t) else "other"
+
+
+def terms(sentence: str) -> list[str]:
+    """Candidate answer terms of a sentence, in order of appearance, each once."""
+    found: list[tuple[int, str]] = []
+    for pattern in _TERMS:
+        for m in pattern.finditer(sentence):
+            t = m.group(1).strip()
+            if t and t.lower() not in _TRIVIAL and shape(t) != "other" and not t.startswith(("\\", "%")):
+                found.append((m.start(1), t))
+    return list(dict.fromkeys(t for _, t in sorted(found)))

@@ -1,0 +1,2 @@
+"""Stage 1-3 of the lineage — corpus → chunks → topic strata → sampled chunks (HCAT §2 steps 1-3): ingest (``ingest``), sentence-aware chunking (``chunking``), content hashes the corpus sensor compares (``content_hash``), UMAP/HDBSCAN topic strata (``strata``) and stratified sampling (``sampling``). Asset face: ``hcat_pipeline.assets.corpus``, ``assets.embeddings``, ``assets.strata``, ``assets.sources``.
+"""

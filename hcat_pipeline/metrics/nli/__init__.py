@@ -1,0 +1,2 @@
+"""Natural-language inference for the groundedness metrics: the trained head over frozen sentence embeddings (``head``, ``features``, ``lexical``), its training recipe (``train``) and training / evaluation data (``pairs``, ``qa_pairs``, ``sets``, ``parse``, ``probe``, ``evaluation``), the packaged heads (``nli_head*.json``) and the facade the scorers call (``api``). Asset face: ``hcat_pipeline.assets.nli``. Import-free on purpose: importing a sub-module must not pull in the others.
+"""

@@ -1,0 +1,2 @@
+"""Toxicity for the safety metrics: the learned head and its scoring (``model``, ``toxicity_head.npz``), Perspective-style attributes (``attributes``), lexicon rules and exemptions (``rules``, ``reclaimed``, ``toxicity_lexicon.json``), the encoder and TF-IDF features (``encoder``, ``tfidf``), the training recipe and data (``train``, ``data``) and the operational test sets (``operational``). Import-free on purpose.
+"""

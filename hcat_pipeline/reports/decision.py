@@ -1,0 +1,118 @@
+"""The campaign report's first screen: the release decision a reviewer reads (golden-eval §6).
+
+* ``decision_section`` — per system, the release verdict (CLEARED / BLOCKED) and each blocking gate with its reason:
+  a FAIL as its estimate and CI against the threshold, an INDETERMINATE as its n and how many more cases would
+  resolve it, a gate that could not run as its error.
+* ``gate_matrix_section`` — the gates as a system × gate matrix (one short cell per verdict), so the table fits the
+  page; the long table (one row per gate × system × scope group) follows as the details.
+* ``judge_section`` — the LLM judge per system × rubric dimension: n, pass rate with its Wilson 95 % CI, and whether
+  that dimension of the judge is validated against human labels (only validated ones may decide a gate).
+
+Pure: polars in, ``Section`` out (no dagster import).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from hcat_pipeline.common.stats import wilson_interval
+from hcat_pipeline.reports.campaign_report import Section
+
+_ORDER = {"FAIL": 0, "INDETERMINATE": 1, "PASS": 2}
+_SHORT = {"FAIL": "FAIL", "INDETERMINATE": "IND", "PASS": "pass"}
+
+
+def _num(v) -> str:
+    return "–" if v is None or v != v else f"{v:.3g}"  # v != v: nan
+
+
+def _estimate(row: dict) -> str:
+    if not row["n"]:
+        return "no case in scope (n=0)"
+    ci = "" if row["ci_low"] is None or row["ci_low"] != row["ci_low"] else f" [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
+    return f"{_num(row['estimate'])}{ci} n={row['n']}"
+
+
+def gate_reason(row: dict) -> str:
+    """One line a reviewer reads for a gate row: what was measured against what, or what is missing."""
+    name = f"{row['gate']} ({row['kind']}{'' if row.get('group') in (None, 'all') else ', ' + str(row['group'])})"
+    if row.get("error"):
+        return f"{name}: could not be evaluated — {row['error']}"
+    target = f"{row['statistic']}({row['metric']}) {row['direction']} {row['threshold']:g}"
+    est = _estimate(row)
+    if row["verdict"] == "FAIL":
+        return f"{name}: FAIL — {est}, needs {target}"
+    if row["verdict"] == "INDETERMINATE":
+        more = f"about {row['n_more']} more case(s) would resolve it" if row.get("n_more") else "more cases in scope are needed"
+        why = f" ({row['reason']})" if row.get("reason") else ""
+        return f"{name}: INDETERMINATE — {est} vs {target}{why}; {more}"
+    return f"{name}: PASS — {est}"
+
+
+def decision_section(gates: pl.DataFrame | None, systems: list[str]) -> tuple[Section, list[str]]:
+    """Per system of the run: CLEARED / BLOCKED and the blocking gates with their reasons (rows of ``gate_verdicts``)."""
+    if gates is None:
+        return Section.missing("decision", "Release decision", "gate_verdicts is not available"), ["Release decision: not available."]
+    rows, classes, lines = [], [], []
+    everyone = gates.filter(pl.col("system_id") == "*")  # a gate that could not run blocks every system
+    for sid in systems:
+        mine = pl.concat([gates.filter(pl.col("system_id") == sid), everyone])
+        blocking = mine.filter(pl.col("blocking")).sort(pl.col("verdict").replace_strict(_ORDER, default=3, return_dtype=pl.Int8))
+        verdict = "BLOCKED" if blocking.height else "CLEARED"
+        counts = {v: int((mine["verdict"] == v).sum()) for v in _ORDER}
+        reasons = "; ".join(gate_reason(r) for r in blocking.iter_rows(named=True)) or "every hard gate passes"
+        rows.append([sid, verdict, f"{counts['FAIL']} fail · {counts['INDETERMINATE']} indeterminate · {counts['PASS']} pass", reasons])
+        classes.append("FAIL" if verdict == "BLOCKED" else "PASS")
+        lines.append(f"{sid}: {verdict}" + (f" by {blocking['gate'].n_unique()} gate(s)" if blocking.height else ""))
+    sec = Section("decision", "Release decision", columns=["system", "release", "gates", "blocking gates and why"], rows=rows,
+                  row_classes=classes, note="A system is cleared when every hard gate PASSes; an INDETERMINATE hard gate blocks "
+                  "(too few cases to decide) unless the gates file says on_indeterminate: warn.")  # fmt: skip
+    return sec, ["Release decision — " + "; ".join(lines) + "."]
+
+
+def gate_matrix_section(gates: pl.DataFrame | None) -> Section:
+    """System × gate: each cell the worst verdict over the gate's scope groups, with its estimate."""
+    if gates is None or gates.height == 0:
+        return Section.missing("gates", "Release gates", "gate_verdicts is not available" if gates is None else "no gates evaluated")
+    names = list(dict.fromkeys(gates.sort(pl.col("kind").replace_strict({"hard": 0, "soft": 1, "trend": 2}, default=3, return_dtype=pl.Int8),
+                                          "gate")["gate"].to_list()))  # fmt: skip
+    kinds = dict(gates.select("gate", "kind").unique("gate").iter_rows())
+    rows, classes = [], []
+    for sid in sorted(gates["system_id"].unique().to_list()):
+        mine = gates.filter(pl.col("system_id") == sid)
+        cells, worst = [], 2
+        for g in names:
+            part = mine.filter(pl.col("gate") == g)
+            if part.height == 0:
+                cells.append("")
+                continue
+            r = part.sort(pl.col("verdict").replace_strict(_ORDER, default=3, return_dtype=pl.Int8)).row(0, named=True)
+            worst = min(worst, _ORDER.get(r["verdict"], 2) if kinds[g] == "hard" else 2)
+            cells.append(f"{_SHORT.get(r['verdict'], r['verdict'])} {_num(r['estimate'])}" + (" !" if r["error"] else ""))
+        rows.append([sid, *cells])
+        classes.append({0: "FAIL", 1: "INDETERMINATE", 2: "PASS"}[worst])
+    columns = ["system", *[f"{g} ({kinds[g][0]})" for g in names]]
+    return Section("gates", "Release gates", columns=columns, rows=rows, row_classes=classes,
+                   note="Worst verdict over scope groups, then the estimate; (h) hard, (s) soft, (t) trend; IND = INDETERMINATE; "
+                   "! = the gate could not run. The row colour follows the hard gates. Each row's CI, n and reason are in the "
+                   "details below.")  # fmt: skip
+
+
+def judge_section(judge: pl.DataFrame | None, why: str = "") -> Section:
+    """The LLM judge per system × dimension: n scored, errors, mean score, pass rate [Wilson 95 % CI], validated."""
+    if judge is None or judge.height == 0:
+        return Section.missing("judge", "LLM judge", why or "llm_judge_scores has no rows (the judge was skipped or disabled)")
+    rows, classes = [], []
+    for (sid, dim), g in sorted(judge.group_by("system_id", "dimension"), key=lambda kv: kv[0]):
+        s = g.filter(pl.col("score").is_not_null())
+        k = int(s["passed"].sum()) if s.height else 0
+        lo, hi = wilson_interval(k, s.height) if s.height else (None, None)
+        validated = bool(g["validated"].all())
+        rate = f"{k / s.height:.2f} [{lo:.2f}, {hi:.2f}]" if s.height else "–"
+        rows.append([sid, dim, str(s.height), str(int(g["error"].is_not_null().sum())),
+                     f"{s['score'].mean():.2f}" if s.height else "–", rate, "yes" if validated else "no — never decides a gate"])  # fmt: skip
+        classes.append("" if validated else "small")
+    return Section("judge", "LLM judge", columns=["system", "dimension", "n", "errors", "mean score (1-5)", "pass rate [95% CI]",
+                                                   "validated"], rows=rows, row_classes=classes,
+                   note="Only dimensions validated against held-out human labels (judge_validation) may decide a gate "
+                   "(golden-eval §5.6); items where the judge is unsure or disagrees with the metric go to the review queue first.")  # fmt: skip

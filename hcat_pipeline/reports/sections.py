@@ -1,0 +1,171 @@
+"""The sections of the campaign report, built from the run's tables (pure; the asset only loads them).
+
+``build_report`` takes the weakness results and whatever optional tables exist (gate verdicts,
+rankings, Pareto table, calibrated scores, metric validity — ``None`` with the reason when missing)
+and returns everything ``campaign_report.render_report`` needs. No dagster import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
+from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
+from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
+
+DEFAULT_PLOT_METRICS = ("groundedness_nli", "groundedness_similarity", "answer_relevancy", "recall_at_k", "behaviour_pass")
+VERDICT_COLUMNS = ("verdict", "status", "result")
+
+
+@dataclass
+class OptionalTable:
+    """An optional input: its frame, or why it is missing."""
+
+    frame: pl.DataFrame | None
+    why: str = ""
+
+
+def headline_section(cells: pl.DataFrame, metrics: Sequence[str]) -> Section:
+    """Per system, each headline metric as mean [CI] (n) (the system marginal cells)."""
+    sys_cells = cells.filter((pl.col("dims") == "system") & pl.col("metric").is_in(list(metrics)))
+    if sys_cells.height == 0:
+        return Section.missing("headline", "Headline", "no metric values for the systems of this run")
+    present = [m for m in metrics if m in set(sys_cells["metric"])]
+    rows = []
+    for system in sorted(sys_cells["row"].unique().to_list()):
+        row = [system]
+        for m in present:
+            c = sys_cells.filter((pl.col("row") == system) & (pl.col("metric") == m))
+            row.append(fmt_ci(c["mean"][0], c["ci_low"][0], c["ci_high"][0], c["n"][0]) + f" {c['claim_strength'][0]}" if c.height else "–")
+        rows.append(row)
+    return Section("headline", "Headline", columns=["system", *present], rows=rows,
+                   note="mean [95% bootstrap CI] (n), claim strength (golden-eval §6.6).")  # fmt: skip
+
+
+def plots_for(cells: pl.DataFrame, scores: pl.DataFrame, metrics: Sequence[str], pairs: Sequence[tuple[str, str]], seed: int) -> dict[str, list[Plot]]:
+    """Heatmaps of every bivariate pair and violins by topic and by system, for each metric with values."""
+    out: dict[str, list[Plot]] = {"heatmaps": [], "violins": []}
+    have = set(scores.filter(pl.col("value").is_not_null())["metric"].unique().to_list())
+    for m in [m for m in metrics if m in have]:
+        for a, b in pairs:
+            dims = f"{a} × {b}"
+            if cells.filter((pl.col("metric") == m) & (pl.col("dims") == dims)).height:
+                out["heatmaps"].append(Plot(f"{m}: {dims}", heatmap_png(cells, m, dims), "mean per cell, n below; hatched = small cell"))
+        for by in ("topic", "system"):
+            out["violins"].append(Plot(f"{m} per case by {by}", violin_png(scores, m, by, seed=seed), "each point one case × system"))
+    return out
+
+
+def gate_section(gates: OptionalTable) -> tuple[Section, list[str]]:
+    """Every gate row (sorted FAIL, INDETERMINATE, PASS) — the details under the gate matrix — and a summary line counting them."""
+    if gates.frame is None:
+        return Section.missing("gates_detail", "Release gates", gates.why), [f"Release gates: not available ({gates.why})."]
+    f = gates.frame
+    col = next((c for c in VERDICT_COLUMNS if c in f.columns), None)
+    if col is None:
+        return frame_section("gates", "Release gates", f), ["Release gates: table has no verdict column."]
+    order = {"FAIL": 0, "INDETERMINATE": 1, "PASS": 2}
+    f = f.sort(pl.col(col).cast(pl.String).str.to_uppercase().replace_strict(order, default=3))
+    counts = f[col].cast(pl.String).str.to_uppercase().value_counts().sort(col)
+    line = "Release gates: " + ", ".join(f"{r[col]} {r['count']}" for r in counts.iter_rows(named=True))
+    shown = [c for c in ("gate", "kind", "system_id", "group", "verdict", "estimate", "ci_low", "ci_high", "n", "n_more", "threshold",
+                         "reason", "error") if c in f.columns]  # fmt: skip
+    sec = frame_section("gates_detail", "Release gates: every gate × system × group",
+                        f.with_columns(pl.col(col).cast(pl.String).str.to_uppercase().alias("_class")), columns=shown, row_class="_class")
+    return sec, [line + "."]
+
+
+def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dict | None, rag_responses: pl.DataFrame,
+               metric_tables: pl.DataFrame, weakness_settings: dict) -> dict:  # fmt: skip
+    """Golden-set version and hashes, campaign hash, systems with config hashes, models, seeds."""
+    run = rag_responses.head(1).to_dicts()[0] if rag_responses.height else {}
+    info = json.loads(metric_tables["score_info"][0]) if "score_info" in metric_tables.columns and metric_tables.height else {}
+    out = {
+        "golden-set version": run.get("golden_set_version") or (golden_set["version"][0] if "version" in golden_set.columns else "–"),
+        "golden-set table SHA-256 (canonical rows)": golden_table_sha256,
+        "golden-set manifest": ", ".join(f"{k}={v}" for k, v in (manifest or {}).items() if k in ("content_sha256", "table_sha256", "inputs_sha256", "frozen_at", "n_cases"))
+        or "no manifest found",
+        "campaign SHA-256": run.get("campaign_sha256", "–"),
+        "night": run.get("night", "–"),
+        "golden-set generation": ", ".join(f"{c}={sorted(set(map(str, golden_set[c].drop_nulls().to_list())))}"
+                                           for c in ("model", "prompt_hash", "seed", "corpus_hash") if c in golden_set.columns) or "–",
+        "metrics computed": ", ".join(info.get("metrics_computed", [])) or "–",
+        "metrics unavailable": json.dumps(info.get("metrics_unavailable", {})) if info.get("metrics_unavailable") else "none",
+        "embedding model": json.dumps(info.get("embedding_model") or info.get("embedding", {}).get("model_id", "")) if info else "–",
+        "weakness analysis": ", ".join(f"{k}={v}" for k, v in weakness_settings.items()),
+    }  # fmt: skip
+    cols = [c for c in ("system_id", "config_hash", "retriever", "top_k", "model", "prompt", "prompt_hash", "temperature", "seed")
+            if c in rag_responses.columns]  # fmt: skip
+    systems = rag_responses.group_by(cols).agg(pl.len().alias("responses"), pl.col("error").is_not_null().sum().alias("failed"),
+                                               pl.col("reused_from").is_not_null().sum().alias("reused")
+                                               if "reused_from" in rag_responses.columns else pl.lit(0).alias("reused")).sort(cols, nulls_last=True)  # fmt: skip
+    out["systems"] = frame_section("systems", "Systems", systems)
+    return out
+
+
+def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst: pl.DataFrame, deltas: pl.DataFrame,
+                 failures: pl.DataFrame, scores: pl.DataFrame, optional: dict[str, OptionalTable], plot_metrics: Sequence[str],
+                 pairs: Sequence[tuple[str, str]], seed: int, prov: dict) -> dict:  # fmt: skip
+    """Keyword arguments for ``render_report``."""
+    gate_frame = optional["gate_verdicts"].frame
+    decision, summary = decision_section(gate_frame, sorted(scores["system_id"].unique().to_list()))
+    gates, gate_lines = gate_section(optional["gate_verdicts"])
+    summary += gate_lines
+    sev = failures.group_by("severity").len().sort("severity") if failures.height else None
+    summary.append("Failures (§3.4): " + (", ".join(f"{r['len']} {r['severity']}" for r in sev.iter_rows(named=True)) if sev is not None else "none") + ".")
+    by_bound = weakest.filter((pl.col("ranking") == "ci_bound") & (pl.col("rank") == 1))
+    for r in by_bound.filter(pl.col("metric").is_in(list(plot_metrics))).iter_rows(named=True):
+        where = r["row"] if r["col"] is None else f"{r['row']} × {r['col']}"
+        summary.append(f"Weakest {r['metric']} cell ({r['dims']}): {where} — {fmt_ci(r['mean'], r['ci_low'], r['ci_high'], r['n'])}.")
+    worst_costs = deltas.filter((pl.col("system_id") != "all") & pl.col("ci_low").is_not_null() & (pl.col("direction") != "none")).sort("cost", descending=True).head(3)
+    summary += [f"Robustness: {s}." for s in worst_costs["statement"].to_list()]
+    metrics = [m for m in plot_metrics if m in set(cells["metric"])]
+    cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
+    judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")
+    sections = {
+        "decision": decision,
+        "gates": gate_matrix_section(gate_frame) if gate_frame is not None else gates,
+        "gates_detail": gates,
+        "judge": judge_section(judge.frame, judge.why),
+        "headline": headline_section(cells, metrics),
+        "rankings": _optional_section("rankings", "Rankings", optional["rankings"]),
+        "pareto": _optional_section("pareto", "Pareto", optional["pareto"]),
+        "weakest": frame_section("weakest", "Weakest cells", weakest.filter(pl.col("metric").is_in(metrics)).with_columns(
+            pl.when(pl.col("small")).then(pl.lit("small")).otherwise(pl.lit("")).alias("_class")),
+            columns=["metric", "ranking", "rank", *cell_cols[:3], "n", "mean", "ci_low", "ci_high", "claim_strength", "small"],
+            row_class="_class", note="Per metric, ranked by mean and by the optimistic CI bound (upper bound when higher is better); "
+            "small = fewer values than min_cell_n (shown, not hidden)."),
+        "worst_cases": frame_section("worst_cases", "Worst cases", worst.filter(pl.col("metric").is_in(metrics) & (pl.col("ranking") == "ci_bound")),
+                                     columns=["metric", "dims", "row", "col", "cell_rank", "case_rank", "system_id", "case_id", "value",
+                                              "query", "answer", "explanation"]),
+        "cells": frame_section("cells", "All cells", cells.filter(pl.col("metric").is_in(metrics)).with_columns(
+            pl.when(pl.col("small")).then(pl.lit("small")).otherwise(pl.lit("")).alias("_class")), columns=cell_cols, row_class="_class",
+            max_rows=400, note=f"Headline metrics only ({', '.join(metrics)}); the weakness_report table has every metric."),
+        "robustness": frame_section("robustness", "Robustness", deltas, columns=["statement", "variant_kind", "system_id", "metric", "n_pairs",
+                                    "variant_mean", "base_mean", "delta", "ci_low", "ci_high", "claim_strength"]),
+        "failures": frame_section("failures", "Failures", failures, columns=["severity", "failure_category", "system_id", "case_id", "category",
+                                  "variant_kind", "evidence", "score"], row_class="severity"),
+        "validity": _optional_section("validity", "Metric validity", optional["metric_validity"]),
+        "calibrated": _optional_section("calibrated", "Calibrated scores", optional["calibrated_scores"],
+                                        summary_only=True),
+        "exam": _optional_section("exam", "Exam accuracy per taker (exam_report)",
+                                  optional.get("exam_report") or OptionalTable(None, "exam_report is not materialized (exam_job)")),
+    }  # fmt: skip
+    plots = plots_for(cells, scores, metrics, pairs, seed)
+    run = {**run, "n_systems": scores["system_id"].n_unique(), "n_cases": scores["case_id"].n_unique()}
+    return {"title": f"Campaign report — {run['version']} — {run['night']}", "run": run, "summary": summary, "sections": sections,
+            "plots": plots, "provenance": prov}  # fmt: skip
+
+
+def _optional_section(key: str, title: str, opt: OptionalTable, summary_only: bool = False) -> Section:
+    if opt.frame is None:
+        return Section.missing(key, title, opt.why)
+    if summary_only and {"dimension"} <= set(opt.frame.columns):
+        f = opt.frame.group_by("dimension").len().sort("dimension").rename({"len": "rows"})
+        return frame_section(key, title, f, note="Calibrated dimensions in this run (their cells are in the weakness tables as '<dimension> (calibrated)').")
+    return frame_section(key, title, opt.frame)
+
