@@ -13,6 +13,18 @@ from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET
 
+
+def stub_asset(name: str, table, partitions_def=None) -> dg.AssetsDefinition:
+    """A stand-in upstream asset named ``name`` returning ``table`` (a frame, or a zero-argument function giving one):
+    the one declaration of a stub every asset test uses for the tables upstream of the asset it tests."""
+
+    @dg.asset(name=name, partitions_def=partitions_def)
+    def _stub() -> pl.DataFrame:
+        return table() if callable(table) else table
+
+    return _stub
+
+
 VERSION = "v-test"
 NIGHT = "2026-11-20"
 RUN = f"{VERSION}|{NIGHT}"  # the stored partition key (MultiPartitionKey string form)
@@ -42,14 +54,12 @@ def golden_frame() -> pl.DataFrame:
     return pl.DataFrame(full, schema=GOLDEN_SET)
 
 
-@dg.asset(partitions_def=golden_set_version, name="golden_set")
-def golden_set_stub() -> pl.DataFrame:
-    return golden_frame()
-
-
-@dg.asset(name="chunks")
-def chunks_stub() -> pl.DataFrame:
+def chunks_frame() -> pl.DataFrame:
     return pl.DataFrame({"chunk_id": list(CHUNKS), "doc_id": ["d"] * len(CHUNKS), "text": list(CHUNKS.values())})
+
+
+golden_set_stub = stub_asset("golden_set", golden_frame, golden_set_version)
+chunks_stub = stub_asset("chunks", chunks_frame)
 
 
 @dg.asset(name="chunk_embeddings")
@@ -97,3 +107,4 @@ class TablesIO(dg.IOManager):
     def load_input(self, context):
         key = context.asset_key.to_user_string()
         return self.written.get(key, self.tables.get(key))
+

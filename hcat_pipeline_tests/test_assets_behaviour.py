@@ -8,6 +8,7 @@ from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES, RUN_COLUMNS
+from hcat_pipeline_tests.stubs import stub_asset
 
 CTX = "The break statement terminates the nearest enclosing for or while loop."
 
@@ -43,14 +44,10 @@ def _responses():
     return pl.DataFrame(rows, schema={**RAG_RESPONSES, **RUN_COLUMNS})
 
 
-@dg.asset(partitions_def=golden_set_version, name="golden_set")
-def _golden_set() -> pl.DataFrame:
-    return _golden()
+_golden_set = stub_asset("golden_set", _golden, golden_set_version)
 
 
-@dg.asset(partitions_def=campaign_run, name="rag_responses")
-def _rag_responses() -> pl.DataFrame:
-    return _responses()
+_rag_responses = stub_asset("rag_responses", _responses, campaign_run)
 
 
 def test_behaviour_checks_asset(warehouse, embedding_model):

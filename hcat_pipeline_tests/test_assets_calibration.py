@@ -18,6 +18,7 @@ from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES, RUN_COLUMNS
+from hcat_pipeline_tests.stubs import stub_asset
 
 V, NIGHT = "v1", "2026-11-20"
 RUN = {"golden_set_version": V, "night": NIGHT, "campaign_sha256": "abc"}
@@ -33,34 +34,42 @@ def _label(case: int, system: str) -> int:  # a human label that follows the sco
     return int(s + np.random.default_rng(1000 + case * 7 + (system == "b")).normal(0, 0.2) > 0.5)
 
 
-@dg.asset(partitions_def=golden_set_version, name="golden_set")
-def _golden_set() -> pl.DataFrame:
+def _golden_set_table() -> pl.DataFrame:
     base = {c: None for c in GOLDEN_SET}
     rows = [{**base, "case_id": f"c{i}", "category": "happy_path", "query_type": ["simple", "yes_no"][i % 2], "stratum": i % 3,
              "query": f"question {i}?", "tags": [], "options": [], "constraints": [], "source_chunk_ids": []} for i in range(N_CASES)]  # fmt: skip
     return pl.DataFrame(rows, schema=GOLDEN_SET)
 
 
-@dg.asset(partitions_def=campaign_run, name="rag_responses")
-def _rag_responses() -> pl.DataFrame:
+_golden_set = stub_asset("golden_set", _golden_set_table, golden_set_version)
+
+
+def _rag_responses_table() -> pl.DataFrame:
     base = {c: None for c in RAG_RESPONSES}
     rows = [{**base, **RUN, "case_id": f"c{i}", "system_id": s, "query": f"question {i}?", "answer": f"answer {i} of {s}",
              "contexts": [f"context {i}", "second passage"], "context_chunk_ids": ["k"]} for i in range(N_CASES) for s in "ab"]  # fmt: skip
     return pl.DataFrame(rows, schema={**RAG_RESPONSES, **RUN_COLUMNS})
 
 
-@dg.asset(partitions_def=campaign_run, name="metric_tables")
-def _metric_tables() -> pl.DataFrame:
+_rag_responses = stub_asset("rag_responses", _rag_responses_table, campaign_run)
+
+
+def _metric_tables_table() -> pl.DataFrame:
     rows = [{**RUN, "case_id": f"c{i}", "system_id": s, "groundedness_similarity": _score(i, s), "toxicity": 0.01 * i,
              "least_grounded_sentence": f"answer {i} of {s}", "least_grounded_smax": 0.3} for i in range(N_CASES) for s in "ab"]  # fmt: skip
     return pl.DataFrame(rows)
 
 
-@dg.asset(partitions_def=campaign_run, name="behaviour_checks")
-def _behaviour_checks() -> pl.DataFrame:
+_metric_tables = stub_asset("metric_tables", _metric_tables_table, campaign_run)
+
+
+def _behaviour_checks_table() -> pl.DataFrame:
     rows = [{**RUN, "case_id": f"c{i}", "system_id": s, "rule": "answer_correct", "verdict": "pass", "score": 0.8, "evidence": "x"}
             for i in range(N_CASES) for s in "ab"]  # fmt: skip
     return pl.DataFrame(rows)
+
+
+_behaviour_checks = stub_asset("behaviour_checks", _behaviour_checks_table, campaign_run)
 
 
 def _write_labels(path, rows, header=("case_id", "system_id", "dimension", "label", "rater", "labelled_at")):

@@ -9,6 +9,7 @@ from hcat_pipeline.assets.golden_set import golden_candidates, golden_set
 from hcat_pipeline.assets.queries import generated_queries, robustness_cases, selected_queries
 from hcat_pipeline.golden.cases import cases_frame, new_case
 from hcat_pipeline.io import PolarsParquetIOManager
+from hcat_pipeline_tests.stubs import stub_asset
 
 PASS = (
     "The pass statement is a null operation: when it is executed, nothing happens. "
@@ -78,24 +79,28 @@ def _upstream_assets(embedding_model):
     texts = {"c1": PASS, "c2": BREAK}
     vecs = embedding_model.embed(list(texts.values()))
 
-    @dg.asset(name="chunks")
-    def chunks_():
+    def chunks__table() -> pl.DataFrame:
         return pl.DataFrame({"chunk_id": list(texts), "doc_id": ["d1", "d2"], "text": list(texts.values())})
 
-    @dg.asset(name="chunk_embeddings")
-    def chunk_embeddings_():
+    chunks_ = stub_asset("chunks", chunks__table)
+
+    def chunk_embeddings__table() -> pl.DataFrame:
         return pl.DataFrame({"chunk_id": list(texts), "embedding": pl.Series(vecs, dtype=pl.Array(pl.Float32, vecs.shape[1]))})
 
-    @dg.asset(name="topic_strata")
-    def topic_strata_():
+    chunk_embeddings_ = stub_asset("chunk_embeddings", chunk_embeddings__table)
+
+    def topic_strata__table() -> pl.DataFrame:
         return pl.DataFrame({"chunk_id": list(texts), "stratum": pl.Series([0, 0], dtype=pl.Int32), "stratum_label": ["statements"] * 2})
 
-    @dg.asset(name="sampled_chunks")
-    def sampled_chunks_():
+    topic_strata_ = stub_asset("topic_strata", topic_strata__table)
+
+    def sampled_chunks__table() -> pl.DataFrame:
         return pl.DataFrame(
             {"chunk_id": ["c1"], "doc_id": ["d1"], "text": [PASS], "stratum": pl.Series([0], dtype=pl.Int32),
              "stratum_label": ["statements"], "sample_rank": pl.Series([0], dtype=pl.Int32)}
         )  # fmt: skip
+
+    sampled_chunks_ = stub_asset("sampled_chunks", sampled_chunks__table)
 
     return [chunks_, chunk_embeddings_, topic_strata_, sampled_chunks_]
 

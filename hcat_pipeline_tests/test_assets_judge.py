@@ -11,6 +11,7 @@ from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.llm import LLM, LLMResult
+from hcat_pipeline_tests.stubs import stub_asset
 
 VERSION, NIGHT = "gs-test", "2025-03-01"
 CTX = "Savings accounts pay 2% interest per year. Fees are waived for students."
@@ -31,13 +32,14 @@ class RuleJudge(LLM):
                          "local", "rule", 0.001, 10, 5, 0.0, 1)  # fmt: skip
 
 
-@dg.asset(name="golden_set", partitions_def=golden_set_version)
-def golden_set_stub() -> pl.DataFrame:
+def golden_set_stub_table() -> pl.DataFrame:
     return pl.DataFrame({"case_id": ["c1", "c2"], "reference_answer": ["2% per year.", None]})
 
 
-@dg.asset(name="rag_responses", partitions_def=campaign_run)
-def rag_responses_stub() -> pl.DataFrame:
+golden_set_stub = stub_asset("golden_set", golden_set_stub_table, golden_set_version)
+
+
+def rag_responses_stub_table() -> pl.DataFrame:
     return pl.DataFrame({
         "case_id": ["c1", "c1", "c2"], "system_id": ["bm25", "closed_book", "bm25"], "query": ["What interest?"] * 3,
         "answer": ["They pay 2% a year.", "About 5 percent.", None], "contexts": [[CTX], [], [CTX]],
@@ -45,6 +47,9 @@ def rag_responses_stub() -> pl.DataFrame:
         "error": [None, None, "provider: HTTP 503"], "golden_set_version": [VERSION] * 3, "night": [NIGHT] * 3,
         "campaign_sha256": ["abc"] * 3,
     })  # fmt: skip
+
+
+rag_responses_stub = stub_asset("rag_responses", rag_responses_stub_table, campaign_run)
 
 
 def _run(tmp_path, config: dict, llm=None, extra=()):

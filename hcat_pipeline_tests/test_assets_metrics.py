@@ -13,6 +13,7 @@ from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES
+from hcat_pipeline_tests.stubs import stub_asset
 
 CTX = ["The Eiffel Tower is in Paris. It was completed in 1889.", "Paris is the capital of France."]
 QUERY = "When was the Eiffel Tower completed?"
@@ -41,14 +42,10 @@ def _responses() -> pl.DataFrame:
     return pl.DataFrame(rows, schema=RAG_RESPONSES)
 
 
-@dg.asset(partitions_def=golden_set_version, name="golden_set")
-def _golden_set() -> pl.DataFrame:
-    return _golden()
+_golden_set = stub_asset("golden_set", _golden, golden_set_version)
 
 
-@dg.asset(partitions_def=campaign_run, name="rag_responses")
-def _rag_responses() -> pl.DataFrame:
-    return _responses()
+_rag_responses = stub_asset("rag_responses", _responses, campaign_run)
 
 
 def test_metric_tables_and_bias_report(warehouse, embedding_model):

@@ -10,6 +10,7 @@ from hcat_pipeline.assets.contracts import CONTRACT_CHECK, contract_checks
 from hcat_pipeline.console import is_release_verdict
 from hcat_pipeline.contracts import CONTRACTS, Contract, contract_problems
 from hcat_pipeline.definitions import defs
+from hcat_pipeline_tests.stubs import stub_asset
 
 NO_TABLE = {"nli_head", "exam_report"}  # a JSON head file and a report in metadata: no table to check
 
@@ -42,11 +43,9 @@ def test_contract_problems_name_each_way_a_table_breaks_its_contract():
 def test_a_broken_table_fails_its_contract_check_and_stops_what_reads_it(tmp_path, broken):
     from hcat_pipeline.io import PolarsParquetIOManager
 
-    @dg.asset(name="chunks")
-    def chunks_stub() -> pl.DataFrame:
-        ids = ["a", "a"] if broken else ["a", "b"]
-        return pl.DataFrame({"chunk_id": ids, "doc_id": ["d", "d"], "chunk_index": [0, 1], "start": [0, 2], "end": [1, 3],
-                             "n_tokens": [1, 1], "text": ["x", "y"]}, schema=schemas.CHUNKS)  # fmt: skip
+    ids = ["a", "a"] if broken else ["a", "b"]
+    chunks_stub = stub_asset("chunks", pl.DataFrame({"chunk_id": ids, "doc_id": ["d", "d"], "chunk_index": [0, 1], "start": [0, 2],
+                                                     "end": [1, 3], "n_tokens": [1, 1], "text": ["x", "y"]}, schema=schemas.CHUNKS))  # fmt: skip
 
     @dg.asset
     def reader(chunks: pl.DataFrame) -> pl.DataFrame:

@@ -10,6 +10,7 @@ import pytest
 from hcat_pipeline.exam.irt_tables import analyse_exam
 from hcat_pipeline.exam.report import accuracy_table, component_table
 from hcat_pipeline.resources.llm import LLM, LLMResult
+from hcat_pipeline_tests.stubs import stub_asset
 
 FACTS = [
     ("tuple", "A tuple is an immutable sequence type.", "What kind of sequence is a tuple?", "An immutable sequence type"),
@@ -59,17 +60,11 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     (tmp_path / "campaign.yaml").write_text("name: t\nsystems:\n  - {system_id: closed_book, retriever: closed_book}\n"
                                             "  - {system_id: bm25, retriever: bm25}\n  - {system_id: oracle, retriever: oracle}\n")  # fmt: skip
 
-    @dg.asset(name="topic_strata")
-    def _strata() -> pl.DataFrame:
-        return strata
+    _strata = stub_asset("topic_strata", strata)
 
-    @dg.asset(name="chunks")
-    def _chunks() -> pl.DataFrame:
-        return chunks
+    _chunks = stub_asset("chunks", chunks)
 
-    @dg.asset(name="chunk_embeddings")
-    def _emb() -> pl.DataFrame:
-        return emb
+    _emb = stub_asset("chunk_embeddings", emb)
 
     run_config = {"ops": {
         "exam_candidates": {"config": {"sample_size": 6, "intra_cosine_min": 0.0, "extra_cosine_min": 0.0, "extra_cosine_margin": 1.0,
@@ -162,8 +157,8 @@ def test_takers_are_llm_x_retriever_x_icl_with_the_two_packaged_gguf(tmp_path, e
     chunks, strata = corpus_tables
     emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list())))
     frozen = dg.materialize(
-        [dg.asset(name="topic_strata")(lambda: strata), dg.asset(name="chunks")(lambda: chunks), exam_assets.exam_candidates,
-         dg.asset(name="chunk_embeddings")(lambda: emb), exam_assets.exam],
+        [stub_asset("topic_strata", strata), stub_asset("chunks", chunks), exam_assets.exam_candidates,
+         stub_asset("chunk_embeddings", emb), exam_assets.exam],
         resources={"llm": ScriptedLLM(), "embedding_model": embedding_model},
         run_config={"ops": {"exam_candidates": {"config": {"sample_size": 6, "intra_cosine_min": 0.0, "extra_cosine_min": 0.0,
                                                            "extra_cosine_margin": 1.0, "extra_jaccard_margin": 1.0,
@@ -175,7 +170,7 @@ def test_takers_are_llm_x_retriever_x_icl_with_the_two_packaged_gguf(tmp_path, e
         "name: two_llms\nsystems:\n  - {system_id: qwen_bm25, retriever: bm25}\n"
         "  - {system_id: gemma_bm25, retriever: bm25, llm: {provider: local, model: gemma-3-270m-q4_k_m}}\n")  # fmt: skip
     result = dg.materialize(
-        [dg.asset(name="exam")(lambda: frozen), dg.asset(name="chunks")(lambda: chunks), dg.asset(name="chunk_embeddings")(lambda: emb),
+        [stub_asset("exam", frozen), stub_asset("chunks", chunks), stub_asset("chunk_embeddings", emb),
          exam_assets.exam_responses, exam_assets.irt_model],
         resources={"llm": LLM(), "embedding_model": embedding_model},
         run_config={"ops": {"exam_responses": {"config": {"campaign_file": str(tmp_path / "campaign.yaml"), "icl_levels": [0, 1],

@@ -82,3 +82,20 @@ def test_assets_import_no_command_line_module_and_the_core_imports_no_asset():
            if (m.startswith("hcat_pipeline.assets") and module.startswith(("hcat_pipeline.commands", "hcat_pipeline.cli")))
            or (m.split(".")[1:2] and m.split(".")[1] in CORE_PACKAGES and module.startswith(("hcat_pipeline.assets", "hcat_pipeline.commands")))]  # fmt: skip
     assert not bad, bad
+
+
+# the layers, lowest first: a package imports only packages before it (the scorers of metrics/ are a library the golden
+# set's validity checks and the responses' abstention figures use, below the stages that read them)
+LAYERS = ("common", "irt", "corpus", "metrics", "golden", "responses", "behaviour", "judge", "calibration", "gates", "reports", "exam")
+
+
+def test_stage_packages_import_only_the_layers_below_them():
+    assert set(LAYERS) == set(CORE_PACKAGES)
+    upward = [f"{m} imports {module}" for m, imports in _module_imports().items() for module, _ in imports
+              if m.split(".")[1:2] and m.split(".")[1] in LAYERS and module.split(".")[0] == "hcat_pipeline"
+              and module.split(".")[1:2] and module.split(".")[1] in LAYERS
+              and LAYERS.index(module.split(".")[1]) > LAYERS.index(m.split(".")[1])]  # fmt: skip
+    assert not upward, upward
+    common = [f"{m} imports {module}" for m, imports in _module_imports().items() for module, _ in imports
+              if m.startswith("hcat_pipeline.common") and module.startswith("hcat_pipeline.") and not module.startswith("hcat_pipeline.common")]
+    assert not common, common

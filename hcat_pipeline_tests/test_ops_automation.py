@@ -9,7 +9,7 @@ import datetime as dt
 import dagster as dg
 import pytest
 
-from hcat_pipeline.automation import GENERATION, RECALIBRATION, module_code_version
+from hcat_pipeline.automation import module_code_version
 from hcat_pipeline.definitions import defs
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 
@@ -21,6 +21,15 @@ VERSION = "gs-test"
 @pytest.fixture(scope="module")
 def graph():
     return defs.resolve_asset_graph()
+
+
+def _job_assets(name: str) -> set[str]:
+    job = defs.resolve_job_def(name)
+    return {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+
+
+GENERATION = _job_assets("test_generation_job")  # corpus → … → golden_candidates
+RECALIBRATION = _job_assets("labels_job") - {"human_labels"}  # the refit a label import asks for
 
 
 def _observe(instance, key: str, version: str) -> None:

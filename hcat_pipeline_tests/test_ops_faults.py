@@ -20,7 +20,7 @@ from hcat_pipeline.campaign import recover_stale_runs
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline_tests.ops_servers import ROOT, openai_stub, write_campaign_fixture
-from hcat_pipeline_tests.stubs import NIGHT, RUN, VERSION, load, run
+from hcat_pipeline_tests.stubs import NIGHT, RUN, VERSION, load, run, stub_asset
 
 # ---------------------------------------------------------------------------------------------------
 # kill -9 mid-rag_responses, then resume
@@ -140,9 +140,11 @@ def test_kill_9_mid_responses_then_resume(tmp_path, monkeypatch):
 # a corrupted warehouse table
 
 
-@dg.asset(name="chunks")
-def chunks_table() -> pl.DataFrame:
+def chunks_table_frame() -> pl.DataFrame:
     return pl.DataFrame({"chunk_id": ["a", "b"], "text": ["one", "two"]})
+
+
+chunks_table = stub_asset("chunks", chunks_table_frame)
 
 
 @dg.asset

@@ -17,6 +17,7 @@ from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.embedding_cache import EmbeddingCache, text_key
 from hcat_pipeline_tests.golden_data import sample_cases as _cases
+from hcat_pipeline_tests.stubs import stub_asset
 
 DAY = 86400.0
 
@@ -73,9 +74,10 @@ def test_chunk_embeddings_records_cache_size_after_gc(tmp_path):
         os.utime(shard, (old, old))
         pl.read_parquet(shard).with_columns(pl.lit(old).alias("written_at")).write_parquet(shard)
 
-    @dg.asset(name="chunks")
-    def chunks_stub() -> pl.DataFrame:
+    def chunks_stub_table() -> pl.DataFrame:
         return pl.DataFrame({"chunk_id": ["a", "b"], "text": ["Tuples are immutable.", "Lists are mutable."]})
+
+    chunks_stub = stub_asset("chunks", chunks_stub_table)
 
     res = dg.materialize([chunks_stub, chunk_embeddings], resources={
         "embedding_model": model, "io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh"))})  # fmt: skip

@@ -11,6 +11,7 @@ import pytest
 from hcat_pipeline.metrics.groundedness_nli import groundedness_nli_batch
 from hcat_pipeline.metrics.nli.train import TrainConfig
 from hcat_pipeline.resources.nli import PACKAGED_HEAD, NLIModel
+from hcat_pipeline_tests.stubs import stub_asset
 
 CONTEXT = [
     "The Eiffel Tower was completed in 1889 in Paris.",
@@ -202,9 +203,7 @@ def test_nli_head_asset_retrains_on_chunks(tmp_path, nli_model):
     chunks = pl.DataFrame({"doc_id": [f"d{i}" for i in range(3)], "chunk_index": [0, 0, 0], "text": texts})
     out_path = tmp_path / "wh" / "nli_head.json"
 
-    @dg.asset(name="chunks")
-    def chunks_src() -> pl.DataFrame:
-        return chunks
+    chunks_src = stub_asset("chunks", chunks)
 
     cfg = {"n_pairs": 200, "qa_pairs": 0, "public_sets": "", "C": 1.0, "use_contradiction": False, "out_path": str(out_path)}
     res = dg.materialize(

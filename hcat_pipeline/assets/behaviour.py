@@ -16,6 +16,7 @@ import dagster as dg
 import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.behaviour.checks import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.partitions import campaign_run
@@ -26,7 +27,7 @@ from hcat_pipeline.resources.nli import NLIModel
 BehaviourChecksConfig = config_from(BehaviourConfig, "BehaviourChecksConfig", support=(Literal["nli", "similarity"], "nli"))
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="metrics",
     deps=["nli_head_file"],  # watched source (assets/sources.py): a retrained NLI head makes the checks stale

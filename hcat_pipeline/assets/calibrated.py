@@ -17,13 +17,14 @@ import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.assets.calibration import load_results
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, calibrate_long, long_scores
 from hcat_pipeline.calibration.fitting import error_rates
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.schemas import RUN_COLUMNS
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="calibration",
     description="Per campaign run, case × system × dimension: raw score, calibrated probability, conformal prediction set, "

@@ -22,6 +22,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_ANY_RUN_UPDATE
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, campaign_label_scores, long_scores
 from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA, CalibrationResult, fit_calibration
 from hcat_pipeline.calibration.plots import figure4_png, reliability_png
@@ -156,7 +157,7 @@ def choose_active(results: list[CalibrationResult]) -> dict[tuple[str, str], boo
     return active
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_ANY_RUN_UPDATE, 
     group_name="calibration",
     deps=[dg.AssetKey("metric_tables"), dg.AssetKey("behaviour_checks")],
     description="Per dimension × label source: Stage 1 calibrator + Stage 2 conformal q̂, with reliability diagram, Figure 4, "
@@ -213,7 +214,7 @@ class MetricValidityConfig(dg.Config):
     seed: int = 0
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_ANY_RUN_UPDATE, 
     group_name="calibration",
     description="Per metric × labelled set (campaign labels and the shipped reference sets): AUROC, κ of the thresholded "
     "calibrated verdict, coverage and mean set size on the held-out split, each with n and a 95 % interval.",

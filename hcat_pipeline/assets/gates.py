@@ -27,6 +27,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.console import RELEASE_CHECK
 from hcat_pipeline.gates import (
     DEFAULT_GATES_FILE,
@@ -84,7 +85,7 @@ def _check_metadata(rows: pl.DataFrame) -> dict:
     }
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="gates",
     ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True})},
@@ -140,7 +141,7 @@ def gate_verdicts(
         yield dg.AssetCheckResult(check_name=name, passed=passed, severity=severity, metadata=_check_metadata(rows))
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="gates",
     check_specs=[dg.AssetCheckSpec(HARD_GATES_CHECK, asset="release_decision", blocking=True,

@@ -28,6 +28,7 @@ from pydantic import Field, create_model
 
 from hcat_pipeline.assets._llms import named_llm
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.campaign_spec import JudgeSpec, LLMSpec
 from hcat_pipeline.common.images import png_markdown
 from hcat_pipeline.configs import config_from
@@ -103,7 +104,7 @@ def _validation_lookup(path: str, cfg_hash: str) -> dict[str, dict]:
     return {r["dimension"]: r for r in v.iter_rows(named=True)}
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="judge",
     pool=llm_pool(),

@@ -22,6 +22,7 @@ import dagster as dg
 import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.calibration import LabelStore, agreement
 from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANINGS, judge_review_flags, select_review_items
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
@@ -108,7 +109,7 @@ def _explanation(row: dict) -> str:
     return " | ".join(parts)
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="calibration",
     ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True})},

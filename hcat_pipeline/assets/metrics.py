@@ -17,6 +17,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.golden.coverage import mean_ci
 from hcat_pipeline.metrics.options import ScoreOptions
@@ -147,6 +148,7 @@ def build_metric_assets() -> tuple[dg.AssetsDefinition, dg.AssetsDefinition]:
     tables = dg.asset(
         name="metric_tables",
         partitions_def=campaign_run,
+        automation_condition=ON_NEW_RUN_DATA,
         group_name="metrics",
         deps=["nli_head_file"],  # watched source (assets/sources.py): a retrained NLI head makes the tables stale
         description="Per campaign run (golden-set version × night): every metric per case × system with its explanation columns (HCAT §3-4).",
@@ -154,6 +156,7 @@ def build_metric_assets() -> tuple[dg.AssetsDefinition, dg.AssetsDefinition]:
     bias = dg.asset(
         name="bias_report",
         partitions_def=campaign_run,
+        automation_condition=ON_NEW_RUN_DATA,
         group_name="metrics",
         description="Bias over counterfactual pairs (golden_set pair_id / attribute): per-attribute table from the safety metrics.",
     )(_bias_report)

@@ -22,6 +22,7 @@ import polars as pl
 from pydantic import Field, create_model
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.gates.contamination import (
     case_risk,
     contamination_risk,
@@ -69,7 +70,7 @@ class ContaminationConfig(dg.Config):
     probe_max_tokens: int = Field(default=64, ge=8)
 
 
-@dg.asset(partitions_def=campaign_run, group_name="integrity", pool=llm_pool(),
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity", pool=llm_pool(),
           deps=["rag_responses"],  # per run, after the answers: so campaign_run_job (rag_responses → downstream) includes it
           description="Per campaign run, per golden case: contamination risk vs data/contamination/ corpora (exact, near-duplicate, "
           "embedding) with evidence, and optionally the memorisation probe of the llm resource.")  # fmt: skip
@@ -99,7 +100,7 @@ def case_contamination(context: dg.AssetExecutionContext, config: ContaminationC
     return table
 
 
-@dg.asset(partitions_def=campaign_run, group_name="integrity",
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity",
           description="Per campaign run, case × system: grader-gaming flags (empty, format-only, whole-context copy, canned, refusal); "
           "per-system rates with CIs and refuses_everything in the metadata.")  # fmt: skip
 def grader_gaming(context: dg.AssetExecutionContext, rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
@@ -112,7 +113,7 @@ def grader_gaming(context: dg.AssetExecutionContext, rag_responses: pl.DataFrame
     return flags
 
 
-@dg.asset(partitions_def=campaign_run, group_name="integrity",
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity",
           description="Per campaign run: Elo, Bradley-Terry and TrueSkill ratings of the systems from per-case outcomes of each "
           "configured metric, with bootstrap CIs and rank distributions; high-risk (contaminated) cases excluded.")  # fmt: skip
 def system_rankings(context: dg.AssetExecutionContext, config: RankingsConfig, metric_tables: pl.DataFrame,
@@ -152,7 +153,7 @@ class ParetoConfig(dg.Config):
     exclude_risk: list[str] = Field(default=["high"], description="high | medium: contamination risks left out of the headline")
 
 
-@dg.asset(partitions_def=campaign_run, group_name="integrity",
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity",
           description="Per campaign run: quality × USD per case × latency p50 / p95 per system (with CIs), the Pareto frontier, "
           "and for each dominated system who dominates it on which axes (golden-eval §8).")  # fmt: skip
 def pareto_frontier(context: dg.AssetExecutionContext, config: ParetoConfig, rag_responses: pl.DataFrame, metric_tables: pl.DataFrame,

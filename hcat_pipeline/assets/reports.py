@@ -32,6 +32,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.common.images import png_data_uri
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
@@ -82,12 +83,12 @@ def _given(frame: pl.DataFrame | None, asset: str, why: str = "") -> OptionalTab
     group_name="reports",
     ins={"calibrated_scores": dg.AssetIn(metadata=OPTIONAL)},
     outs={
-        "weakness_report": dg.AssetOut(description="Per campaign run: every metric's marginal and bivariate cells (n, mean, 95% bootstrap CI, "
+        "weakness_report": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="Per campaign run: every metric's marginal and bivariate cells (n, mean, 95% bootstrap CI, "
                                        "claim strength, small-cell flag) — HCAT §6.2."),
-        "weakest_cases": dg.AssetOut(description="The weakest cells per metric (by mean and by optimistic CI bound) and their worst cases "
+        "weakest_cases": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="The weakest cells per metric (by mean and by optimistic CI bound) and their worst cases "
                                      "with the explanation columns."),
-        "robustness_deltas": dg.AssetOut(description="Each variant kind vs its base cases, paired per system: delta, CI, statement."),
-        "failure_cases": dg.AssetOut(description="Every failing case × system: failure category, evidence, severity (golden-eval §3.4)."),
+        "robustness_deltas": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="Each variant kind vs its base cases, paired per system: delta, CI, statement."),
+        "failure_cases": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="Every failing case × system: failure category, evidence, severity (golden-eval §3.4)."),
     },  # fmt: skip
 )
 def weakness_report(
@@ -139,7 +140,7 @@ def weakness_report(
         "preview": preview(failures.select("severity", "failure_category", "system_id", "case_id", "evidence"), 30, 160)})  # fmt: skip
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="reports",
     ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",

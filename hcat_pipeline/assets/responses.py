@@ -20,6 +20,7 @@ from pydantic import Field
 from hcat_pipeline.assets._llms import system_llms
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets.golden_set import coverage_metadata
+from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
 from hcat_pipeline.console import progress_message
 from hcat_pipeline.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
@@ -155,7 +156,7 @@ class RetrievalMetricsConfig(dg.Config):
     refusal_threshold: float = Field(default=DEFAULT_REFUSAL_THRESHOLD, description="refused = refusal probability ≥ this")
 
 
-@dg.asset(
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="responses",
     description="Per system: recall@k, precision@k and MRR against the cases' source chunks; abstention rate on "

@@ -14,7 +14,7 @@ Pure core, no Dagster import. Its asset modules are ``assets/queries.py`` (gener
   counterfactual pairs, out-of-scope); ``categories``: ambiguous, edge-case, partially answerable, jailbreak and
   PII-elicitation cases; ``claims``: what makes a source sentence a claim a reviewer signs, and questions by rule.
 - ``cases``: the case contract (golden-eval §2.4), frozen versions and curated imports (``frozen``: content-addressed
-  storage shared with the exam); ``coverage``: strata × types covered.
+  storage shared with the exam); ``case_rules``: the behaviour rule a case tests; ``coverage``: strata × types covered.
 """
 
 from hcat_pipeline.golden.case_checks import validate_cases

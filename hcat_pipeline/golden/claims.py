@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
+from hcat_pipeline.common.lexicon import ANTONYMS
 from hcat_pipeline.golden.selection import AUXILIARIES, NEGATIONS, content_words, polarity_tokens, words
-from hcat_pipeline.metrics.nli.lexical import ANTONYMS
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s*|,\s+|,?\s+(?:and|but|while|whereas)\s+(?=(?:is|are|was|were|can|cannot|will|must|may|does|do|has|have|it|they|we|you)\b)")
 

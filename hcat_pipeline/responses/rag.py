@@ -427,7 +427,7 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     for want in sorted({kind(k) for k in keys} - {("happy_path", "None", "None")}):
         take(next(k for k in keys if kind(k) == want))
     if floors:
-        from hcat_pipeline.behaviour.checks import rule_for
+        from hcat_pipeline.golden.case_rules import rule_for
 
         for rule, n in sorted(floors.items()):
             for k in [k for k in keys if rule_for(info[k]) == rule]:
