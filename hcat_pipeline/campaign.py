@@ -82,7 +82,7 @@ def release_blocked_only(result) -> bool:
     completed (every table stored, the gate verdicts included); the release is what failed."""
     failures = [e for e in result.all_events if e.is_step_failure]
     return bool(failures) and all(getattr(e.event_specific_data.error, "cls_name", None) == GATE_CHECK_FAILURE
-                                  and is_release_verdict(e.event_specific_data.error.message) for e in failures)  # fmt: skip
+                                  and is_release_verdict(e.event_specific_data.error.message, e.step_key) for e in failures)  # fmt: skip
 
 
 class _ConsoleHandler(logging.Handler):

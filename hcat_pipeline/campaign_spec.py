@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import dagster as dg
-import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from hcat_pipeline.common.yaml_errors import validation_problems
+from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.corpus.sampling import SAMPLE_SIZE
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
@@ -204,15 +203,7 @@ def campaign_sha256(spec: CampaignSpec) -> str:
 
 def parse_campaign(text: str, source: str = "<campaign>") -> CampaignSpec:
     """Validate campaign YAML text; raise ``CampaignFileError`` listing every problem with its line."""
-    try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark else source
-        raise CampaignFileError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from e
-    if not isinstance(data, dict):
-        raise CampaignFileError(f"{source}:1: a campaign file is a mapping (name, systems, max_cases, …)")
+    data, root = load_yaml_mapping(text, source, CampaignFileError, "a campaign file is a mapping (name, systems, max_cases, …)")
     try:
         return CampaignSpec(**data)
     except ValidationError as e:

@@ -39,13 +39,17 @@ class StageState:
 
 GATE_CHECK_FAILURE = "DagsterAssetCheckFailedError"  # how a blocking asset check reports itself in the step failure
 RELEASE_CHECK = "hard_gates"  # the blocking check on release_decision: its failure is a verdict, not a broken stage
+CONTRACT_CHECK = "contract"  # the blocking table-contract check on every stored table (assets/contracts.py)
 
 
-def is_release_verdict(message: str) -> bool:
-    """A step failure that is only the release decision's blocking gates (``release_decision: hard_gates``); any other
-    failed blocking check (a broken table contract, say) is a failure."""
+def is_release_verdict(message: str, step: str | None = None) -> bool:
+    """A step failure that is only the release decision's blocking gates (``release_decision: hard_gates``). A failed
+    contract check (its own step, ``<asset>_contract``) or any other blocking check named in the message is a
+    failure of the run, not a verdict."""
+    if GATE_CHECK_FAILURE not in message or (step or "").endswith(f"_{CONTRACT_CHECK}"):
+        return False
     named = [ln.strip() for ln in message.splitlines() if ln.strip().count(": ") == 1 and " " not in ln.strip().split(": ")[1]]
-    return GATE_CHECK_FAILURE in message and bool(named) and all(ln.endswith(f": {RELEASE_CHECK}") for ln in named)
+    return all(ln.endswith(f": {RELEASE_CHECK}") for ln in named)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class CampaignConsole:
     finished: list[tuple[str, str, float]] = field(default_factory=list)  # (stage, status, seconds)
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: int = 0
+    contracts_held: int = 0  # table-contract checks that passed (quiet: one line in the summary)
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -71,6 +76,14 @@ class CampaignConsole:
     def handle(self, step: str | None, event: str | None, message: str, level: int = logging.INFO) -> None:
         if not step:
             return
+        if step.endswith(f"_{CONTRACT_CHECK}"):  # a table's contract check: silent when it holds
+            if event == "STEP_SUCCESS":
+                self.contracts_held += 1
+            elif event == "STEP_FAILURE":
+                reason = _first_line(message)
+                self.failures.append((step, reason))
+                self.say(f"✖ {step.removesuffix('_' + CONTRACT_CHECK)} breaks its table contract: {reason}")
+            return
         now = self.clock()
         state = self.stages.get(step)
         if event == "STEP_START":
@@ -82,7 +95,7 @@ class CampaignConsole:
             secs = now - state.started
             ok = event == "STEP_SUCCESS"
             extra = f", {state.warnings} warning(s)" if state.warnings else ""
-            status = "ok" if ok else "blocked" if is_release_verdict(message) else "failed"
+            status = "ok" if ok else "blocked" if is_release_verdict(message, step) else "failed"
             if ok:
                 self.say(f"✔ {step} done in {_dur(secs)}{extra}")
             elif status == "blocked":  # blocking release gates: a verdict, stored with the table; not a broken stage
@@ -177,6 +190,8 @@ def format_summary(
         c = console.counts()
         verdict = f", {c['blocked']} holding a release verdict of BLOCKED" if c["blocked"] else ""
         lines.append(f"stages: {c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped{verdict}; {console.warnings} warning(s) logged")
+        broken = sum(step.endswith(f"_{CONTRACT_CHECK}") for step, _ in console.failures)
+        lines.append(f"table contracts: {console.contracts_held} held, {broken} broken")
         for step, reason in console.failures:
             lines.append(f"  ✖ {step}: {reason}")
     if means:

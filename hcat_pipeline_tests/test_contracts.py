@@ -62,4 +62,5 @@ def test_a_broken_table_fails_its_contract_check_and_stops_what_reads_it(tmp_pat
     if broken:
         assert "row(s) share a key" in str(evaluation.metadata["problems"].value)
         failure = next(e for e in result.all_events if e.is_step_failure)
-        assert not is_release_verdict(failure.event_specific_data.error.message)  # a broken stage, not a release verdict
+        assert failure.step_key == "chunks_contract"
+        assert not is_release_verdict(failure.event_specific_data.error.message, failure.step_key)  # a broken stage, not a verdict

@@ -45,6 +45,15 @@ def test_stage_lines_progress_eta_and_failures():
     assert any(line.startswith("⛔ gate_verdicts done") and "release BLOCKED by its gates" in line for line in text)
     assert not any("gate_verdicts FAILED" in line for line in text) and [f for f, _ in c.failures] == ["metric_tables"]
     assert c.counts() == {"ok": 1, "failed": 1, "skipped": 1, "blocked": 1}
+    # a table's contract check is silent when it holds and a failure (not a verdict) when it breaks
+    c.handle("chunks_contract", "STEP_START", "started")
+    c.handle("chunks_contract", "STEP_SUCCESS", "ok")
+    c.handle("rag_responses_contract", "STEP_START", "started")
+    c.handle("rag_responses_contract", "STEP_FAILURE", "dagster._core.errors.DagsterAssetCheckFailedError: 1 blocking asset check failed")
+    text = out.getvalue().splitlines()
+    assert not any("chunks_contract" in line for line in text) and c.contracts_held == 1
+    assert any(line.startswith("✖ rag_responses breaks its table contract") for line in text)
+    assert [f for f, _ in c.failures] == ["metric_tables", "rag_responses_contract"]
     assert "stages: 1 ok, 1 failed, 1 skipped, 1 holding a release verdict of BLOCKED" in format_summary(
         ok=True, version="gs-x", night="2026-01-01", systems=["a"], means={}, gates=[], report_path=None, console=c)
 

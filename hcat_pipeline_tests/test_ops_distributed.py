@@ -118,9 +118,10 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
             meta = e.dagster_event.engine_event_data.metadata
             if "Celery worker" in meta:  # "Executing steps … in celery worker", written by the worker itself
                 on_worker[e.step_key] = next(w for w in WORKERS if str(meta["Celery worker"].value).startswith(f"{w}@"))
-    assert set(on_worker) == {"rag_responses", "retrieval_metrics"}, on_worker
+    steps = {"rag_responses", "retrieval_metrics", "rag_responses_contract", "retrieval_metrics_contract"}  # + the tables' contract checks
+    assert set(on_worker) == steps, on_worker
     succeeded = {e.step_key for e in events if e.dagster_event and e.dagster_event.event_type_value == "STEP_SUCCESS"}
-    assert succeeded == {"rag_responses", "retrieval_metrics"}
+    assert succeeded == steps
     # the outputs are the campaign run's tables, the LLM server was asked once per case × LLM system
     out = pl.read_parquet(wh / "rag_responses" / VERSION / f"{NIGHT}.parquet")
     assert out.height == 6 and out["error"].null_count() == 6 and sorted(out["system_id"].unique()) == ["bm25", "closed_book"]

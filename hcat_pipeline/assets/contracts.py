@@ -8,9 +8,8 @@ through the IO manager and reports every problem (missing or mistyped column, du
 import dagster as dg
 import polars as pl
 
+from hcat_pipeline.console import CONTRACT_CHECK
 from hcat_pipeline.contracts import CONTRACTS, Contract, contract_problems
-
-CONTRACT_CHECK = "contract"
 
 
 def _check(key: dg.AssetKey, contract: Contract, partitions_def) -> dg.AssetChecksDefinition:

@@ -35,3 +35,17 @@ def validation_problems(error: ValidationError, root, source: str, label: Callab
         reason = "unknown key (typo?)" if err["type"] == "extra_forbidden" else err["msg"]
         problems.append(f"{source}:{yaml_line_of(root, loc)}: {field}{label(loc) if label else ''}: {reason}")
     return problems
+
+
+def load_yaml_mapping(text: str, source: str, error: type[Exception], what: str) -> tuple[dict, yaml.Node]:
+    """(data, composed root) of a YAML file that must be a mapping; ``error`` names the line of a syntax error or of a
+    non-mapping document (``what``: what such a file is, for the message)."""
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise error(f"{source}:{mark.line + 1 if mark else 1}: not valid YAML: {getattr(e, 'problem', e)}") from e
+    if not isinstance(data, dict):
+        raise error(f"{source}:1: {what}")
+    return data, root

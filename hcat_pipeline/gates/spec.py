@@ -27,11 +27,10 @@ import os
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hcat_pipeline.common.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_SEED, MIN_N_FOR_CLAIM
-from hcat_pipeline.common.yaml_errors import validation_problems
+from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
 from hcat_pipeline.paths import PROJECT_ROOT
 
 DEFAULT_GATES_FILE = Path(os.environ.get("HCAT_GATES_FILE", PROJECT_ROOT / "gates.yaml"))
@@ -113,14 +112,7 @@ class GatesFile(BaseModel):
 
 def parse_gates(text: str, source: str = "<gates>") -> GatesFile:
     """Validate gates YAML text; raise ``GatesFileError`` listing every problem with its line."""
-    try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise GatesFileError(f"{source}:{mark.line + 1 if mark else 1}: not valid YAML: {getattr(e, 'problem', e)}") from e
-    if not isinstance(data, dict):
-        raise GatesFileError(f"{source}:1: a gates file is a mapping with a 'gates:' list")
+    data, root = load_yaml_mapping(text, source, GatesFileError, "a gates file is a mapping with a 'gates:' list")
     try:
         return GatesFile(**data)
     except ValidationError as e:
