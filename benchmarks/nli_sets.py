@@ -192,10 +192,34 @@ def speed(items, weights: str, n: int) -> None:
               f"load average {' / '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
-def qa_check(model: NLIModel, ratio: float, n_pairs: int = 1000, seed: int = 1) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from nli_faithdial import stdlib_docstring_texts
+QA_CHECK_MODULES = """argparse asyncio base64 bisect calendar collections contextlib copy csv dataclasses datetime
+decimal difflib email enum fileinput fnmatch fractions ftplib functools getopt gettext glob gzip hashlib heapq hmac html
+http imaplib inspect io ipaddress itertools json logging lzma mailbox mimetypes numbers operator optparse os pathlib pickle
+pkgutil platform plistlib poplib pprint queue random re sched secrets selectors shelve shlex shutil signal smtplib socket
+socketserver sqlite3 ssl statistics string struct subprocess tarfile tempfile textwrap threading timeit tokenize trace
+traceback types typing unittest urllib uuid warnings weakref xml zipfile zlib""".split()
 
+
+def stdlib_docstring_texts() -> list[str]:
+    """One text per stdlib module: its docstring and those of its public classes and functions."""
+    import importlib
+    import inspect
+
+    texts = []
+    for m in QA_CHECK_MODULES:
+        try:
+            mod = importlib.import_module(m)
+        except Exception:  # noqa: BLE001 - a module missing on this build is skipped
+            continue
+        parts = [inspect.getdoc(mod) or ""]
+        for n, o in sorted(vars(mod).items()):
+            if not n.startswith("_") and getattr(o, "__module__", None) == m and (inspect.isfunction(o) or inspect.isclass(o)):
+                parts.append(inspect.getdoc(o) or "")
+        texts.append("\n\n".join(p for p in parts if p))
+    return texts
+
+
+def qa_check(model: NLIModel, ratio: float, n_pairs: int = 1000, seed: int = 1) -> None:
     from hcat_pipeline.metrics.nli.qa_pairs import documents_from_texts, qa_pairs
 
     pairs = qa_pairs(documents_from_texts(stdlib_docstring_texts()), n_pairs=n_pairs, seed=seed)
