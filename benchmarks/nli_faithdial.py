@@ -3,7 +3,6 @@
 
 Labels (../shared/validation/README.md): BEGIN ``entailment`` alone = supported (1); any
 ``hallucination`` (incl. partial) = not supported (0); ``generic`` / ``uncooperative`` left out.
-Also home of ``stdlib_docstring_texts``, the corpus of the QA-style check.
 
     python benchmarks/nli_faithdial.py [--weights PATH] [--limit N]
 """

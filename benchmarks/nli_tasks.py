@@ -47,7 +47,7 @@ def load(name: str, limit: int, seed: int = 0) -> list[tuple[list[str], list[str
         rows = [json.loads(x) for x in QA_DEV.read_text().splitlines()]
         return [(_sents(r["answer"]), _sents(r["context"]), int(r["label"])) for r in rows if r["label"] is not None]
     if name == "qa_twins":
-        from nli_faithdial import stdlib_docstring_texts
+        from nli_sets import stdlib_docstring_texts
 
         from hcat_pipeline.metrics.nli.qa_pairs import documents_from_texts, qa_pairs
 
