@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+
 def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from nli_sets import main as sets_main
