@@ -195,6 +195,20 @@ def test_select_cases_covers_every_stratum_type_and_kind_first_and_keeps_pairs_w
     assert select_cases(g, 20, seed=3).equals(s) and not select_cases(g, 20, seed=4).equals(s)
 
 
+def test_a_small_night_sees_every_kind_before_every_stratum():
+    # 10 strata of happy-path cases and 4 other kinds, a budget of 8: every kind gets its case, the strata the rest
+    rows = [{"case_id": f"h{st}", "category": "happy_path", "stratum": st, "query_type": "simple", "variant_kind": None,
+             "pair_id": None} for st in range(10)]  # fmt: skip
+    rows += [{"case_id": kind, "category": cat, "stratum": None, "query_type": "simple", "variant_kind": kind, "pair_id": None}
+             for kind, cat in [("typo", "robustness"), ("injection", "adversarial"), ("jailbreak", "adversarial"),
+                               ("distractor", "adversarial")]]  # fmt: skip
+    rows.append({"case_id": "oos", "category": "out_of_scope", "stratum": None, "query_type": "simple", "variant_kind": None, "pair_id": None})
+    s = select_cases(pl.DataFrame(rows), 8, seed=0)
+    assert s.height == 8
+    assert set(s["variant_kind"].drop_nulls()) == {"typo", "injection", "jailbreak", "distractor"} and "out_of_scope" in set(s["category"])
+    assert s.filter(pl.col("category") == "happy_path").height == 3  # what the kinds leave
+
+
 def test_import_reports_bad_rows_with_line_numbers(tmp_path):
     lines = [
         json.dumps({"case_id": "k0", "answer": "Tuples are immutable.", "contexts": ["Tuples are immutable sequences."]}),

@@ -386,7 +386,8 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     """At most ``max_cases`` cases (0 = all), chosen for coverage first, then spread (seeded):
 
     1. one happy-path case per topic stratum, preferring query types not yet taken, then one for any
-       query type still missing (every stratum and every type answered as soon as the budget allows);
+       query type still missing (every stratum and every type answered as soon as the budget allows) — within what
+       the budget leaves after one slot per kind of step 2, so a small night still sees every kind;
     2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …; one
        counterfactual pair per demographic attribute);
     3. ``floors``: behaviour rule → cases (``behaviour.rule_for``) a release gate needs in scope (its ``min_n``), so
@@ -411,20 +412,25 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
         if k not in chosen and sum(len(units[c]) for c in chosen) + len(units[k]) <= max_cases:
             chosen.append(k)
 
+    def kind(k: str) -> tuple[str, str, str]:  # counterfactual pairs: one per attribute
+        return str(info[k].get("category")), str(info[k].get("variant_kind")), str(info[k].get("attribute"))
+
+    kinds = sorted({kind(k) for k in keys} - {("happy_path", "None", "None")})
+    # a small budget keeps one slot per other kind: the strata get what is left (at least one), the rest in step 4
+    strata_budget = max(1, max_cases - sum(len(units[next(k for k in keys if kind(k) == w)]) for w in kinds))
     happy = [k for k in keys if info[k].get("category") == "happy_path"]
     types_seen: set = set()
     for stratum in sorted({str(info[k].get("stratum")) for k in happy}):
         mine = [k for k in happy if str(info[k].get("stratum")) == stratum]
         pick = next((k for k in mine if info[k].get("query_type") not in types_seen), mine[0])
+        if len(chosen) >= strata_budget:
+            break
         types_seen.add(info[pick].get("query_type"))
         take(pick)
     for qtype in sorted({str(info[k].get("query_type")) for k in happy}):  # a type no stratum pick brought in
-        if not any(str(info[c].get("query_type")) == qtype for c in chosen):
+        if len(chosen) < strata_budget and not any(str(info[c].get("query_type")) == qtype for c in chosen):
             take(next(k for k in happy if str(info[k].get("query_type")) == qtype))
-    def kind(k: str) -> tuple[str, str, str]:  # counterfactual pairs: one per attribute
-        return str(info[k].get("category")), str(info[k].get("variant_kind")), str(info[k].get("attribute"))
-
-    for want in sorted({kind(k) for k in keys} - {("happy_path", "None", "None")}):
+    for want in kinds:
         take(next(k for k in keys if kind(k) == want))
     if floors:
         from hcat_pipeline.golden.case_rules import rule_for
