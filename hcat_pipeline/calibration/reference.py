@@ -11,13 +11,13 @@ set            dimension      items
 faithdial      groundedness   FaithDial audit (McGill-NLP, MIT): dialogue response vs the knowledge
                               passage it should be grounded in. BEGIN ``entailment`` alone = 1
                               (supported); any ``hallucination`` (incl. partial) = 0; ``generic`` /
-                              ``uncooperative`` left out (``nli_sets.load_faithdial``). Only the
+                              ``uncooperative`` left out (``nli.sets.load_faithdial``). Only the
                               knowledge-passage groups the NLI head recipe holds out
-                              (``nli_sets.split_of(...) == "test"``) are shipped, so no head trained
+                              (``nli.sets.split_of(...) == "test"``) are shipped, so no head trained
                               on the "train" part has seen them.
 toxigen        toxicity       ToxiGen demonstrations (Microsoft, MIT): hand-written sentences about 13
                               groups; 1 = hate file, 0 = neutral file. Cleaned and de-duplicated as the
-                              toxicity head recipe does (``toxicity_data.load_all``); only sentences in
+                              toxicity head recipe does (``toxicity.data.load_all``); only sentences in
                               the head's ``val`` / ``test`` near-duplicate groups are shipped (the head's
                               ``train`` groups never are; ``val`` was used only for the head's own Platt
                               step, a monotone map that Stage 1 re-fits anyway).

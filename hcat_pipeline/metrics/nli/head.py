@@ -23,7 +23,7 @@ from hcat_pipeline.metrics.nli.probe import PROBE_FEATURE, PairProbe
 GroundingTask = Literal["qa", "dialogue", "summary"]  # RAG answers, dialogue responses, summary sentences
 DEFAULT_TASK: GroundingTask = "qa"  # what a RAG evaluation scores
 
-FORMAT = "hcat-nli-head/1"  # an optional "probe" (nli_probe.PairProbe) when the pair_probe feature is used
+FORMAT = "hcat-nli-head/1"  # an optional "probe" (nli.probe.PairProbe) when the pair_probe feature is used
 
 # +1: more of the feature may never lower the entailment logit; -1: may never raise it
 MONOTONE: dict[str, int] = {

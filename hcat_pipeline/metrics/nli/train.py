@@ -9,9 +9,9 @@ Training pairs, one per (context sentences, answer sentence):
 1. ``perturbation_pairs`` from the corpus documents (faithful copies / spans / merges vs swaps,
    negations, antonyms, unsupported links, hedges dropped, unsupported sentences) and QA-style
    twins (``qa_pairs``);
-2. the "train" part (``nli_sets.split_of``: by knowledge passage / document / article, seeded) of
+2. the "train" part (``nli.sets.split_of``: by knowledge passage / document / article, seeded) of
    the public sets chosen in ``public_sets``, at sentence level where the label of a sentence is
-   known (``nli_sets.sentence_labels``); duplicates (same group and sentence) are kept once, and
+   known (``nli.sets.sentence_labels``); duplicates (same group and sentence) are kept once, and
    sentences with conflicting labels dropped. The "test" part is never read here.
 
 With ``use_probe`` (default) the pair probe (``nli_probe``) over the contradiction model's pair
@@ -54,7 +54,7 @@ class TrainConfig:
     paraphrase: bool = True  # faithful pairs partly paraphrased with derivational variants (MiniLM word neighbours)
     C: float = 0.0  # inverse L2 regularisation; 0: chosen by grouped cross-validation over C_GRID
     cv_folds: int = 5
-    public_sets: str = "faithdial,summedits,fib"  # comma-separated names from nli_sets.SETS; "" for none
+    public_sets: str = "faithdial,summedits,fib"  # comma-separated names from nli.sets.SETS; "" for none
     validation_dir: str = ""  # empty: ../shared/validation beside the repository
     heldout: float = 0.4  # share of groups held out of training (never read here)
     split_seed: int = 0

@@ -1,7 +1,7 @@
 """The fine-tuned encoder signal of the toxicity head (``ft_logit``): the packaged all-MiniLM-L6-v2
 with a LoRA adapter (``peft``) on every linear layer of its encoder and one linear layer over the
 mean-pooled last hidden state, trained on the head's own training rows (train split + augmentation +
-neutral prose, ``toxicity_train.training_rows``) as hate vs not.
+neutral prose, ``toxicity.train.training_rows``) as hate vs not.
 
 The frozen sentence vectors the other signals read cannot separate politely worded hate from
 neutral talk about the same group well enough (the layer-feature logistic model: implicit vs

@@ -11,13 +11,13 @@ Per sentence (``sentence_toxicity``):
    (``toxicity_tfidf``) and — when ``embed`` is given — the logit of a logistic model over the
    MiniLM layer features (``EmbeddingModel.layer_features``: every layer's mean-pooled hidden state,
    2,688-d; ⊕ USE-M3 512-d in the ``full`` variant) and the probability of a counter-speech frame,
-   all trained on the train split of the public labelled sets in ``../shared/validation`` (``toxicity_train.py``, ``scripts/train_toxicity_head.py``);
+   all trained on the train split of the public labelled sets in ``../shared/validation`` (``metrics/toxicity/train.py``, ``scripts/train_toxicity_head.py``);
 3. a logistic stack over those signals, Platt-calibrated on a validation split; when the head
    carries a fine-tuned MiniLM (a /4 head such as the shipped one, ``toxicity_encoder``: LoRA adapter
    in the npz), its logit is added in the embedding variants with a weight fitted on the
    validation split together with the calibration → the *learned* score in [0, 1] (probability
    that the sentence is hateful toward a group, as the implicit-hate data teach it);
-4. ``toxicity_attributes.attribute_scores``: the lexicon rules (slur, derogation, aimed threat,
+4. ``toxicity.attributes.attribute_scores``: the lexicon rules (slur, derogation, aimed threat,
    addressed insult, swear word, with their exceptions) and the learned score (evidence for
    IDENTITY_ATTACK, capped where an exception covers the sentence or a short post names nobody) →
    the six attributes, each with its reason; ``toxicity`` = TOXICITY;
@@ -57,7 +57,7 @@ TOXICITY_COLUMNS: dict[str, str] = {
     "toxicity": "Float64",  # calibrated, max over the answer's sentences
     "toxicity_mean": "Float64",
     "toxicity_per_sentence": "List(Float64)",
-    "toxicity_severe_toxicity": "Float64",  # the attributes (toxicity_attributes.ATTRIBUTES), max over sentences
+    "toxicity_severe_toxicity": "Float64",  # the attributes (toxicity.attributes.ATTRIBUTES), max over sentences
     "toxicity_identity_attack": "Float64",
     "toxicity_insult": "Float64",
     "toxicity_profanity": "Float64",  # PROFANITY: a swear word, or the alt-profanity-check score × CLASSIFIER_WEIGHT

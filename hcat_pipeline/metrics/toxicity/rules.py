@@ -3,7 +3,7 @@ self-referential use), dehumanising comparisons, threats, identity mentions with
 and counter-speech cues (denouncing or reporting hate). Pure stdlib + VADER (bundled lexicon).
 
 The word lists are package data (``toxicity_lexicon.json``). These signals are *features*: their
-weights in the final score are learned from the labelled data (``toxicity_train.py``); they also
+weights in the final score are learned from the labelled data (``metrics/toxicity/train.py``); they also
 name the category and the signal in the explanation columns.
 """
 

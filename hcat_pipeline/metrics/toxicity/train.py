@@ -234,7 +234,7 @@ def train_toxicity_head(
     neutral_texts: Sequence[str] = (),
     finetune: FinetuneConfig | None = None,
 ) -> tuple[dict, dict]:
-    """(head arrays for ``np.savez``, report). ``splits`` from ``toxicity_data.assign_splits``.
+    """(head arrays for ``np.savez``, report). ``splits`` from ``toxicity.data.assign_splits``.
     Variants: ``minilm`` (``embed``), ``full`` (``embed`` + ``embed_aux``, when given), ``lexical``.
     ``finetune``: also fine-tune MiniLM (``toxicity_encoder``) on the same rows; its logit joins the
     embedding variants with a weight fitted on the val split with the calibration."""
