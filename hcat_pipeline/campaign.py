@@ -62,6 +62,18 @@ def recover_stale_runs(instance: dg.DagsterInstance) -> list[str]:
     return stale
 
 
+def claim_instance(instance: dg.DagsterInstance) -> dict[str, str]:
+    """What every command that runs jobs in the instance does first: recover the runs a killed earlier attempt left
+    STARTED (``recover_stale_runs``), apply this deployment's LLM pool limit, and return the tags that let a later
+    attempt recover this one's runs (``hcat/pid``, ``hcat/host``)."""
+    from hcat_pipeline.resources.sets import apply_pool_limits
+
+    for run_id in recover_stale_runs(instance):
+        print(f"recovered stale run {run_id} (its process is gone): marked failed, pool slots freed")
+    apply_pool_limits(instance)  # the LLM pool of this deployment's provider: HCAT_LLM_POOL_LIMITS or the default
+    return {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname()}
+
+
 def _report(result, quiet: bool = False) -> bool:
     for event in result.all_events:
         if event.is_step_failure and not quiet:
@@ -225,12 +237,7 @@ def run_campaign(
     if max_cases is not None:
         spec = spec.model_copy(update={"max_cases": max_cases})
     instance = instance or dg.DagsterInstance.get()
-    for run_id in recover_stale_runs(instance):
-        print(f"recovered stale run {run_id} (its process is gone): marked failed, pool slots freed")
-    from hcat_pipeline.resources.sets import apply_pool_limits
-
-    apply_pool_limits(instance)  # the LLM pool of this deployment's provider: HCAT_LLM_POOL_LIMITS or the default
-    tags = {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname(), "campaign": spec.name}
+    tags = {**claim_instance(instance), "campaign": spec.name}
     golden_dir = os.environ.get("HCAT_GOLDEN_SETS_DIR") or GOLDEN_SETS_DIR
     version = version or (None if spec.golden_set_version == "latest" else spec.golden_set_version)
     if version is None and not regenerate:

@@ -43,13 +43,9 @@ CONTRACT_CHECK = "contract"  # the blocking table-contract check on every stored
 
 
 def is_release_verdict(message: str, step: str | None = None) -> bool:
-    """A step failure that is only the release decision's blocking gates (``release_decision: hard_gates``). A failed
-    contract check (its own step, ``<asset>_contract``) or any other blocking check named in the message is a
-    failure of the run, not a verdict."""
-    if GATE_CHECK_FAILURE not in message or (step or "").endswith(f"_{CONTRACT_CHECK}"):
-        return False
-    named = [ln.strip() for ln in message.splitlines() if ln.strip().count(": ") == 1 and " " not in ln.strip().split(": ")[1]]
-    return all(ln.endswith(f": {RELEASE_CHECK}") for ln in named)
+    """A step failure that is only a blocking check failing on its own asset's step (``release_decision: hard_gates``):
+    a verdict. A table's contract check fails in a step of its own (``<asset>_contract``): a failure of the run."""
+    return GATE_CHECK_FAILURE in message and not (step or "").endswith(f"_{CONTRACT_CHECK}")
 
 
 @dataclass

@@ -2,6 +2,7 @@
 asset modules are the thin Dagster face), and each lineage stage's package says what it is."""
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ def test_a_stage_package_says_what_it_is(package):
     assert doc and len(doc.split()) >= 8, f"{package}/__init__.py needs a docstring saying what the stage is"
 
 
+@functools.cache
 def _module_imports() -> dict[str, list[tuple[str, list[str]]]]:
     """Every project module (product, tests, benchmarks, scripts) → [(imported module, imported names)], lazy imports
     included, ``if TYPE_CHECKING:`` blocks left out (annotations only)."""

@@ -22,21 +22,10 @@ from hcat_pipeline.corpus.strata import StrataParams, build_strata, plot_strata
 from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.schemas import SAMPLED_CHUNKS, TOPIC_STRATA, conform
 
-
-class _StrataConfig(dg.Config):
-    def params(self) -> StrataParams:
-        return to_core(StrataParams, self)
-
-
-class _SamplingConfig(dg.Config):
-    def params(self) -> SamplingParams:
-        return to_core(SamplingParams, self)
-
-
 # Steps 2-3 and step 4: the core's dataclasses are the one field list (names, types, defaults, descriptions)
-TopicStrataConfig = config_from(StrataParams, "TopicStrataConfig", base=_StrataConfig,
+TopicStrataConfig = config_from(StrataParams, "TopicStrataConfig",
                                 plot_dir=(str, Field(default=str(WAREHOUSE_DIR), description="where topic_strata.png is written")))  # fmt: skip
-SamplingConfig = config_from(SamplingParams, "SamplingConfig", base=_SamplingConfig)
+SamplingConfig = config_from(SamplingParams, "SamplingConfig")
 
 
 def _png_markdown(path: Path) -> str:
@@ -60,7 +49,7 @@ def topic_strata(
     if unmatched:
         context.log.warning(f"{unmatched} embedding(s) have no chunk text and were left out")
 
-    result = build_strata(joined["chunk_id"].to_list(), joined["text"].to_list(), joined["embedding"].to_numpy(), config.params())
+    result = build_strata(joined["chunk_id"].to_list(), joined["text"].to_list(), joined["embedding"].to_numpy(), to_core(StrataParams, config))
     out = conform(result.frame, TOPIC_STRATA)
 
     plot = plot_strata(
@@ -99,7 +88,7 @@ def sampled_chunks(
     context: dg.AssetExecutionContext, config: SamplingConfig, topic_strata: pl.DataFrame, chunks: pl.DataFrame
 ) -> pl.DataFrame:
     try:
-        p = config.params()
+        p = to_core(SamplingParams, config)
         sample, alloc = stratified_sample(topic_strata.select("chunk_id", "stratum", "stratum_label"), p.sample_size, p.allocation,
                                           p.weights or None, p.min_per_stratum, p.seed)  # fmt: skip
     except ValueError as exc:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-import socket
 import sys
 
 from hcat_pipeline.commands import command
@@ -56,15 +54,12 @@ def backfill(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from hcat_pipeline.backfill import run_backfill
-    from hcat_pipeline.campaign import recover_stale_runs
+    from hcat_pipeline.campaign import claim_instance
     from hcat_pipeline.campaign_spec import CampaignFileError, campaign_run_config, load_campaign
     from hcat_pipeline.definitions import defs
     from hcat_pipeline.partitions import golden_set_version
-    from hcat_pipeline.resources.sets import apply_pool_limits
 
     instance = dg.DagsterInstance.get()
-    for run_id in recover_stale_runs(instance):  # an earlier attempt killed mid-run: its run is failed, its pool slots freed
-        print(f"recovered stale run {run_id} (its process is gone): marked failed, pool slots freed")
     known = instance.get_dynamic_partitions(golden_set_version.name)
     versions = list(known) if args.versions == "all" else [v.strip() for v in args.versions.split(",") if v.strip()]
     unknown = sorted(set(versions) - set(known))
@@ -77,8 +72,7 @@ def backfill(args: argparse.Namespace) -> int:
     except (ValueError, CampaignFileError) as e:
         print(f"hcat backfill: {e}", file=sys.stderr)
         return 2
-    apply_pool_limits(instance)  # the LLM pool of this deployment's provider, as hcat campaign applies it
-    tags = {"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname()}  # lets a later attempt recover a killed run
+    tags = claim_instance(instance)  # recovers an attempt killed mid-run, applies the LLM pool, tags this one
     result = run_backfill(defs.resolve_job_def(args.job), keys, instance, bid=args.id, run_config=run_config, tags=tags,
                           keep_going=args.keep_going)  # fmt: skip
     print(f"backfill {result.backfill_id}: {len(result.done)} ran, {len(result.skipped)} already done, "

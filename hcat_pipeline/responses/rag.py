@@ -415,23 +415,23 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     def kind(k: str) -> tuple[str, str, str]:  # counterfactual pairs: one per attribute
         return str(info[k].get("category")), str(info[k].get("variant_kind")), str(info[k].get("attribute"))
 
-    kinds = sorted({kind(k) for k in keys} - {("happy_path", "None", "None")})
+    kind_picks = [next(k for k in keys if kind(k) == w) for w in sorted({kind(k) for k in keys} - {("happy_path", "None", "None")})]
     # a small budget keeps one slot per other kind: the strata get what is left (at least one), the rest in step 4
-    strata_budget = max(1, max_cases - sum(len(units[next(k for k in keys if kind(k) == w)]) for w in kinds))
+    strata_budget = max(1, max_cases - sum(len(units[k]) for k in kind_picks))
     happy = [k for k in keys if info[k].get("category") == "happy_path"]
     types_seen: set = set()
     for stratum in sorted({str(info[k].get("stratum")) for k in happy}):
-        mine = [k for k in happy if str(info[k].get("stratum")) == stratum]
-        pick = next((k for k in mine if info[k].get("query_type") not in types_seen), mine[0])
         if len(chosen) >= strata_budget:
             break
+        mine = [k for k in happy if str(info[k].get("stratum")) == stratum]
+        pick = next((k for k in mine if info[k].get("query_type") not in types_seen), mine[0])
         types_seen.add(info[pick].get("query_type"))
         take(pick)
     for qtype in sorted({str(info[k].get("query_type")) for k in happy}):  # a type no stratum pick brought in
         if len(chosen) < strata_budget and not any(str(info[c].get("query_type")) == qtype for c in chosen):
             take(next(k for k in happy if str(info[k].get("query_type")) == qtype))
-    for want in kinds:
-        take(next(k for k in keys if kind(k) == want))
+    for k in kind_picks:
+        take(k)
     if floors:
         from hcat_pipeline.golden.case_rules import rule_for
 
