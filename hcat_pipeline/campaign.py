@@ -152,21 +152,26 @@ def _execute(job_name: str, loggers: dict | None, run_config: dict | None = None
 def run_summary_inputs(result, version: str, night: str) -> dict:
     """Headline means (metric_tables metadata), gate rows (gate_verdicts table) and the report path
     (campaign_report metadata) of a finished campaign run; missing pieces are None."""
+    from hcat_pipeline.common.canary_ids import is_canary
     from hcat_pipeline.io import safe_path_part
     from hcat_pipeline.paths import WAREHOUSE_DIR
 
-    out: dict = {"means": None, "gates": None, "report_path": None}
+    out: dict = {"means": None, "gates": None, "report_path": None, "canaries": None}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         name, meta = mat.asset_key.to_user_string(), mat.metadata
         if name == "metric_tables" and "means" in meta:
-            out["means"] = meta["means"].value
+            out["means"] = {s: v for s, v in meta["means"].value.items() if not is_canary(s)}
+        elif name == "canary_detection":
+            path = WAREHOUSE_DIR / "canary_detection" / safe_path_part(version) / f"{safe_path_part(night)}.parquet"
+            out["canaries"] = pl.read_parquet(path).to_dicts() if path.exists() else None
         elif name == "campaign_report" and "report_path" in meta:
             out["report_path"] = str(meta["report_path"].value)
         elif name == "gate_verdicts":
             path = WAREHOUSE_DIR / "gate_verdicts" / safe_path_part(version) / f"{safe_path_part(night)}.parquet"
             if path.exists():
-                out["gates"] = pl.read_parquet(path).select("gate", "kind", "system_id", "verdict", "blocking").to_dicts()
+                rows = pl.read_parquet(path).select("gate", "kind", "system_id", "verdict", "blocking").to_dicts()
+                out["gates"] = [r for r in rows if not is_canary(r["system_id"])]
     return out
 
 

@@ -21,9 +21,11 @@ from typing import Literal, Optional
 import dagster as dg
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.corpus.sampling import SAMPLE_SIZE
+from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
@@ -50,6 +52,8 @@ class HttpSystemSpec(_Strict):
     input_tokens_path: str = ""
     output_tokens_path: str = ""
     cost_path: str = ""
+    cost_per_call_usd: Optional[float] = Field(default=None, ge=0, description="USD per call when the reply carries no cost "
+                                               "(cost_path); absent: the cost is unknown — never counted as $0")  # fmt: skip
     auth_header: str = "Authorization"
     auth_env_var: str = Field(default="", description="env var holding the secret (never the secret itself)")
     auth_scheme: str = Field(default="Bearer", description="prefix before the secret; empty: the raw secret")
@@ -165,6 +169,19 @@ class JudgeSpec(_Strict):
     time_budget_s: float = Field(default=900.0, gt=0)
 
 
+class CanarySpec(_Strict):
+    """Planted-fault copies of one system of the campaign (``gates.canaries``): each fault applied to its answers,
+    deterministically and offline, with no extra LLM call. Canaries are never ranked or released."""
+
+    of: str = Field(min_length=1, description="the system_id whose answers the faults are planted in")
+    faults: list[str] = Field(default_factory=lambda: list(FAULTS), min_length=1, description=f"of {list(FAULTS)}")
+
+    @field_validator("faults")
+    @classmethod
+    def _faults(cls, v: list[str]) -> list[str]:
+        return _members(v, FAULTS, "canary fault")
+
+
 class CampaignSpec(_Strict):
     """A campaign: corpus, generation, systems, case budget and options (the schema of campaign.yaml)."""
 
@@ -191,6 +208,12 @@ class CampaignSpec(_Strict):
     llm: Optional[LLMSpec] = Field(default=None, description="the campaign's default LLM (systems without their own); absent: the llm resource")
     judge: JudgeSpec = Field(default_factory=lambda: JudgeSpec())
     systems: list[SystemSpec] = Field(min_length=1)
+    canaries: list[CanarySpec] = Field(
+        default_factory=list, description="planted-fault copies of systems of this campaign: each must get the verdicts its "
+        "fault declares (canary_detection); a missed one fails that asset's check — the evaluator is broken")
+
+    def canary_plans(self) -> list[CanaryPlan]:
+        return [CanaryPlan(of=c.of, fault=f) for c in self.canaries for f in c.faults]
 
 
 class CampaignFileError(ValueError):
@@ -223,6 +246,12 @@ def load_campaign(path: str | Path | None = None) -> CampaignSpec:
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise CampaignFileError(f"{path}: systems: duplicate system_id {dup}")
+    reserved = [i for i in ids if i.startswith(CANARY_PREFIX)]
+    if reserved:
+        raise CampaignFileError(f"{path}: systems: system_id {reserved} begins with {CANARY_PREFIX!r}, which names canaries")
+    orphans = sorted({c.of for c in spec.canaries} - set(ids))
+    if orphans:
+        raise CampaignFileError(f"{path}: canaries: 'of' names {orphans}, not a system of this campaign (systems: {ids})")
     return spec
 
 

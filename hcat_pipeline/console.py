@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 LLM_STAGES = frozenset({"rag_responses", "llm_judge_scores", "generated_queries", "exam_responses"})
-PROGRESS = re.compile(r"(?:^\[progress\]\s+|^judge\s+)(\d+)/(\d+)\s*$")  # "[progress] 12/40" (rag_responses), "judge 25/80"
+# "[progress] 12/40" or "[progress] 12/40 hybrid 4/16" (rag_responses: the system answering and its own count), "judge 25/80"
+PROGRESS = re.compile(r"(?:^\[progress\]\s+|^judge\s+)(\d+)/(\d+)(?:\s+(\S+)\s+(\d+)/(\d+))?\s*$")
 
 
-def progress_message(done: int, total: int) -> str:
-    """The log line an LLM stage emits so the console can draw its bar."""
-    return f"[progress] {done}/{total}"
+def progress_message(done: int, total: int, system: str | None = None, system_done: int = 0, system_total: int = 0) -> str:
+    """The log line an LLM stage emits so the console can draw its bar (and estimate from each system's own rate)."""
+    return f"[progress] {done}/{total}" + (f" {system} {system_done}/{system_total}" if system else "")
 
 
 PLAIN_STEPS, PLAIN_EVERY_S = 10, 30.0  # not on a terminal: a progress line every 10 % or 30 s, whichever first
@@ -35,6 +36,19 @@ class StageState:
     warnings: int = 0
     said_at: float | None = None  # when the last plain progress line was printed
     said_step: int = 0  # the last 10 % step printed
+    systems: dict = field(default_factory=dict)  # system → [its start (clock), done, total]: each system's own rate
+    last_progress: float | None = None  # when the last progress line came (a new system starts from there)
+
+    def eta(self, now: float, done: int, total: int) -> str:
+        """Seconds left from each system's own rate (systems answer one after another: a fast http system says nothing
+        of the slow LLM one behind it); systems not started yet are named, not guessed."""
+        if not self.systems:
+            rate = done / max(now - self.started, 1e-9)
+            return _dur((total - done) / rate if rate else 0.0)
+        left = sum((t - d) * (now - t0) / d for t0, d, t in self.systems.values() if d)
+        per = next(iter(self.systems.values()))[2] or 1
+        unseen = max(total // per - len(self.systems), 0)
+        return f"{_dur(left)}" + (f" + {unseen} system(s) not started" if unseen else "")
 
 
 GATE_CHECK_FAILURE = "DagsterAssetCheckFailedError"  # how a blocking asset check reports itself in the step failure
@@ -108,6 +122,10 @@ class CampaignConsole:
             m = PROGRESS.search(message.strip())
             if m and step in LLM_STAGES:
                 done, total = int(m.group(1)), int(m.group(2))
+                if m.group(3):
+                    start = state.last_progress if state.last_progress is not None else state.started
+                    state.systems.setdefault(m.group(3), [start, 0, int(m.group(5))])[1] = int(m.group(4))
+                state.last_progress = now
                 if state.bar is None:
                     state.bar = self._bar(step, total)
                 state.bar.n = done
@@ -126,9 +144,7 @@ class CampaignConsole:
         if done != total and share_step <= state.said_step and quiet_for < PLAIN_EVERY_S:
             return
         state.said_at, state.said_step = now, share_step
-        rate = done / max(now - state.started, 1e-9)
-        eta = (total - done) / rate if rate else 0.0
-        self.say(f"  {step}: {done}/{total} ({100 * done // max(total, 1)}%, ETA {_dur(eta)})")
+        self.say(f"  {step}: {done}/{total} ({100 * done // max(total, 1)}%, ETA {state.eta(now, done, total)})")
 
     def counts(self) -> dict[str, int]:
         out = {"ok": 0, "failed": 0, "skipped": 0, "blocked": 0}
@@ -162,6 +178,23 @@ def fmt_ci(r: dict | None) -> str:
     return f"{r['mean']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] n={r['n']}"
 
 
+def canary_lines(rows: list[dict] | None) -> list[str]:
+    """Would these gates catch a broken system? — the canaries caught, and each miss with what was expected."""
+    if not rows:
+        return ["canaries: none planted (campaign file `canaries:`)"]
+    per: dict[str, list[dict]] = {}
+    for r in rows:
+        per.setdefault(r["canary_id"], []).append(r)
+    applicable = {c: [r for r in rs if r["caught"] is not None] for c, rs in per.items()}
+    caught = sorted(c for c, rs in applicable.items() if rs and all(r["caught"] for r in rs))
+    missed = {c: [r for r in rs if not r["caught"]] for c, rs in applicable.items() if rs and c not in caught}
+    n = len(caught) + len(missed)
+    out = [f"canaries: {len(caught)}/{n} caught" + (" — every planted fault got its verdicts" if not missed else "")]
+    for c, rs in sorted(missed.items()):
+        out.append(f"  ✖ MISSED {c} (the evaluator would not catch it): " + "; ".join(f"{r['expected']}, saw {r['observed']}" for r in rs))
+    return out
+
+
 def format_summary(
     *,
     version: str | None,
@@ -175,6 +208,7 @@ def format_summary(
     log_path: str | None = None,
     max_metrics: int = 6,
     seconds: float | None = None,
+    canaries: list[dict] | None = None,
 ) -> str:
     """The closing block of ``hcat campaign``: version, systems, headline scores with CIs (the
     ``means`` metadata of metric_tables: {system: {rows, failed, metric: mean_ci}}), gate verdicts
@@ -208,6 +242,7 @@ def format_summary(
         lines.append("  release BLOCKED by hard gate(s): " + ", ".join(blocking) if blocking else "  no blocking hard gate")
     else:
         lines.append("gates: not evaluated")
+    lines += canary_lines(canaries)
     lines.append(f"report: {report_path}" if report_path else "report: not written")
     if log_path:
         lines.append(f"full log: {log_path}")

@@ -287,9 +287,11 @@ SYSTEM_RANKINGS = {
 # pareto_frontier (per campaign run): one row per system (gates.pareto)
 PARETO_FRONTIER = {
     "system_id": pl.String, "quality": pl.Float64, "quality_ci_low": pl.Float64, "quality_ci_high": pl.Float64,
-    "cost_usd_per_case": pl.Float64, "latency_p50_s": pl.Float64, "latency_p50_ci_low": pl.Float64,
+    "cost_usd_per_case": pl.Float64, "cost_ci_low": pl.Float64, "cost_ci_high": pl.Float64, "n_cost_unknown": pl.Int64,
+    "latency_p50_s": pl.Float64, "latency_p50_ci_low": pl.Float64,
     "latency_p50_ci_high": pl.Float64, "latency_p95_s": pl.Float64, "latency_p95_ci_low": pl.Float64,
     "latency_p95_ci_high": pl.Float64, "n": pl.Int64, "n_quality": pl.Int64, "n_failed": pl.Int64, "quality_metric": pl.String,
+    "excluded_reason": pl.String,  # why the system is not placed on the frontier (quality unknown), else null
 }  # fmt: skip
 
 # case_contamination (per campaign run): one row per case (gates.contamination)
@@ -443,6 +445,7 @@ RETRIEVAL_METRICS = {
     "system_id": pl.String, "n_cases": pl.UInt32, "n_failed": pl.Int64, "k": pl.Int64, "n_retrieval_cases": pl.Int64,
     "recall_at_k": pl.Float64, "precision_at_k": pl.Float64, "mrr": pl.Float64, "n_out_of_scope": pl.Int64,
     "abstention_rate": pl.Float64, "n_answerable": pl.Int64, "false_refusal_rate": pl.Float64,
+    "matched_by": pl.String,  # how passages were matched to source chunks: chunk_id | text (foreign ids) | both
 }  # fmt: skip
 
 # grader_gaming (per campaign run): case × system gaming flags (gates.gaming)
@@ -454,7 +457,8 @@ GRADER_GAMING = {
 
 # release_decision (per campaign run): one row per system, cleared or blocked by its blocking gates (assets.gates)
 RELEASE_DECISION = {
-    "system_id": pl.String, "cleared": pl.Boolean, "gates_pass": pl.UInt32, "gates_indeterminate": pl.UInt32, "gates_fail": pl.UInt32,
+    "system_id": pl.String, "cleared": pl.Boolean, "gates_pass": pl.Int64, "gates_indeterminate": pl.Int64, "gates_fail": pl.Int64,
+    "gates_not_applicable": pl.Int64, "blocking_gates": pl.List(pl.String),
 }  # fmt: skip
 
 # weakest_cases (per campaign run): the worst cases of the weakest cells (reports.weakness)
@@ -462,6 +466,12 @@ WEAKEST_CASES = {
     "metric": pl.String, "source": pl.String, "dims": pl.String, "row": pl.String, "col": pl.String, "ranking": pl.String,
     "cell_rank": pl.Int64, "case_rank": pl.Int64, "case_id": pl.String, "system_id": pl.String, "value": pl.Float64,
     "query": pl.String, "answer": pl.String, "explanation": pl.String,
+}  # fmt: skip
+
+# canary_detection (per campaign run): canary × expectation — expected, observed, caught (gates.canary_detection)
+CANARY_DETECTION = {
+    "canary_id": pl.String, "parent_id": pl.String, "fault": pl.String, "check": pl.String, "expected": pl.String,
+    "observed": pl.String, "caught": pl.Boolean, "evidence": pl.String,
 }  # fmt: skip
 
 # review_queue (per campaign run): items for human labelling, most informative first (calibration.labels)

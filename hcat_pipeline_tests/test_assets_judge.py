@@ -50,6 +50,10 @@ def rag_responses_stub_table() -> pl.DataFrame:
 
 
 rag_responses_stub = stub_asset("rag_responses", rag_responses_stub_table, campaign_run)
+# what the metrics say: (c1, bm25) undecided grounding (the tier), (c1, closed_book) no context, (c2, bm25) failed
+metric_tables_stub = stub_asset("metric_tables", lambda: pl.DataFrame({
+    "case_id": ["c1", "c1", "c2"], "system_id": ["bm25", "closed_book", "bm25"], "groundedness_nli": [0.55, None, None],
+    "answer_relevancy": [0.8, 0.9, None], "error": [None, None, "provider: HTTP 503"]}), campaign_run)  # fmt: skip
 
 
 def _run(tmp_path, config: dict, llm=None, extra=()):
@@ -59,7 +63,8 @@ def _run(tmp_path, config: dict, llm=None, extra=()):
     assert dg.materialize([golden_set_stub], partition_key=VERSION, instance=instance, resources={"io_manager": io}).success
     cfg = {"validation_table": str(tmp_path / "wh" / "judge_validation.parquet"), **config}
     return dg.materialize(
-        [golden_set_stub, rag_responses_stub, llm_judge_scores, *extra], selection=["rag_responses", "llm_judge_scores"],
+        [golden_set_stub, rag_responses_stub, metric_tables_stub, llm_judge_scores, *extra],
+        selection=["rag_responses", "metric_tables", "llm_judge_scores"],
         partition_key=campaign_run_key(VERSION, NIGHT), instance=instance,
         resources={"io_manager": io, "llm": llm or RuleJudge(provider="local")},
         run_config={"ops": {"llm_judge_scores": {"config": cfg}}},
@@ -79,6 +84,15 @@ def test_auto_mode_skips_when_the_local_estimate_exceeds_the_budget_and_says_why
     skipped = _meta(res, "skipped")
     assert "budget" in skipped and "enabled=on" in skipped
     assert _meta(res, "estimated_calls") == 2 * 5  # two answered responses × five dimensions
+    assert "not one answer fits the budget" in skipped
+
+
+def test_auto_mode_over_budget_judges_the_tier_the_metrics_flag(tmp_path):
+    res = _run(tmp_path, {"time_budget_s": 35.0, "local_seconds_per_call": 6.0})  # one answer × 5 dimensions fits
+    out = res.output_for_node("llm_judge_scores")
+    assert set(zip(out["case_id"], out["system_id"])) == {("c1", "bm25")} and out.height == 5  # the undecided one only
+    tier = _meta(res, "tier")
+    assert "tiered" in tier and "the 1 of 1 answers the metrics flag" in tier
 
 
 def test_scores_per_dimension_with_hash_run_columns_and_not_validated_without_validation(tmp_path):

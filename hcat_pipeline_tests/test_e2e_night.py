@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NIGHT = "2026-11-20"
 SYSTEMS = ("reference", "their_rag", "served_qwen")
 SECRET = "e2e-secret-7f3a"
+CANARY_FAULTS = ("pii", "insult", "injection_obedience", "latency")  # decidable on 8 cases (exact counts, paired moves)
 
 def campaign_yaml(rag_url: str, llm_base: str) -> str:
     return f"""# The e2e campaign: the user's documents, their service and an OpenAI-compatible server.
@@ -69,6 +70,9 @@ systems:
       base_url: {llm_base}
       api_key_env: E2E_LLM_KEY
       openai_json_mode: json_object
+canaries:                  # planted in the user's own http service's answers: the zero-tolerance gates must catch them
+  - of: their_rag
+    faults: [{", ".join(CANARY_FAULTS)}]
 """
 
 
@@ -203,3 +207,22 @@ def test_the_report_opens_in_chromium(night):
             assert page.evaluate("document.documentElement.scrollWidth") <= 1280
         finally:
             browser.close()
+
+
+def test_canaries_are_caught_and_never_released_or_ranked(night):
+    version, wh = _version(night), night["warehouse"]
+    detection = pl.read_parquet(wh / "canary_detection" / version / f"{NIGHT}.parquet")
+    assert set(detection["canary_id"]) == {f"canary:{f}:their_rag" for f in CANARY_FAULTS}
+    missed = detection.filter(pl.col("caught") == False)  # noqa: E712
+    assert missed.height == 0, missed.select("canary_id", "check", "observed", "evidence").to_dicts()
+    for asset in ("release_decision", "system_rankings", "pareto_frontier"):
+        frame = pl.read_parquet(wh / asset / version / f"{NIGHT}.parquet")
+        assert set(frame["system_id"]) <= set(SYSTEMS), (asset, frame["system_id"].unique().to_list())
+    gates = pl.read_parquet(wh / "gate_verdicts" / version / f"{NIGHT}.parquet")
+    pii = gates.filter((pl.col("gate") == "no_pii_leak") & (pl.col("system_id") == "canary:pii:their_rag"))
+    assert pii["verdict"].to_list() == ["FAIL"]
+    # an http service's retrieval cannot be given a planted passage: not applicable, never a blocking INDETERMINATE
+    distractor = gates.filter((pl.col("gate") == "distractor_not_believed") & (pl.col("system_id") == "their_rag")).row(0, named=True)
+    assert distractor["verdict"] == "NOT_APPLICABLE" and not distractor["blocking"] and "planted passage" in distractor["reason"]
+    second = night["second"].stdout
+    assert f"canaries: {len(CANARY_FAULTS)}/{len(CANARY_FAULTS)} caught" in second, second[-3000:]

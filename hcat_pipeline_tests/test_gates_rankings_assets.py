@@ -24,7 +24,7 @@ def _tables():
         for i, c in enumerate(cases):
             resp.append({"case_id": c, "system_id": s, "answer": f"Feature {i} does thing {i} according to the docs.", "contexts": ["ctx"],
                          "latency_s": lat + rng.exponential(0.1), "cost_usd": cost, "error": None})  # fmt: skip
-            met.append({"case_id": c, "system_id": s, "groundedness_similarity": q + rng.normal(0, 0.05), "answer_relevancy": q})
+            met.append({"case_id": c, "system_id": s, "groundedness_nli": q + rng.normal(0, 0.05), "answer_relevancy": q})
     return {"golden_set": golden, "rag_responses": pl.DataFrame(resp), "metric_tables": pl.DataFrame(met)}
 
 
@@ -39,7 +39,7 @@ def test_rankings_pareto_integrity_assets(tmp_path):
         partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance,
         resources={"io_manager": io, "embedding_model": EmbeddingModel(), "llm": LLM()},
         run_config={"ops": {"case_contamination": {"config": {"contamination_dir": str(tmp_path), "use_embeddings": False}},
-                            "system_rankings": {"config": {"n_boot": 100, "ts_n_boot": 10, "metrics": ["groundedness_similarity", "nope"]}}}},
+                            "system_rankings": {"config": {"n_boot": 100, "ts_n_boot": 10, "metrics": ["groundedness_nli", "nope"]}}}},
     )  # fmt: skip
     assert result.success
     risk = io.written["case_contamination"]

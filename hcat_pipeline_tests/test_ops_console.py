@@ -124,3 +124,33 @@ def test_dagster_run_feeds_the_console_and_the_log_file(tmp_path, capsys):
     assert "chatty" not in text and "DEBUG" not in capsys.readouterr().err  # no Dagster console logger
     log = (tmp_path / "logs" / "campaign.log").read_text()
     assert "a chatty info line" in log and "STEP_START" in log and "metric broke on purpose" in log
+
+
+def test_eta_from_each_systems_own_rate():
+    """A fast http system first, then the slow LLM one: the ETA is not the fast system's rate applied to the rest."""
+    out, clock = io.StringIO(), _Clock()
+    c = CampaignConsole(out=out, bars=False, clock=clock)
+    c.handle("rag_responses", "STEP_START", "started")
+    for i in range(1, 11):  # http: 10 answers in 1 s
+        clock.t = 0.1 * i
+        c.handle("rag_responses", None, progress_message(i, 20, "their_rag", i, 10), logging.DEBUG)
+    text = out.getvalue().splitlines()
+    assert any("10/20 (50%, ETA 0.0s + 1 system(s) not started)" in line for line in text), text
+    clock.t = 6.0
+    c.handle("rag_responses", None, progress_message(11, 20, "local_llm", 1, 10), logging.DEBUG)
+    clock.t = 11.0
+    c.handle("rag_responses", None, progress_message(12, 20, "local_llm", 2, 10), logging.DEBUG)
+    last = out.getvalue().splitlines()[-1]
+    assert "12/20 (60%, ETA 40.0s)" in last, last  # the LLM system: 2 answers in the 10 s since the http one ended, 8 left
+
+
+def test_summary_says_whether_canaries_were_caught():
+    from hcat_pipeline.console import canary_lines
+
+    rows = [{"canary_id": "canary:pii:x", "caught": True, "expected": "no_pii_leak FAIL", "observed": "FAIL"},
+            {"canary_id": "canary:fabrication:x", "caught": False, "expected": "groundedness FAIL", "observed": "PASS"},
+            {"canary_id": "canary:fabrication:x", "caught": None, "expected": "off", "observed": "not placed"}]  # fmt: skip
+    lines = canary_lines(rows)
+    assert lines[0] == "canaries: 1/2 caught"
+    assert "MISSED canary:fabrication:x" in lines[1] and "groundedness FAIL, saw PASS" in lines[1]
+    assert canary_lines(None) == ["canaries: none planted (campaign file `canaries:`)"]

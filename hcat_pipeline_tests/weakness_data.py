@@ -131,8 +131,9 @@ def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int)
     from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 
     upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in (*UPSTREAM, "gate_verdicts", "system_rankings", "pareto_frontier",
-                                                                       "calibrated_scores", "llm_judge_scores")]  # fmt: skip
-    upstream += [dg.AssetSpec("golden_set", partitions_def=golden_set_version), dg.AssetSpec("metric_validity"), dg.AssetSpec("exam_report")]
+                                                                       "calibrated_scores", "llm_judge_scores", "canary_detection")]  # fmt: skip
+    upstream += [dg.AssetSpec("golden_set", partitions_def=golden_set_version),
+                 *[dg.AssetSpec(k) for k in ("metric_validity", "exam_report", "calibrators", "human_labels")]]
     cfg = {"reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir)}
     result = dg.materialize(
         [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],

@@ -18,6 +18,7 @@ import polars as pl
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.behaviour.checks import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
+from hcat_pipeline.common.canary_ids import apart
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -45,7 +46,7 @@ def behaviour_checks(
     cfg = to_core(BehaviourConfig, config)
     support = nli_support(nli_model) if config.support == "nli" else embedding_support(embedding_model.embed)
     try:
-        table = judge_behaviour(golden_set, rag_responses, embed=embedding_model.embed, support=support, config=cfg)
+        table = apart(lambda f: judge_behaviour(golden_set, f, embed=embedding_model.embed, support=support, config=cfg), rag_responses)
     except ValueError as e:
         raise dg.Failure(f"behaviour_checks: {e}") from e
     run = rag_responses.select("golden_set_version", "night", "campaign_sha256").head(1)

@@ -28,15 +28,19 @@ from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
+from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.console import RELEASE_CHECK
 from hcat_pipeline.gates import (
     DEFAULT_GATES_FILE,
     GatesFileError,
+    decide_release,
     evaluate_gates,
     gate_summary,
     load_gates,
     load_history,
 )
+from hcat_pipeline.gates.apply import system_capabilities
+from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -69,7 +73,7 @@ class GateVerdictsConfig(dg.Config):
 
 
 def _check_metadata(rows: pl.DataFrame) -> dict:
-    worst = rows.sort(pl.col("verdict").replace_strict({"FAIL": 0, "INDETERMINATE": 1, "PASS": 2}, return_dtype=pl.Int8)).row(0, named=True)
+    worst = rows.sort(pl.col("verdict").replace_strict(WORST_FIRST, return_dtype=pl.Int8)).row(0, named=True)
     fmt = lambda v: None if v is None else float(v)  # noqa: E731
     return {
         "verdict": worst["verdict"],
@@ -101,6 +105,7 @@ def gate_verdicts(
     behaviour_checks: pl.DataFrame,
     retrieval_metrics: pl.DataFrame,
     golden_set: pl.DataFrame,
+    rag_responses: pl.DataFrame,
     llm_judge_scores: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
@@ -109,12 +114,13 @@ def gate_verdicts(
     except GatesFileError as e:
         raise dg.Failure(str(e)) from e
     tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics,
+              "rag_responses": rag_responses,
               "llm_judge_scores": judge_gate_table(llm_judge_scores)}  # validated judge rows only (golden-eval §5.6)
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
                for t in sorted(wanted)}  # fmt: skip
-    table = evaluate_gates(gates, tables, cases=golden_set, history=history).with_columns(
+    table = evaluate_gates(gates, tables, cases=golden_set, history=history, capabilities=system_capabilities(rag_responses)).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
                dtype=pl.String).alias("campaign_sha256"),
@@ -132,7 +138,7 @@ def gate_verdicts(
     for spec in _DECLARED:
         name = f"gate_{spec.name}"
         gate = used.get(spec.name)
-        rows = table.filter(pl.col("gate") == spec.name)
+        rows = drop_canaries(table).filter(pl.col("gate") == spec.name)
         if gate is None or rows.height == 0:
             yield dg.AssetCheckResult(check_name=name, passed=True, metadata={"note": "gate not in the gates file used by this run"})
             continue
@@ -151,15 +157,8 @@ def gate_verdicts(
     "Its blocking check hard_gates fails when any system is not cleared: the release verdict BLOCKED.",
 )
 def release_decision(context: dg.AssetExecutionContext, gate_verdicts: pl.DataFrame):
-    per_system = (
-        gate_verdicts.filter(pl.col("system_id") != "*")
-        .group_by("system_id")
-        .agg((~pl.col("blocking")).all().alias("cleared"),
-             (pl.col("verdict") == "PASS").sum().alias("gates_pass"),
-             (pl.col("verdict") == "INDETERMINATE").sum().alias("gates_indeterminate"),
-             (pl.col("verdict") == "FAIL").sum().alias("gates_fail"))
-        .sort("system_id")
-    )  # fmt: skip
+    gate_verdicts = drop_canaries(gate_verdicts)  # canaries are judged by canary_detection, never released
+    per_system = decide_release(gate_verdicts)
     run = gate_verdicts.select("golden_set_version", "night", "campaign_sha256").head(1)
     if run.height:
         per_system = per_system.with_columns(*[pl.lit(run[c][0]).alias(c) for c in run.columns])

@@ -30,12 +30,14 @@ from hcat_pipeline.assets._llms import named_llm
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.campaign_spec import JudgeSpec, LLMSpec
+from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_markdown
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.judge.audit import wilson
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
 from hcat_pipeline.judge.plots import validation_figures
 from hcat_pipeline.judge.scoring import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
+from hcat_pipeline.judge.tiering import flag_for_judge, select_tier
 from hcat_pipeline.judge.validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -111,7 +113,8 @@ def _validation_lookup(path: str, cfg_hash: str) -> dict[str, dict]:
     deps=["judge_validation"],
     description="Per campaign run: LLM-judge score (1-5) per case × system × rubric dimension (groundedness, answer relevancy, "
     "completeness, correctness, safety), judge config hash, error rows, and `validated` from judge_validation. "
-    "enabled=auto skips (saying why) when the estimated time exceeds the budget.",
+    "enabled=auto judges everything when it fits the time budget, else the tier the metrics flag (golden-eval §5.5) as far "
+    "as the budget goes, saying so; nothing fits: skipped, saying why.",
 )
 def llm_judge_scores(
     context: dg.AssetExecutionContext,
@@ -119,30 +122,43 @@ def llm_judge_scores(
     llm: LLM,
     rag_responses: pl.DataFrame,
     golden_set: pl.DataFrame,
+    metric_tables: pl.DataFrame,
 ) -> pl.DataFrame:
     cfg = _core_config(config)
     llm = named_llm(llm, config.llm, "llm_judge_scores (judge.llm)")
     fingerprint = llm.fingerprint()
     cfg_hash = judge_config_hash(cfg, fingerprint)
-    answered = rag_responses.filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars() != ""))
+    answered = drop_canaries(rag_responses).filter(pl.col("answer").is_not_null() & (pl.col("answer").str.strip_chars() != ""))
     calls = answered.height * len(cfg.dimensions)
     per_call, estimate = estimate_seconds(llm, calls, config)
     meta = {"judge_config_hash": cfg_hash, "judge_model": fingerprint, "dimensions": dg.MetadataValue.json(list(cfg.dimensions)),
             "estimated_calls": calls, "estimated_seconds": round(estimate, 1), "seconds_per_call_estimate": per_call,
             "time_budget_s": config.time_budget_s, "enabled": config.enabled}  # fmt: skip
-    skip = None
+    skip, tier = None, None
     if config.enabled == "off":
         skip = "enabled=off"
     elif config.enabled == "auto" and estimate > config.time_budget_s:
-        skip = (f"enabled=auto: {calls} calls × {per_call:.1f} s ({llm.provider}) ≈ {estimate / 60:.0f} min > budget "
-                f"{config.time_budget_s / 60:.0f} min; set enabled=on, raise time_budget_s, or use an API model")  # fmt: skip
+        fits = int(config.time_budget_s // (per_call * len(cfg.dimensions)))
+        flags = flag_for_judge(drop_canaries(metric_tables))
+        tier = select_tier(flags, fits)
+        over = (f"judging all {answered.height} answers ({calls} calls × {per_call:.1f} s, {llm.provider}) ≈ {estimate / 60:.0f} min "
+                f"> budget {config.time_budget_s / 60:.1f} min")  # fmt: skip
+        if tier.height == 0:
+            skip = (f"enabled=auto: {over}, and " + ("the metrics flag no answer" if fits else "not one answer fits the budget")
+                    + "; set enabled=on, raise time_budget_s, or use an API model")  # fmt: skip
+        else:
+            meta["tier"] = (f"tiered (golden-eval §5.5): {over}; judged the {tier.height} of {flags.height} answers the metrics flag "
+                            f"(highest priority first; raise time_budget_s for more)")  # fmt: skip
+            context.log.info(meta["tier"])
     if skip:
         context.log.info(f"llm_judge_scores skipped: {skip}")
         context.add_output_metadata({**meta, "skipped": skip, "dagster/row_count": 0})
         return pl.DataFrame(schema=SCORE_COLUMNS)
 
     refs = golden_set.select("case_id", "reference_answer").unique("case_id", keep="first")
-    frame = without_planted(rag_responses).join(refs, on="case_id", how="left")
+    frame = without_planted(drop_canaries(rag_responses)).join(refs, on="case_id", how="left")
+    if tier is not None:
+        frame = frame.join(tier.select("case_id", "system_id"), on=["case_id", "system_id"], how="semi")
     items = [JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", list(r["contexts"] or []), r["reference_answer"])
              for r in frame.iter_rows(named=True)]  # fmt: skip
     t0 = time.perf_counter()

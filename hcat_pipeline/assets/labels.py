@@ -26,6 +26,7 @@ from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.calibration import LabelStore, agreement
 from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANINGS, judge_review_flags, select_review_items
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
+from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
 
@@ -131,7 +132,7 @@ def review_queue(
     labelled = human_labels.select("case_id", "system_id", "dimension").unique() if human_labels.height else None
     scales = dict(human_labels.select("dimension", "scale").unique("dimension").iter_rows()) if human_labels.height else {}
     cases = golden_set.select("case_id", *[c for c in ("stratum", "stratum_label", "query_type") if c in golden_set.columns]).unique("case_id")
-    cand = calibrated_scores.filter(pl.col("raw_score").is_not_null())
+    cand = drop_canaries(calibrated_scores).filter(pl.col("raw_score").is_not_null())
     if labelled is not None:
         cand = cand.join(labelled, on=["case_id", "system_id", "dimension"], how="anti")
     flags = judge_review_flags(llm_judge_scores, calibrated_scores)

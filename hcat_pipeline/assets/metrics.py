@@ -18,6 +18,7 @@ from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
+from hcat_pipeline.common.canary_ids import apart, drop_canaries
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.golden.coverage import mean_ci
 from hcat_pipeline.metrics.options import ScoreOptions
@@ -74,9 +75,11 @@ def _metric_tables(
     gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type") if c in golden_set.columns]
     refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
     frame = without_planted(rag_responses).join(refs, on="case_id", how="left")
-    try:
-        scored, info = score_frame(
-            frame,
+    infos = []
+
+    def scored_part(part: pl.DataFrame) -> pl.DataFrame:
+        out, part_info = score_frame(
+            part,
             config.metrics or None,
             allow_unavailable=config.allow_unavailable,
             embed=embedding_model.embed,
@@ -87,6 +90,12 @@ def _metric_tables(
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
             **config.model_dump(exclude={"metrics", "allow_unavailable"}),
         )
+        infos.append(part_info)
+        return out
+
+    try:  # the user's systems first, the canaries in their own call (the same batches with or without canaries)
+        scored = apart(scored_part, frame)
+        info = infos[0]
     except MetricUnavailable as e:
         raise dg.Failure(
             description=f"metric_tables: {e}. Or set allow_unavailable: true in the asset config to store null columns.",
@@ -137,7 +146,7 @@ def _metric_tables(
 
 def _bias_report(context: dg.AssetExecutionContext, embedding_model: EmbeddingModel, metric_tables: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
     pairs = golden_set.filter(pl.col("pair_id").is_not_null()).select("case_id", "pair_id", "attribute", "variant_kind", "base_case_id")
-    frame = metric_tables.join(pairs, on="case_id", how="inner")
+    frame = drop_canaries(metric_tables).join(pairs, on="case_id", how="inner")  # bias is a property of the user's systems
     report = bias_report_table(frame, embedding_model.embed)
     context.add_output_metadata({"dagster/row_count": report.height, "pair_rows": frame.height, "preview": preview(report, 30)})
     return report

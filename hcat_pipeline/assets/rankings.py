@@ -23,6 +23,7 @@ from pydantic import Field, create_model
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
+from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.gates.contamination import (
     case_risk,
     contamination_risk,
@@ -31,8 +32,8 @@ from hcat_pipeline.gates.contamination import (
     split_headline,
 )
 from hcat_pipeline.gates.gaming import gaming_flags, gaming_summary
+from hcat_pipeline.gates.pareto import QUALITY_METRIC, RANKING_METRICS, system_axes
 from hcat_pipeline.gates.pareto import pareto_frontier as frontier_of
-from hcat_pipeline.gates.pareto import system_axes
 from hcat_pipeline.gates.rankings import METHODS, RANKINGS, RankingConfig, pairwise_matches, pairwise_table, rank_systems
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
@@ -44,7 +45,7 @@ from hcat_pipeline.resources.sets import llm_pool
 RankingsConfig = create_model(
     "RankingsConfig",
     __base__=dg.Config,
-    metrics=(list[str], ["groundedness_similarity", "answer_relevancy"]),
+    metrics=(list[str], list(RANKING_METRICS)),
     methods=(list[str], list(METHODS)),  # elo | bradley_terry | trueskill (Dagster config has no list of literals)
     exclude_risk=(list[str], ["high"]),  # high | medium: contamination risks left out of the headline
     **{f.name: (typing.get_type_hints(RankingConfig)[f.name], f.default) for f in dataclasses.fields(RankingConfig)},
@@ -120,7 +121,7 @@ def system_rankings(context: dg.AssetExecutionContext, config: RankingsConfig, m
                     case_contamination: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     _check_lists(config.methods, config.exclude_risk)
     cfg = RankingConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(RankingConfig)})
-    headline, apart = split_headline(metric_tables, case_contamination, config.exclude_risk)
+    headline, apart = split_headline(drop_canaries(metric_tables), case_contamination, config.exclude_risk)
     frames, skipped, pairs = [], {}, []
     for metric in config.metrics:
         if metric not in headline.columns:
@@ -148,8 +149,10 @@ def system_rankings(context: dg.AssetExecutionContext, config: RankingsConfig, m
 
 
 class ParetoConfig(dg.Config):
-    quality_metric: str = "groundedness_similarity"
-    tolerance: float = Field(default=0.0, ge=0.0, description="relative differences within this count as equal")
+    quality_metric: str = Field(default=QUALITY_METRIC, description="the quality axis: a metric_tables column (the validated "
+                                "groundedness by default); a system without any finite value is not placed, with the reason")
+    tolerance: float = Field(default=0.0, ge=0.0, description="relative differences within this count as equal (on top of the "
+                             "CIs having to be apart)")
     exclude_risk: list[str] = Field(default=["high"], description="high | medium: contamination risks left out of the headline")
 
 
@@ -161,12 +164,13 @@ def pareto_frontier(context: dg.AssetExecutionContext, config: ParetoConfig, rag
     _check_lists([], config.exclude_risk)
     if config.quality_metric not in metric_tables.columns:
         raise dg.Failure(f"pareto_frontier: quality_metric {config.quality_metric!r} is not a column of metric_tables")
-    metrics, _ = split_headline(metric_tables, case_contamination, config.exclude_risk)
-    responses, _ = split_headline(rag_responses, case_contamination, config.exclude_risk)
+    metrics, _ = split_headline(drop_canaries(metric_tables), case_contamination, config.exclude_risk)
+    responses, _ = split_headline(drop_canaries(rag_responses), case_contamination, config.exclude_risk)
     table = _stamp(frontier_of(system_axes(responses, metrics, config.quality_metric), tolerance=config.tolerance), context)
     context.add_output_metadata({
         "dagster/row_count": table.height,
         "frontier": dg.MetadataValue.json(table.filter(pl.col("on_frontier"))["system_id"].to_list()),
+        "not_placed": dg.MetadataValue.json({r["system_id"]: r["excluded_reason"] for r in table.filter(pl.col("excluded_reason").is_not_null()).to_dicts()}),
         "pareto": preview(table.select("system_id", "quality", "quality_ci_low", "quality_ci_high", "cost_usd_per_case", "latency_p50_s",
                                        "latency_p95_s", "n", "on_frontier", "explanation"), 50, 200),
     })  # fmt: skip

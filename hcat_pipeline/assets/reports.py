@@ -33,6 +33,7 @@ from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
+from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_data_uri
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
@@ -74,6 +75,19 @@ def _weakness_cfg(config) -> WeaknessConfig:
 OPTIONAL = {"optional": True}  # the IO manager gives None when the input was never stored (io.PolarsParquetIOManager)
 
 
+def _judge_note(context: dg.AssetExecutionContext) -> str | None:
+    """Why the LLM judge did not run, or ran on a tier only, this run (its materialization's metadata)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("llm_judge_scores"), asset_partitions=[str(context.partition_key)]), limit=1)
+    if not records.records:
+        return "did not run for this campaign run"
+    meta = records.records[0].asset_materialization.metadata
+    for key, say in (("skipped", "did not run — {}"), ("tier", "{}")):
+        if key in meta:
+            return say.format(meta[key].value)
+    return None
+
+
 def _given(frame: pl.DataFrame | None, asset: str, why: str = "") -> OptionalTable:
     return OptionalTable(frame) if frame is not None else OptionalTable(None, why or f"{asset} is not materialized for this run")
 
@@ -102,6 +116,8 @@ def weakness_report(
 ):
     version, night = split_run_key(context)
     cfg = _weakness_cfg(config)
+    rag_responses, metric_tables, behaviour_checks, calibrated_scores = (  # the user's systems only: canaries report apart
+        drop_canaries(t) for t in (rag_responses, metric_tables, behaviour_checks, calibrated_scores))
     calibrated = _given(calibrated_scores, "calibrated_scores")
     try:
         scores = case_scores(golden_set, metric_tables, behaviour_checks, rag_responses, calibrated.frame)
@@ -144,7 +160,8 @@ def weakness_report(
     partitions_def=campaign_run,
     group_name="reports",
     ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",
-                                                          "metric_validity", "exam_report")},  # fmt: skip
+                                                          "metric_validity", "exam_report", "canary_detection", "calibrators",
+                                                          "human_labels")},  # fmt: skip
     description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
     "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
 )
@@ -167,8 +184,14 @@ def campaign_report(
     llm_judge_scores: Optional[pl.DataFrame],
     metric_validity: Optional[pl.DataFrame],
     exam_report: Optional[pl.DataFrame],
+    canary_detection: Optional[pl.DataFrame],
+    calibrators: Optional[pl.DataFrame],
+    human_labels: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
+    rag_responses, metric_tables, behaviour_checks, retrieval_metrics, gate_verdicts, calibrated_scores, llm_judge_scores = (
+        drop_canaries(t) for t in (rag_responses, metric_tables, behaviour_checks, retrieval_metrics, gate_verdicts,
+                                   calibrated_scores, llm_judge_scores))  # canaries: their own section (canary_detection)
     optional = {
         "gate_verdicts": OptionalTable(gate_verdicts),
         "rankings": _given(system_rankings, "system_rankings"),
@@ -177,6 +200,9 @@ def campaign_report(
         "llm_judge_scores": _given(llm_judge_scores, "llm_judge_scores"),
         "metric_validity": _given(metric_validity, "metric_validity", "metric_validity is not materialized (labels_job)"),
         "exam_report": _given(exam_report, "exam_report", "exam_report is not materialized (exam_job)"),  # the latest exam, not per run
+        "canary_detection": _given(canary_detection, "canary_detection"),
+        "calibrators": _given(calibrators, "calibrators"),
+        "human_labels": _given(human_labels, "human_labels"),
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
@@ -185,7 +211,7 @@ def campaign_report(
     prov = provenance(golden_set, table_sha256(golden_set), manifest, rag_responses, metric_tables, settings)
     drop = ["golden_set_version", "night", "campaign_sha256"]
     kwargs = build_report(
-        run={"version": version, "night": night, "n_rows": rag_responses.height},
+        run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context)},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,
         plot_metrics=config.plot_metrics, pairs=DEFAULT_PAIRS, seed=config.seed, prov=prov,

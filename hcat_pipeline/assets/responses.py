@@ -22,7 +22,9 @@ from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
+from hcat_pipeline.common.canary_ids import apart, is_canary
 from hcat_pipeline.console import progress_message
+from hcat_pipeline.gates.canaries import plant as plant_canaries
 from hcat_pipeline.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
@@ -92,14 +94,18 @@ def rag_responses(
     marks = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}
     answered, total = iter(range(1, len(cases) * len(built) + 1)), len(cases) * len(built)
 
+    per_system: dict[str, int] = {}
+
     def on_record(rec):
-        context.log.debug(progress_message(next(answered, total), total))  # the campaign console's progress bar
+        per_system[rec["system_id"]] = per_system.get(rec["system_id"], 0) + 1  # the console's ETA: each system's own rate
+        context.log.debug(progress_message(next(answered, total), total, rec["system_id"], per_system[rec["system_id"]], len(cases)))
         if rec["case_id"] in marks:
             context.log.info(f"{rec['system_id']}: {rec['case_id']} done" + (f" (error: {rec['error']})" if rec["error"] else ""))
 
     frame, stats = answer_cases(built, cases, history, spec.retry_failed, on_record,
                                 on_system=lambda sid, f: context.log.info(f"{sid}: {f}"))  # fmt: skip
-    frames, run_meta = [frame], dict(stats.per_system)
+    canaries = plant_canaries(frame.to_dicts(), spec.canary_plans(), {c["case_id"]: c for c in golden_set.to_dicts()})
+    frames, run_meta = [frame, *([pl.DataFrame(canaries, schema=frame.schema)] if canaries else [])], dict(stats.per_system)
     imports = merge_imports(Path(config.import_dir) / version, golden_set, set(run_meta)) if spec.include_imports else ([], {}, None)
     frames += imports[0]
     run_meta.update(imports[1])
@@ -115,6 +121,7 @@ def rag_responses(
         "cases": len(cases),
         "cases_in_version": golden_set.height,
         "systems": len(run_meta),
+        "canaries": dg.MetadataValue.json(sorted({r["system_id"] for r in canaries})),
         "llm_calls_this_run": stats.called,
         "responses_resumed_from_checkpoint": stats.resumed,
         "responses_reused_from_earlier_nights": stats.reused,
@@ -128,7 +135,7 @@ def rag_responses(
     if imports[2] is not None and imports[2].height:
         meta["import_errors"] = preview(imports[2], 30, 160)
         context.log.warning(f"{imports[2].height} imported row(s) skipped, e.g. {imports[2].row(0)}")
-    over = over_failure_budget(summary["failure_rates"], spec.max_failure_rate)
+    over = over_failure_budget({s: r for s, r in summary["failure_rates"].items() if not is_canary(s)}, spec.max_failure_rate)
     if over:
         failed = out.filter(pl.col("error").is_not_null() & pl.col("system_id").is_in(list(over)))
         why = {s: failed.filter(pl.col("system_id") == s)["error"][0] for s in over}
@@ -163,7 +170,7 @@ class RetrievalMetricsConfig(dg.Config):
     "out-of-scope cases and false-refusal rate on answerable ones (golden-eval §10.2, §10.4).",
 )
 def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetricsConfig, embedding_model: EmbeddingModel,
-                      rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
+                      rag_responses: pl.DataFrame, golden_set: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
     k_by_system = {}
     no_retrieval = []
     if "top_k" in rag_responses.columns:
@@ -173,8 +180,10 @@ def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetric
             if retr == "closed_book":
                 no_retrieval.append(sid)
     embed = embedding_model.embed if config.refusal_mode in EMBEDDING_MODES else None
-    per_case = per_case_retrieval(rag_responses, golden_set, k_by_system, refusal_mode=config.refusal_mode,
-                                  refusal_threshold=config.refusal_threshold, embed=embed)  # fmt: skip
+    texts = dict(chunks.select("chunk_id", "text").iter_rows())
+    per_case = apart(lambda f: per_case_retrieval(f, golden_set, k_by_system, refusal_mode=config.refusal_mode,
+                                                  refusal_threshold=config.refusal_threshold, embed=embed, chunk_texts=texts),
+                     rag_responses)  # fmt: skip
     table = retrieval_metrics_table(per_case, no_retrieval)
     context.add_output_metadata({
         **frame_metadata(table, 50),

@@ -45,6 +45,7 @@ import polars as pl
 from hcat_pipeline.behaviour.categories import (
     CATEGORY_RULES,
     ambiguity_acknowledged,
+    harmful_request,
     harmful_request_refused,
     partial_answer,
     pii_not_disclosed,
@@ -334,7 +335,9 @@ def _judge(resp: dict, run: _Run) -> dict:
     elif rule == "partial_answer":
         v, s, ev, d = partial_answer(a, _correct(case, a, run))
     elif rule == "harmful_request_refused":
-        v, s, ev, d = harmful_request_refused(a, run.refused(a), run.cfg.refusal_pass, run.cfg.refusal_fail)
+        request = harmful_request(case.get("query") or "")
+        sim = float((run.vec([a]) @ run.vec([request]).T).max()) if a.strip() and request else 0.0
+        v, s, ev, d = harmful_request_refused(a, request, run.refused(a), run.cfg.refusal_pass, sim)
     elif rule == "pii_not_disclosed":
         v, s, ev, d = pii_not_disclosed(case, a, run.refused(a))
     else:

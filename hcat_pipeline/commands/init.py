@@ -41,7 +41,15 @@ max_cases: {max_cases}                    # cases per system (0 = all)
 reuse: deterministic_local
 
 systems:
-{systems}"""
+{systems}
+# Canaries: planted-fault copies of a system above (its own answers with one fault applied; no extra LLM call).
+# Each fault must get the verdicts it declares (a gate FAILs, a metric moves, ranked below, off the frontier);
+# canary_detection and the report's "Would these gates catch a broken system?" say whether it did. A missed
+# canary means the gates would let such a broken system through. Canaries are never ranked or released.
+canaries:
+  - of: {canary_parent}
+    # faults: [{faults}]
+"""
 
 LOCAL_SYSTEMS = """\
   # Reference systems on the packaged local LLM: the same model with and without retrieval.
@@ -66,6 +74,7 @@ HTTP_SYSTEM = """\
 
 def render(corpus: str | None, http: str | None, out_name: str, name: str = "my-campaign") -> str:
     from hcat_pipeline.campaign_spec import CampaignSpec, GenerationSpec
+    from hcat_pipeline.gates.canaries import FAULTS
 
     g, spec = GenerationSpec(), CampaignSpec.model_fields
     r = g.robustness
@@ -74,6 +83,7 @@ def render(corpus: str | None, http: str | None, out_name: str, name: str = "my-
         cases_per_stratum=g.cases_per_stratum, max_requests=g.max_requests_per_stratum, query_types=", ".join(g.query_types),
         robustness="{" + ", ".join(f"{k}: {v}" for k, v in r.model_dump().items()) + "}", attributes=", ".join(g.bias_attributes), pairs=g.pairs_per_attribute, bias_share=g.max_bias_share,
         max_cases=spec["max_cases"].default, systems=LOCAL_SYSTEMS + (HTTP_SYSTEM.format(url=http) if http else ""),
+        canary_parent="my_rag" if http else "hybrid", faults=", ".join(FAULTS),
     )  # fmt: skip
 
 

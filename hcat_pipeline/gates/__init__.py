@@ -1,12 +1,15 @@
 """Statistical core of the last stage: uncertainty, release gates, rankings, Pareto, integrity.
 
 No Dagster here (numpy / scipy / polars); the assets in ``hcat_pipeline/assets/gates.py`` and
-``assets/rankings.py`` are thin wrappers.
+``assets/rankings.py`` and ``assets/canaries.py`` are thin wrappers.
 
 - ``uncertainty``: ``bootstrap_ci``, ``paired_bootstrap_ci``, ``claim_strength`` (golden-eval §6.6).
-- ``gate``: ``evaluate_gate`` → PASS / FAIL / INDETERMINATE with CI, n and n_more (§6.4-6.6).
+- ``gate``: ``evaluate_gate`` → PASS / FAIL / INDETERMINATE with CI, n and n_more (§6.4-6.6); NOT_APPLICABLE.
 - ``spec``: the gates file (``gates.yaml``; ``load_gates`` / ``parse_gates``, file:line errors).
-- ``apply``: ``evaluate_gates`` over a run's tables → the ``gate_verdicts`` table; trend gates.
+- ``apply``: ``evaluate_gates`` over a run's tables → the ``gate_verdicts`` table; trend gates; what a system
+  can be gated on (``system_capabilities``); ``decide_release`` per system.
+- ``canaries``: the fault catalogue — planted-fault copies of a campaign's systems, each with the verdicts it must
+  get; ``canary_detection``: each canary against them (would these gates catch a broken system?).
 - ``rankings``: ``rank_systems`` (Elo / Bradley-Terry via choix / TrueSkill-style via openskill), CIs,
   rank distributions; ``pairwise_table``.
 - ``pareto``: ``system_axes`` (quality, USD per case, latency p50 / p95 with CIs), ``pareto_frontier``.
@@ -22,7 +25,7 @@ from hcat_pipeline.common.stats import (
     estimate_strength,
     paired_bootstrap_ci,
 )
-from hcat_pipeline.gates.apply import GATE_VERDICTS, evaluate_gates, gate_summary, load_history
+from hcat_pipeline.gates.apply import GATE_VERDICTS, decide_release, evaluate_gates, gate_summary, load_history
 from hcat_pipeline.gates.gate import GateResult, evaluate_gate, verdict_of, worst
 from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE, GatesFile, GatesFileError, GateSpec, load_gates, parse_gates
 
@@ -35,6 +38,7 @@ __all__ = [
     "GatesFileError",
     "evaluate_gate",
     "evaluate_gates",
+    "decide_release",
     "gate_summary",
     "load_gates",
     "load_history",

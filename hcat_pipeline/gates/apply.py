@@ -1,5 +1,8 @@
 """Evaluate a gates file on a campaign run's tables → the ``gate_verdicts`` table, pure core.
 
+A gate that ``requires`` what a system cannot have by construction (retrieved passages; a planted passage in its
+retrieval) gives that system NOT_APPLICABLE with the reason — not an INDETERMINATE that blocks it.
+
 ``evaluate_gates(gates, tables, cases=None, history=None)``: for each gate, each selected system and
 each group of the gate's scope (one group "all" for ``overall``) one row of ``GATE_VERDICTS``.
 A gate whose table or column is missing gives rows with verdict INDETERMINATE and ``error`` set (the
@@ -23,13 +26,16 @@ import polars as pl
 from hcat_pipeline.common.stats import bootstrap_ci, paired_bootstrap_ci, statistic_fn
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
-from hcat_pipeline.schemas import GATE_VERDICTS
+from hcat_pipeline.responses.retrieval import DISTRACTOR_PREFIX
+from hcat_pipeline.schemas import GATE_VERDICTS, RELEASE_DECISION
 
 ALL = "all"
 
 
 def _values(frame: pl.DataFrame, gate: GateSpec) -> pl.Series:
     col = pl.col(gate.metric)
+    if gate.at_least is not None:
+        return frame.select(pl.when(col.is_null()).then(None).otherwise((col.cast(pl.Float64) >= gate.at_least).cast(pl.Float64))).to_series()
     if gate.equals is not None:
         return frame.select(pl.when(col.is_null()).then(None).otherwise((col == gate.equals).cast(pl.Float64))).to_series()
     return frame.select(col.cast(pl.Float64)).to_series()
@@ -96,9 +102,36 @@ def _trend(gate: GateSpec, system: str, group: str, frame: pl.DataFrame, past: S
     return res, f"declined over {gate.consecutive} runs ({path}); paired change on {shared.height} shared cases: {res.reason}"
 
 
+#: why a system lacks a capability a gate ``requires`` (the NOT_APPLICABLE reason)
+_LACKS = {"contexts": "the system returns no retrieved passages, so a metric of the answer against its context cannot be measured",
+          "planted_passage": "the case's planted passage could not be put into this system's retrieval (an http / imported / "
+                             "closed-book system), so there is nothing to believe or resist"}  # fmt: skip
+
+
+def system_capabilities(responses: pl.DataFrame) -> dict[str, set[str]]:
+    """Per system, what the data shows it has: ``contexts`` (an answered row with retrieved passages) and
+    ``planted_passage`` (a row whose context holds a planted distractor passage, chunk id ``distractor:…``)."""
+    out: dict[str, set[str]] = {}
+    cols = set(responses.columns)
+    for rec in responses.select([c for c in ("system_id", "contexts", "context_chunk_ids", "error") if c in cols]).iter_rows(named=True):
+        caps = out.setdefault(rec["system_id"], set())
+        if rec.get("error") is None and rec.get("contexts"):
+            caps.add("contexts")
+        if any(str(c).startswith(DISTRACTOR_PREFIX) for c in rec.get("context_chunk_ids") or ()):
+            caps.add("planted_passage")
+    return out
+
+
+def _not_applicable(gate: GateSpec, group: str, system: str, missing: list[str]) -> dict:
+    row = _row(gate, group, system, None, reason="not applicable to this system: " + "; ".join(_LACKS[m] for m in missing))
+    return {**row, "verdict": "NOT_APPLICABLE", "blocking": False}
+
+
 def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.DataFrame | None = None,
-                       past: Sequence[tuple[str, pl.DataFrame]] = ()) -> list[dict]:  # fmt: skip
-    """Rows of ``GATE_VERDICTS`` for one gate on one table."""
+                       past: Sequence[tuple[str, pl.DataFrame]] = (),
+                       capabilities: dict[str, set[str]] | None = None) -> list[dict]:  # fmt: skip
+    """Rows of ``GATE_VERDICTS`` for one gate on one table; a system without what the gate ``requires`` (per
+    ``capabilities``; None: not checked) gets NOT_APPLICABLE with the reason, never a blocking verdict."""
     if frame is None:
         return [_row(gate, ALL, "*", None, error=f"table {gate.table} not available in this run")]
     try:
@@ -115,6 +148,10 @@ def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.Dat
     rows = []
     for system in systems:
         for group in groups:
+            missing = [r for r in gate.requires if capabilities is not None and r not in capabilities.get(system, set())]
+            if missing:
+                rows.append(_not_applicable(gate, group, system, missing))
+                continue
             part = scoped.filter((pl.col("system_id") == system) & (pl.col("_group") == group))
             if gate.kind == "trend":
                 hist = [(label, f.filter((pl.col("system_id") == system) & (pl.col("_group") == group))) for label, f in past]
@@ -135,11 +172,13 @@ def evaluate_gates(
     tables: dict[str, pl.DataFrame | None],
     cases: pl.DataFrame | None = None,
     history: dict[str, Sequence[tuple[str, pl.DataFrame]]] | None = None,
+    capabilities: dict[str, set[str]] | None = None,
 ) -> pl.DataFrame:
-    """The ``gate_verdicts`` table of a run (see module doc)."""
+    """The ``gate_verdicts`` table of a run (see module doc); ``capabilities``: ``system_capabilities(rag_responses)``."""
     specs = gates.gates if isinstance(gates, GatesFile) else list(gates)
     history = history or {}
-    rows = [r for g in specs for r in evaluate_gate_spec(g, tables.get(g.table), cases, history.get(g.table, ()) if g.kind == "trend" else ())]
+    rows = [r for g in specs for r in evaluate_gate_spec(g, tables.get(g.table), cases, history.get(g.table, ()) if g.kind == "trend" else (),
+                                                         capabilities)]  # fmt: skip
     return pl.DataFrame(rows, schema=GATE_VERDICTS) if rows else pl.DataFrame(schema=GATE_VERDICTS)
 
 
@@ -149,9 +188,24 @@ def gate_summary(verdicts: pl.DataFrame) -> pl.DataFrame:
     for (name,), part in verdicts.group_by(["gate"], maintain_order=True):
         out.append({"gate": name, "kind": part["kind"][0], "verdict": worst(part["verdict"].to_list()),
                     "blocking": bool(part["blocking"].any()), "rows": part.height,
-                    **{v.lower(): int((part["verdict"] == v).sum()) for v in ("PASS", "INDETERMINATE", "FAIL")},
+                    **{v.lower(): int((part["verdict"] == v).sum()) for v in ("PASS", "INDETERMINATE", "FAIL", "NOT_APPLICABLE")},
                     "errors": int(part["error"].is_not_null().sum())})  # fmt: skip
     return pl.DataFrame(out)
+
+
+def decide_release(verdicts: pl.DataFrame) -> pl.DataFrame:
+    """Per system: ``cleared`` (no blocking row), its gate counts and the blocking gates. A gate that could not run at all
+    (``system_id == "*"``, e.g. its table is missing) blocks every system: its row counts against each of them."""
+    everyone = verdicts.filter(pl.col("system_id") == "*")
+    systems = sorted(s for s in verdicts["system_id"].unique().to_list() if s not in (None, "*"))
+    rows = []
+    for sid in systems:
+        mine = pl.concat([verdicts.filter(pl.col("system_id") == sid), everyone])
+        blocking = mine.filter(pl.col("blocking"))
+        rows.append({"system_id": sid, "cleared": blocking.height == 0,
+                     **{f"gates_{v.lower()}": int((mine["verdict"] == v).sum()) for v in ("PASS", "INDETERMINATE", "FAIL", "NOT_APPLICABLE")},
+                     "blocking_gates": sorted(blocking["gate"].unique().to_list())})  # fmt: skip
+    return pl.DataFrame(rows, schema=RELEASE_DECISION)
 
 
 def load_history(warehouse: str | Path, table: str, version: str, night: str, *, limit: int = 10,

@@ -41,9 +41,12 @@ from hcat_pipeline.common.stats import (
 )
 
 Direction = Literal[">=", ">", "<=", "<"]
-Verdict = Literal["PASS", "FAIL", "INDETERMINATE"]
+Verdict = Literal["PASS", "FAIL", "INDETERMINATE", "NOT_APPLICABLE"]
 DEFAULT_POWER = 0.8  # n_more: probability that that many more cases resolve the verdict (true value = estimate)
-VERDICTS: tuple[Verdict, ...] = ("PASS", "INDETERMINATE", "FAIL")  # best → worst
+# best → worst; NOT_APPLICABLE: the gate cannot apply to this system by construction (never blocks, said with its reason)
+VERDICTS: tuple[Verdict, ...] = ("NOT_APPLICABLE", "PASS", "INDETERMINATE", "FAIL")
+#: rank of each verdict for sorting worst first (FAIL 0 … NOT_APPLICABLE 3): the one order the report and checks use
+WORST_FIRST: dict[str, int] = {v: len(VERDICTS) - 1 - i for i, v in enumerate(VERDICTS)}
 
 
 @dataclass(frozen=True)

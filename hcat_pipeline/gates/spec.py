@@ -38,9 +38,11 @@ DEFAULT_GATES_FILE = Path(os.environ.get("HCAT_GATES_FILE", PROJECT_ROOT / "gate
 Kind = Literal["hard", "soft", "trend"]
 Scope = Literal["overall", "stratum", "query_type", "category"]
 # llm_judge_scores: the judge's rubric dimensions (judge.scoring.judge_gate_table), values only where the judge is validated
-Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores"]
+# rag_responses: per-answer latency_s and cost_usd (a latency or cost budget)
+Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores", "rag_responses"]
 GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
 Scalar = Union[str, int, float, bool]
+Requirement = Literal["contexts", "planted_passage"]
 
 #: the column each scope groups by (joined from golden_set when the table lacks it)
 SCOPE_COLUMNS: dict[str, str | None] = {"overall": None, "stratum": "stratum_label", "query_type": "query_type", "category": "category"}
@@ -60,6 +62,10 @@ class GateSpec(BaseModel):
     metric: str = Field(min_length=1)
     where: dict[str, Union[Scalar, list[Scalar]]] = Field(default_factory=dict)
     equals: Optional[Scalar] = Field(default=None, description="metric == equals → 1, else 0 (e.g. verdict == 'fail')")
+    at_least: Optional[float] = Field(default=None, description="metric ≥ at_least → 1, else 0 (e.g. an attribute score ≥ 0.5)")
+    requires: list[Requirement] = Field(
+        default_factory=list, description="what a system must have for this gate to apply: contexts (it returns retrieved "
+        "passages) | planted_passage (its retrieval was given the case's planted passage); without it: NOT_APPLICABLE")
     statistic: GateStatistic = "mean"
     direction: Literal[">=", ">", "<=", "<"] = ">="
     threshold: float
@@ -80,6 +86,12 @@ class GateSpec(BaseModel):
         if any(not s.strip() for s in v):
             raise ValueError("system patterns must not be blank")
         return v
+
+    @model_validator(mode="after")
+    def _one_transform(self):
+        if self.equals is not None and self.at_least is not None:
+            raise ValueError("give either equals or at_least, not both")
+        return self
 
     @model_validator(mode="after")
     def _trend_needs_history(self):

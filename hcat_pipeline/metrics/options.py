@@ -17,6 +17,7 @@ from hcat_pipeline.metrics.registry import AGGREGATIONS, Metric, get_metric
 
 Aggregation = Literal["mean", "weighted", "minimax"]
 OTMetric = Literal["cosine", "euclidean"]
+PiiPolicy = Literal["not_in_context", "any"]
 assert get_args(Aggregation) == AGGREGATIONS and get_args(OTMetric) == OT_METRICS
 
 
@@ -25,6 +26,7 @@ class ScoreOptions:
     aggregation: Aggregation = "mean"  # per-sentence aggregation, where the metric defines it (else mean)
     aggregation_by_metric: dict[str, str] = field(default_factory=dict)  # {metric: method} overriding `aggregation`
     coverage_threshold: float = 0.5  # S_max below which a context sentence counts as not covered
+    pii_policy: PiiPolicy = "not_in_context"  # pii_leak counts PII not in the row's context | any PII in the answer
     ot_metric: OTMetric = "cosine"  # distance for the Wasserstein completeness
     language: str = "en"  # sentence splitting
     refusal_mode: RefusalMode = DEFAULT_REFUSAL_MODE  # see metrics.refusal

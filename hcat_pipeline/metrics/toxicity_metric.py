@@ -23,6 +23,7 @@ EXPLANATION_COLUMNS = {
     "toxicity_insult": pl.Float64,
     "toxicity_profanity": pl.Float64,
     "toxicity_threat": pl.Float64,
+    "toxicity_abuse": pl.Float64,  # max of insult, profanity and threat: abuse aimed at the reader (the no_abuse_of_user gate)
     "toxicity_attribute_reasons": pl.String,
     "toxicity_top_sentence": pl.String,
     "toxicity_category": pl.String,
@@ -37,6 +38,9 @@ def _scorer():
     from hcat_pipeline.metrics.toxicity.model import toxicity_explanations
 
     return toxicity_explanations
+
+
+ABUSE_ATTRIBUTES = ("insult", "profanity", "threat")
 
 
 # the head's "full" variant (MiniLM layer features ⊕ USE-M3): chosen over "minilm" on the train split's
@@ -58,4 +62,6 @@ def toxicity_metric(batch, resources, options) -> dict[str, list]:
         for c in out:
             v = r.get(c)
             out[c][i] = [float(x) for x in v] if c == "toxicity_per_sentence" and v is not None else v
+        parts = [r.get(f"toxicity_{a}") for a in ABUSE_ATTRIBUTES]
+        out["toxicity_abuse"][i] = max((float(p) for p in parts if p is not None), default=None)
     return out

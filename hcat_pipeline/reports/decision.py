@@ -16,10 +16,11 @@ from __future__ import annotations
 import polars as pl
 
 from hcat_pipeline.common.stats import wilson_interval
+from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.reports.campaign_report import Section
 
-_ORDER = {"FAIL": 0, "INDETERMINATE": 1, "PASS": 2}
-_SHORT = {"FAIL": "FAIL", "INDETERMINATE": "IND", "PASS": "pass"}
+_ORDER = WORST_FIRST
+_SHORT = {"FAIL": "FAIL", "INDETERMINATE": "IND", "PASS": "pass", "NOT_APPLICABLE": "n/a"}
 
 
 def _num(v) -> str:
@@ -38,6 +39,8 @@ def gate_reason(row: dict) -> str:
     name = f"{row['gate']} ({row['kind']}{'' if row.get('group') in (None, 'all') else ', ' + str(row['group'])})"
     if row.get("error"):
         return f"{name}: could not be evaluated — {row['error']}"
+    if row["verdict"] == "NOT_APPLICABLE":
+        return f"{name}: NOT APPLICABLE — {row['reason']}"
     target = f"{row['statistic']}({row['metric']}) {row['direction']} {row['threshold']:g}"
     est = _estimate(row)
     if row["verdict"] == "FAIL":
@@ -61,7 +64,8 @@ def decision_section(gates: pl.DataFrame | None, systems: list[str]) -> tuple[Se
         verdict = "BLOCKED" if blocking.height else "CLEARED"
         counts = {v: int((mine["verdict"] == v).sum()) for v in _ORDER}
         reasons = "; ".join(gate_reason(r) for r in blocking.iter_rows(named=True)) or "every hard gate passes"
-        rows.append([sid, verdict, f"{counts['FAIL']} fail · {counts['INDETERMINATE']} indeterminate · {counts['PASS']} pass", reasons])
+        na = f" · {counts['NOT_APPLICABLE']} not applicable" if counts["NOT_APPLICABLE"] else ""
+        rows.append([sid, verdict, f"{counts['FAIL']} fail · {counts['INDETERMINATE']} indeterminate · {counts['PASS']} pass{na}", reasons])
         classes.append("FAIL" if verdict == "BLOCKED" else "PASS")
         lines.append(f"{sid}: {verdict}" + (f" by {blocking['gate'].n_unique()} gate(s)" if blocking.height else ""))
     sec = Section("decision", "Release decision", columns=["system", "release", "gates", "blocking gates and why"], rows=rows,
@@ -80,20 +84,20 @@ def gate_matrix_section(gates: pl.DataFrame | None) -> Section:
     rows, classes = [], []
     for sid in sorted(gates["system_id"].unique().to_list()):
         mine = gates.filter(pl.col("system_id") == sid)
-        cells, worst = [], 2
+        cells, worst = [], _ORDER["PASS"]
         for g in names:
             part = mine.filter(pl.col("gate") == g)
             if part.height == 0:
                 cells.append("")
                 continue
             r = part.sort(pl.col("verdict").replace_strict(_ORDER, default=3, return_dtype=pl.Int8)).row(0, named=True)
-            worst = min(worst, _ORDER.get(r["verdict"], 2) if kinds[g] == "hard" else 2)
+            worst = min(worst, _ORDER.get(r["verdict"], _ORDER["PASS"]) if kinds[g] == "hard" else _ORDER["PASS"])
             cells.append(f"{_SHORT.get(r['verdict'], r['verdict'])} {_num(r['estimate'])}" + (" !" if r["error"] else ""))
         rows.append([sid, *cells])
-        classes.append({0: "FAIL", 1: "INDETERMINATE", 2: "PASS"}[worst])
+        classes.append("PASS" if worst >= _ORDER["PASS"] else next(v for v, i in _ORDER.items() if i == worst))
     columns = ["system", *[f"{g} ({kinds[g][0]})" for g in names]]
     return Section("gates", "Release gates", columns=columns, rows=rows, row_classes=classes,
-                   note="Worst verdict over scope groups, then the estimate; (h) hard, (s) soft, (t) trend; IND = INDETERMINATE; "
+                   note="Worst verdict over scope groups, then the estimate; (h) hard, (s) soft, (t) trend; IND = INDETERMINATE; n/a = not applicable to this system (the reason is in the details); "
                    "! = the gate could not run. The row colour follows the hard gates. Each row's CI, n and reason are in the "
                    "details below.")  # fmt: skip
 

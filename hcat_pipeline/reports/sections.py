@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
+from hcat_pipeline.reports.verdicts import calibration_section, canary_section, pareto_section, rankings_section
 from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
 
 DEFAULT_PLOT_METRICS = ("groundedness_nli", "groundedness_similarity", "answer_relevancy", "recall_at_k", "behaviour_pass")
@@ -68,8 +70,7 @@ def gate_section(gates: OptionalTable) -> tuple[Section, list[str]]:
     col = next((c for c in VERDICT_COLUMNS if c in f.columns), None)
     if col is None:
         return frame_section("gates", "Release gates", f), ["Release gates: table has no verdict column."]
-    order = {"FAIL": 0, "INDETERMINATE": 1, "PASS": 2}
-    f = f.sort(pl.col(col).cast(pl.String).str.to_uppercase().replace_strict(order, default=3))
+    f = f.sort(pl.col(col).cast(pl.String).str.to_uppercase().replace_strict(WORST_FIRST, default=len(WORST_FIRST)))
     counts = f[col].cast(pl.String).str.to_uppercase().value_counts().sort(col)
     line = "Release gates: " + ", ".join(f"{r[col]} {r['count']}" for r in counts.iter_rows(named=True))
     shown = [c for c in ("gate", "kind", "system_id", "group", "verdict", "estimate", "ci_low", "ci_high", "n", "n_more", "threshold",
@@ -115,6 +116,15 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     decision, summary = decision_section(gate_frame, sorted(scores["system_id"].unique().to_list()))
     gates, gate_lines = gate_section(optional["gate_verdicts"])
     summary += gate_lines
+    if run.get("judge_note"):
+        summary.append(f"LLM judge: {run['judge_note']}.")
+    canary = optional.get("canary_detection") or OptionalTable(None, "canary_detection is not materialized for this run")
+    canaries, canary_lines = canary_section(canary.frame, canary.why)
+    summary += canary_lines
+    cal = optional["calibrated_scores"]
+    calibration, cal_lines = calibration_section(cal.frame, (optional.get("calibrators") or OptionalTable(None, "")).frame,
+                                                 (optional.get("human_labels") or OptionalTable(None, "")).frame, cal.why)
+    summary += cal_lines
     sev = failures.group_by("severity").len().sort("severity") if failures.height else None
     summary.append("Failures (§3.4): " + (", ".join(f"{r['len']} {r['severity']}" for r in sev.iter_rows(named=True)) if sev is not None else "none") + ".")
     by_bound = weakest.filter((pl.col("ranking") == "ci_bound") & (pl.col("rank") == 1))
@@ -132,8 +142,9 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "gates_detail": gates,
         "judge": judge_section(judge.frame, judge.why),
         "headline": headline_section(cells, metrics),
-        "rankings": _optional_section("rankings", "Rankings", optional["rankings"]),
-        "pareto": _optional_section("pareto", "Pareto", optional["pareto"]),
+        "canaries": canaries,
+        "rankings": rankings_section(optional["rankings"].frame, optional["rankings"].why),
+        "pareto": pareto_section(optional["pareto"].frame, optional["pareto"].why),
         "weakest": frame_section("weakest", "Weakest cells", weakest.filter(pl.col("metric").is_in(metrics)).with_columns(
             pl.when(pl.col("small")).then(pl.lit("small")).otherwise(pl.lit("")).alias("_class")),
             columns=["metric", "ranking", "rank", *cell_cols[:3], "n", "mean", "ci_low", "ci_high", "claim_strength", "small"],
@@ -150,8 +161,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "failures": frame_section("failures", "Failures", failures, columns=["severity", "failure_category", "system_id", "case_id", "category",
                                   "variant_kind", "evidence", "score"], row_class="severity"),
         "validity": _optional_section("validity", "Metric validity", optional["metric_validity"]),
-        "calibrated": _optional_section("calibrated", "Calibrated scores", optional["calibrated_scores"],
-                                        summary_only=True),
+        "calibrated": calibration,
         "exam": _optional_section("exam", "Exam accuracy per taker (exam_report)",
                                   optional.get("exam_report") or OptionalTable(None, "exam_report is not materialized (exam_job)")),
     }  # fmt: skip
@@ -161,11 +171,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
             "plots": plots, "provenance": prov}  # fmt: skip
 
 
-def _optional_section(key: str, title: str, opt: OptionalTable, summary_only: bool = False) -> Section:
+def _optional_section(key: str, title: str, opt: OptionalTable) -> Section:
     if opt.frame is None:
         return Section.missing(key, title, opt.why)
-    if summary_only and {"dimension"} <= set(opt.frame.columns):
-        f = opt.frame.group_by("dimension").len().sort("dimension").rename({"len": "rows"})
-        return frame_section(key, title, f, note="Calibrated dimensions in this run (their cells are in the weakness tables as '<dimension> (calibrated)').")
     return frame_section(key, title, opt.frame)
-

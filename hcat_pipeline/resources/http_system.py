@@ -161,14 +161,16 @@ class HttpRagSystem(_HttpFields):
                 else:
                     texts.append(str(c))
                     ids.append(f"external:{i + 1}")
-        out = {"answer": answer, "contexts": texts, "context_chunk_ids": ids, "context_ranks": list(range(1, len(texts) + 1))}
+        out = {"answer": answer, "contexts": texts, "context_chunk_ids": ids, "context_ranks": list(range(1, len(texts) + 1)),
+               "cost_usd": self.cost_per_call_usd}
         for key, path in (("input_tokens", self.input_tokens_path), ("output_tokens", self.output_tokens_path), ("cost_usd", self.cost_path)):
             if path:
                 try:
                     v = get_path(reply, path)
-                    out[key] = (float(v) if key == "cost_usd" else int(v)) if v is not None else None
+                    got = (float(v) if key == "cost_usd" else int(v)) if v is not None else None
                 except (KeyError, TypeError, ValueError):
-                    out[key] = None
+                    got = None
+                out[key] = self.cost_per_call_usd if key == "cost_usd" and got is None else got
         return out
 
     def respond(self, case: dict) -> dict:

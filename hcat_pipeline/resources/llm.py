@@ -57,7 +57,7 @@ class LLMResult:
     latency_s: float
     input_tokens: int
     output_tokens: int
-    cost_usd: float
+    cost_usd: float | None  # None: the model is not in the price table (unknown, not free)
     attempts: int
 
     def as_record(self) -> dict:
@@ -206,10 +206,11 @@ class LLM(dg.ConfigurableResource):
         except ProviderError as e:
             raise LLMCallFailed("provider", str(e), 1) from e
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """USD of one call from the price table; None (unknown, never $0) for a model the table does not list."""
         key = "local" if self.provider == "local" else self.model_name
-        price = self.prices.get(key) or self.prices.get(self.model_name) or [0.0, 0.0]
-        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+        price = self.prices.get(key) or self.prices.get(self.model_name)
+        return None if price is None else (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
 
     def generate(
         self,

@@ -122,6 +122,11 @@ class PIIDetector(dg.ConfigurableResource):
 
     def leaks(self, answers: Sequence[str | None], contexts: Sequence[Sequence[str] | None]) -> list[list[dict]]:
         """Per row: the PII entities of the answer that appear in none of the row's contexts."""
+        return [[e for e in row if not e["in_context"]] for row in self.disclosures(answers, contexts)]
+
+    def disclosures(self, answers: Sequence[str | None], contexts: Sequence[Sequence[str] | None]) -> list[list[dict]]:
+        """Per row: every PII entity of the answer, each with ``in_context`` (it appears in one of the row's contexts:
+        a readout of a retrieved record rather than a leak)."""
         if len(answers) != len(contexts):
             raise ValueError(f"leaks: {len(answers)} answers but {len(contexts)} context lists")
         out = []
@@ -136,12 +141,8 @@ class PIIDetector(dg.ConfigurableResource):
             row = []
             for e in ents:
                 pat = re.compile(r"(?<!\w)" + re.escape(normalise(e["text"])) + r"(?!\w)")
-                if any(pat.search(c) for c in norm_ctx):
-                    continue
-                if e["type"] in NUMERIC_TYPES:
-                    d = _digits(e["text"])
-                    if len(d) >= 4 and any(d in run for run in digit_runs):
-                        continue
-                row.append(e)
+                d = _digits(e["text"]) if e["type"] in NUMERIC_TYPES else ""
+                seen = any(pat.search(c) for c in norm_ctx) or (len(d) >= 4 and any(d in run for run in digit_runs))
+                row.append({**e, "in_context": seen})
             out.append(row)
         return out

@@ -262,7 +262,7 @@ class RagPipeline:
             rec.update(error=error_text(e), latency_s=time.perf_counter() - t0)
             return rec
         rec.update(answer=r.text.strip(), latency_s=float(r.latency_s), input_tokens=int(r.input_tokens),
-                   output_tokens=int(r.output_tokens), cost_usd=float(r.cost_usd))
+                   output_tokens=int(r.output_tokens), cost_usd=None if r.cost_usd is None else float(r.cost_usd))
         return rec
 
 

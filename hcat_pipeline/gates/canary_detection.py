@@ -1,0 +1,154 @@
+"""Would these gates catch a broken system? Each canary (``gates.canaries``) against the verdicts its fault declares.
+
+``canary_detection(...)`` → one row per canary × expectation (``CANARY_DETECTION``):
+
+* ``gate:<name>`` — the gate must FAIL for the canary (any of its scope groups); the parent's verdict is in the
+  evidence. When the gate is NOT_APPLICABLE to the parent (a closed-book parent has no context to be grounded in),
+  the expectation is not applicable either: ``caught`` null, left out of the detection rate, said why.
+* ``moves:<metric> up|down`` — the paired bootstrap CI of (canary − parent) over the cases both answered excludes 0
+  on the declared side. ``answer_correct`` is the behaviour rule's pass (1) / other verdict (0); ``latency_s`` and
+  ``cost_usd`` come from the responses; anything else is a ``metric_tables`` column.
+* ``rank_below_parent`` — on the ranking metrics, the canary is ranked below its parent (mean paired difference with
+  its CI below 0) on at least one and above on none.
+* ``off_frontier`` — on the Pareto frontier of the user's systems plus this canary, the canary is dominated.
+
+``detection_summary(table)`` — per canary caught / missed (every applicable expectation met), and the detection rate
+with its Wilson 95 % CI and n. Pure: polars in, polars out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from hcat_pipeline.common.canary_ids import drop_canaries, is_canary, parse_canary
+from hcat_pipeline.common.stats import paired_bootstrap_ci, wilson_interval
+from hcat_pipeline.gates.canaries import CATALOGUE
+from hcat_pipeline.gates.pareto import pareto_frontier, system_axes
+from hcat_pipeline.schemas import CANARY_DETECTION
+
+RESPONSE_METRICS = ("latency_s", "cost_usd")
+
+
+def metric_values(metric: str, metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame | None:
+    """case_id, system_id, value of ``metric`` (None when no table has it)."""
+    if metric == "answer_correct":
+        f = behaviour_checks.filter(pl.col("rule") == "answer_correct")
+        return f.select("case_id", "system_id", (pl.col("verdict") == "pass").cast(pl.Float64).alias("value"))
+    source = responses if metric in RESPONSE_METRICS else metric_tables
+    if metric not in source.columns:
+        return None
+    return source.select("case_id", "system_id", pl.col(metric).cast(pl.Float64).alias("value"))
+
+
+def paired(values: pl.DataFrame, canary: str, parent: str) -> tuple[list[float], list[float]]:
+    a = values.filter(pl.col("system_id") == canary).select("case_id", pl.col("value").alias("c"))
+    b = values.filter(pl.col("system_id") == parent).select("case_id", pl.col("value").alias("p"))
+    both = a.join(b, on="case_id").drop_nulls().filter(pl.col("c").is_finite() & pl.col("p").is_finite()).sort("case_id")
+    return both["c"].to_list(), both["p"].to_list()
+
+
+def _row(canary: str, parent: str, fault: str, check: str, expected: str, observed: str, caught: bool | None, evidence: str) -> dict:
+    return {"canary_id": canary, "parent_id": parent, "fault": fault, "check": check, "expected": expected, "observed": observed,
+            "caught": caught, "evidence": evidence}  # fmt: skip
+
+
+def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdicts: pl.DataFrame) -> list[dict]:
+    out = []
+    for gate in gates:
+        mine = verdicts.filter((pl.col("gate") == gate) & (pl.col("system_id") == canary))
+        theirs = verdicts.filter((pl.col("gate") == gate) & (pl.col("system_id") == parent))
+        check, expected = f"gate:{gate}", f"{gate} FAIL"
+        if mine.height == 0:
+            out.append(_row(canary, parent, fault, check, expected, "gate not evaluated", False,
+                            f"the gates file used has no gate {gate!r} for this system: nothing would catch this fault"))
+            continue
+        parent_v = ", ".join(sorted(set(theirs["verdict"].to_list()))) or "–"
+        if theirs.height and (theirs["verdict"] == "NOT_APPLICABLE").all():
+            out.append(_row(canary, parent, fault, check, expected, "NOT_APPLICABLE", None, f"not applicable to the parent: {theirs['reason'][0]}"))
+            continue
+        observed = ", ".join(sorted(set(mine["verdict"].to_list())))
+        r = mine.sort("estimate", nulls_last=True).row(0, named=True)
+        est = "–" if r["estimate"] is None else f"{r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] n={r['n']}"
+        out.append(_row(canary, parent, fault, check, expected, observed, bool((mine["verdict"] == "FAIL").any()),
+                        f"canary {r['statistic']}({r['metric']}) {est} vs {r['direction']} {r['threshold']:g}; parent: {parent_v}"))
+    return out
+
+
+def _move_row(canary: str, parent: str, fault: str, metric: str, direction: str, values: pl.DataFrame | None, seed: int) -> dict:
+    check, expected = f"moves:{metric}", f"{metric} {direction} vs parent (CI of the paired difference excludes 0)"
+    if values is None:
+        return _row(canary, parent, fault, check, expected, "metric not measured", False, f"no table of this run has {metric!r}")
+    c, p = paired(values, canary, parent)
+    if len(c) < 2:
+        return _row(canary, parent, fault, check, expected, f"n={len(c)}", None, "fewer than 2 cases with a value for both: not testable")
+    d = paired_bootstrap_ci(c, p, "mean", seed=seed)
+    caught = d.ci_low > 0 if direction == "up" else d.ci_high < 0
+    return _row(canary, parent, fault, check, expected, f"Δ {d.estimate:+.3g} [{d.ci_low:+.3g}, {d.ci_high:+.3g}] n={d.n}", bool(caught),
+                f"mean canary − parent over {d.n} shared cases; canary mean {sum(c) / len(c):.3g}, parent {sum(p) / len(p):.3g}")
+
+
+def _rank_row(canary: str, parent: str, fault: str, ranking_metrics: Sequence[str], metric_tables: pl.DataFrame, seed: int) -> dict:
+    below, above, parts = [], [], []
+    for m in ranking_metrics:
+        if m not in metric_tables.columns:
+            continue
+        c, p = paired(metric_tables.select("case_id", "system_id", pl.col(m).cast(pl.Float64).alias("value")), canary, parent)
+        if len(c) < 2:
+            parts.append(f"{m}: n={len(c)}")
+            continue
+        d = paired_bootstrap_ci(c, p, "mean", seed=seed)
+        (below if d.ci_high < 0 else above if d.ci_low > 0 else []).append(m)
+        parts.append(f"{m}: Δ {d.estimate:+.3g} [{d.ci_low:+.3g}, {d.ci_high:+.3g}]")
+    caught = bool(below) and not above
+    observed = f"below on {below}" if below else ("above on " + str(above) if above else "not separable")
+    return _row(canary, parent, fault, "rank_below_parent", "ranked below its parent", observed, caught, "; ".join(parts) or "no ranking metric")
+
+
+def _frontier_row(canary: str, parent: str, fault: str, responses: pl.DataFrame, metric_tables: pl.DataFrame, quality_metric: str) -> dict:
+    check, expected = "off_frontier", "dominated on the Pareto frontier of the real systems plus this canary"
+    if quality_metric not in metric_tables.columns:
+        return _row(canary, parent, fault, check, expected, "no quality axis", False, f"{quality_metric!r} not in metric_tables")
+    only = lambda f: pl.concat([drop_canaries(f), f.filter(pl.col("system_id") == canary)])  # noqa: E731
+    table = pareto_frontier(system_axes(only(responses), only(metric_tables), quality_metric))
+    row = table.filter(pl.col("system_id") == canary).row(0, named=True)
+    parent_row = table.filter(pl.col("system_id") == parent)
+    if row["on_frontier"] is None and parent_row.height and parent_row["on_frontier"][0] is None:
+        return _row(canary, parent, fault, check, expected, "not placed", None, f"parent not placed either: {parent_row['excluded_reason'][0]}")
+    observed = "dominated" if row["on_frontier"] is False else ("on the frontier" if row["on_frontier"] else "not placed")
+    return _row(canary, parent, fault, check, expected, observed, row["on_frontier"] is False, row["explanation"])
+
+
+def canary_detection(gate_verdicts: pl.DataFrame, metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame,
+                     responses: pl.DataFrame, *, ranking_metrics: Sequence[str], quality_metric: str, seed: int = 42) -> pl.DataFrame:  # fmt: skip
+    """The ``canary_detection`` table (see module doc); empty when the run has no canary."""
+    rows: list[dict] = []
+    canaries = sorted({s for s in responses["system_id"].unique().to_list() if is_canary(s)})
+    for canary in canaries:
+        fault, parent = parse_canary(canary)
+        spec = CATALOGUE.get(fault)
+        if spec is None:
+            rows.append(_row(canary, parent, fault, "catalogue", "a known fault", "unknown fault", False, f"{fault!r} is not in the catalogue"))
+            continue
+        e = spec.expect
+        rows += _gate_rows(canary, parent, fault, e.gates_fail, gate_verdicts)
+        for metric, direction in e.moves:
+            rows.append(_move_row(canary, parent, fault, metric, direction, metric_values(metric, metric_tables, behaviour_checks, responses), seed))
+        if e.rank_below_parent:
+            rows.append(_rank_row(canary, parent, fault, ranking_metrics, metric_tables, seed))
+        if e.off_frontier:
+            rows.append(_frontier_row(canary, parent, fault, responses, metric_tables, quality_metric))
+    return pl.DataFrame(rows, schema=CANARY_DETECTION)
+
+
+def detection_summary(table: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+    """Per canary: applicable checks, met, caught (all met); and the run's detection rate {caught, n, rate, ci_low, ci_high}."""
+    per = (table.filter(pl.col("caught").is_not_null()).group_by("canary_id", "parent_id", "fault", maintain_order=True)
+           .agg(pl.len().alias("checks"), pl.col("caught").sum().alias("met"), pl.col("caught").all().alias("caught"),
+                pl.col("check").filter(~pl.col("caught")).alias("missed_checks"))
+           .sort("canary_id"))  # fmt: skip
+    k, n = int(per["caught"].sum()), per.height
+    lo, hi = wilson_interval(k, n) if n else (None, None)
+    return per, {"caught": k, "n": n, "rate": k / n if n else None, "ci_low": lo, "ci_high": hi}
+
