@@ -38,12 +38,13 @@ class StageState:
     said_step: int = 0  # the last 10 % step printed
     systems: dict = field(default_factory=dict)  # system → [its start (clock), done, total]: each system's own rate
     last_progress: float | None = None  # when the last progress line came (a new system starts from there)
+    series: tuple[float, int] | None = None  # (start, total) of the current progress series: a stage may count twice
 
     def eta(self, now: float, done: int, total: int) -> str:
         """Seconds left from each system's own rate (systems answer one after another: a fast http system says nothing
         of the slow LLM one behind it); systems not started yet are named, not guessed."""
         if not self.systems:
-            rate = done / max(now - self.started, 1e-9)
+            rate = done / max(now - (self.series[0] if self.series else self.started), 1e-9)
             return _dur((total - done) / rate if rate else 0.0)
         left = sum((t - d) * (now - t0) / d for t0, d, t in self.systems.values() if d)
         per = next(iter(self.systems.values()))[2] or 1
@@ -122,6 +123,12 @@ class CampaignConsole:
             m = PROGRESS.search(message.strip())
             if m and step in LLM_STAGES:
                 done, total = int(m.group(1)), int(m.group(2))
+                if state.series is None or state.series[1] != total or (state.bar is not None and done < state.bar.n):
+                    state.series = (state.last_progress if state.last_progress is not None else state.started, total)
+                    state.said_step = 0
+                    if state.bar is not None:  # a new series (e.g. the second pass of a stage): its own bar
+                        state.bar.close()
+                        state.bar = None
                 if m.group(3):
                     start = state.last_progress if state.last_progress is not None else state.started
                     state.systems.setdefault(m.group(3), [start, 0, int(m.group(5))])[1] = int(m.group(4))

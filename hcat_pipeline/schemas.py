@@ -451,7 +451,7 @@ RETRIEVAL_METRICS = {
 # grader_gaming (per campaign run): case × system gaming flags (gates.gaming)
 GRADER_GAMING = {
     "case_id": pl.String, "system_id": pl.String, "failed": pl.Boolean, "empty": pl.Boolean, "format_only": pl.Boolean,
-    "context_copy": pl.Boolean, "canned": pl.Boolean, "refusal": pl.Boolean, "gamed": pl.Boolean,
+    "context_copy": pl.Boolean, "canned": pl.Boolean, "question_echo": pl.Boolean, "refusal": pl.Boolean, "gamed": pl.Boolean,
     "copy_containment": pl.Float64, "context_coverage": pl.Float64, "expected_behavior": pl.String, "evidence": pl.String,
 }  # fmt: skip
 

@@ -7,6 +7,7 @@ import pytest
 
 from hcat_pipeline.campaign_spec import CampaignFileError, campaign_sha256, load_campaign, parse_campaign
 from hcat_pipeline.cli import main
+from hcat_pipeline.gates.canaries import FAULTS
 from hcat_pipeline.golden.cases import cases_frame, freeze_version, new_case
 from hcat_pipeline.paths import PROJECT_ROOT
 from hcat_pipeline.schedules import nightly_request
@@ -163,6 +164,7 @@ def test_hcat_init_writes_a_valid_commented_file_and_never_overwrites(tmp_path, 
     spec = load_campaign(out)
     assert spec.corpus.paths == [str(docs)] and {s.system_id for s in spec.systems} == {"closed_book", "hybrid", "my_rag"}
     assert spec.systems[-1].http.url == "http://127.0.0.1:9/ask" and "# Your documents" in out.read_text()
+    assert [(c.of, c.faults) for c in spec.canaries] == [("my_rag", list(FAULTS))] and "# faults: [pii, insult" in out.read_text()
     assert main(["init", "--out", str(out)]) == 2 and "exists" in capsys.readouterr().err
     assert main(["init", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path / "d.yaml")]) == 2
 
@@ -177,3 +179,18 @@ def test_generation_run_config_is_valid_for_the_generation_job(tmp_path):
     job = defs.get_job_def("test_generation_job")
     for spec in (load_campaign(), load_campaign(path)):  # what `hcat campaign` hands the job when it generates
         dg.validate_run_config(job, generation_run_config(spec))
+
+
+def test_canaries_name_a_system_of_the_campaign_and_no_system_takes_their_prefix(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("systems:\n  - system_id: hybrid\n    retriever: hybrid\ncanaries:\n  - of: hybird\n")
+    with pytest.raises(CampaignFileError, match="'of' names \\['hybird'\\]"):
+        load_campaign(path)
+    path.write_text("systems:\n  - system_id: 'canary:x'\n    retriever: hybrid\n")
+    with pytest.raises(CampaignFileError, match="names canaries"):
+        load_campaign(path)
+    path.write_text("systems:\n  - system_id: hybrid\n    retriever: hybrid\ncanaries:\n  - of: hybrid\n    faults: [sarcasm]\n")
+    with pytest.raises(CampaignFileError, match="unknown canary fault"):
+        load_campaign(path)
+    path.write_text("systems:\n  - system_id: hybrid\n    retriever: hybrid\ncanaries:\n  - of: hybrid\n    faults: [pii, cost]\n")
+    assert [p.system_id for p in load_campaign(path).canary_plans()] == ["canary:pii:hybrid", "canary:cost:hybrid"]

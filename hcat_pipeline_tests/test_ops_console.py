@@ -154,3 +154,16 @@ def test_summary_says_whether_canaries_were_caught():
     assert lines[0] == "canaries: 1/2 caught"
     assert "MISSED canary:fabrication:x" in lines[1] and "groundedness FAIL, saw PASS" in lines[1]
     assert canary_lines(None) == ["canaries: none planted (campaign file `canaries:`)"]
+
+
+def test_a_second_progress_series_in_one_stage_has_its_own_eta():
+    out, clock = io.StringIO(), _Clock()
+    c = CampaignConsole(out=out, bars=False, clock=clock)
+    c.handle("generated_queries", "STEP_START", "started")
+    for i in range(1, 11):  # the first pass: 10 requests, 30 s each
+        clock.t = 30.0 * i
+        c.handle("generated_queries", None, progress_message(i, 10), logging.DEBUG)
+    clock.t = 310.0
+    c.handle("generated_queries", None, progress_message(1, 4), logging.DEBUG)  # the second pass: 10 s per request
+    last = out.getvalue().splitlines()[-1]
+    assert "1/4 (25%, ETA 30.0s)" in last, last  # from the second pass's own start, not the stage's

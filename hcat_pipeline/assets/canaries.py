@@ -37,10 +37,11 @@ class CanaryDetectionConfig(dg.Config):
           description="Per campaign run, canary × expectation: the planted fault's expected verdict (gate FAIL, metric moved vs "
           "the parent, ranked below it, off the frontier), what was observed, caught or missed, and the evidence.")  # fmt: skip
 def canary_detection(context: dg.AssetExecutionContext, config: CanaryDetectionConfig, gate_verdicts: pl.DataFrame,
-                     metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame, rag_responses: pl.DataFrame):  # fmt: skip
+                     metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame, rag_responses: pl.DataFrame,
+                     grader_gaming: pl.DataFrame, golden_set: pl.DataFrame):  # fmt: skip
     version, night = split_run_key(context)
     table = detect(gate_verdicts, metric_tables, behaviour_checks, rag_responses, ranking_metrics=config.ranking_metrics,
-                   quality_metric=config.quality_metric, seed=config.seed).with_columns(
+                   quality_metric=config.quality_metric, seed=config.seed, gaming=grader_gaming, golden=golden_set).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
         pl.lit(rag_responses["campaign_sha256"][0] if rag_responses.height else None, dtype=pl.String).alias("campaign_sha256"))  # fmt: skip
     per, rate = detection_summary(table)

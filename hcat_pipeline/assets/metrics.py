@@ -34,7 +34,7 @@ from hcat_pipeline.responses.retrieval import without_planted
 from hcat_pipeline.schemas import RAG_RESPONSES, conform
 
 _KEEP = ("case_id", "system_id", "config_hash", "golden_set_version", "night", "campaign_sha256", "reused_from",
-         "category", "query_type", "query", "answer", "reference", "planted_passages", "error")
+         "category", "query_type", "expected_behavior", "query", "answer", "reference", "planted_passages", "error")
 
 
 
@@ -72,7 +72,7 @@ def _metric_tables(
     golden_set: pl.DataFrame,
 ) -> pl.DataFrame:
     conform(rag_responses, RAG_RESPONSES)
-    gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type") if c in golden_set.columns]
+    gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type", "expected_behavior") if c in golden_set.columns]
     refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
     frame = without_planted(rag_responses).join(refs, on="case_id", how="left")
     infos = []

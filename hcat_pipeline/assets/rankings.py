@@ -31,7 +31,7 @@ from hcat_pipeline.gates.contamination import (
     read_reference_corpora,
     split_headline,
 )
-from hcat_pipeline.gates.gaming import gaming_flags, gaming_summary
+from hcat_pipeline.gates.gaming import gaming_flags, gaming_summary, ungamed
 from hcat_pipeline.gates.pareto import QUALITY_METRIC, RANKING_METRICS, system_axes
 from hcat_pipeline.gates.pareto import pareto_frontier as frontier_of
 from hcat_pipeline.gates.rankings import METHODS, RANKINGS, RankingConfig, pairwise_matches, pairwise_table, rank_systems
@@ -107,7 +107,8 @@ def case_contamination(context: dg.AssetExecutionContext, config: ContaminationC
 def grader_gaming(context: dg.AssetExecutionContext, rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
     flags = _stamp(gaming_flags(rag_responses, golden_set), context)
     summary = gaming_summary(flags)
-    cols = ["system_id", "n", "failed", *[f"{f}_rate" for f in ("empty", "format_only", "context_copy", "canned", "refusal", "gamed")],
+    cols = ["system_id", "n", "failed", *[f"{f}_rate" for f in ("empty", "format_only", "context_copy", "canned", "question_echo", "refusal",
+                                                                "gamed")],
             "gamed_ci_low", "gamed_ci_high", "refusal_on_answerable", "refuses_everything"]  # fmt: skip
     context.add_output_metadata({"dagster/row_count": flags.height, "by_system": preview(summary.select(cols), 50),
                                  "flagged": preview(flags.filter(pl.col("gamed")).select("system_id", "case_id", "evidence"), 30, 160)})  # fmt: skip
@@ -118,10 +119,11 @@ def grader_gaming(context: dg.AssetExecutionContext, rag_responses: pl.DataFrame
           description="Per campaign run: Elo, Bradley-Terry and TrueSkill ratings of the systems from per-case outcomes of each "
           "configured metric, with bootstrap CIs and rank distributions; high-risk (contaminated) cases excluded.")  # fmt: skip
 def system_rankings(context: dg.AssetExecutionContext, config: RankingsConfig, metric_tables: pl.DataFrame,
-                    case_contamination: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
+                    case_contamination: pl.DataFrame, grader_gaming: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     _check_lists(config.methods, config.exclude_risk)
     cfg = RankingConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(RankingConfig)})
-    headline, apart = split_headline(drop_canaries(metric_tables), case_contamination, config.exclude_risk)
+    scored = ungamed(drop_canaries(metric_tables), grader_gaming, config.metrics)  # a gamed answer never wins a match
+    headline, apart = split_headline(scored, case_contamination, config.exclude_risk)
     frames, skipped, pairs = [], {}, []
     for metric in config.metrics:
         if metric not in headline.columns:
@@ -160,11 +162,12 @@ class ParetoConfig(dg.Config):
           description="Per campaign run: quality × USD per case × latency p50 / p95 per system (with CIs), the Pareto frontier, "
           "and for each dominated system who dominates it on which axes (golden-eval §8).")  # fmt: skip
 def pareto_frontier(context: dg.AssetExecutionContext, config: ParetoConfig, rag_responses: pl.DataFrame, metric_tables: pl.DataFrame,
-                  case_contamination: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
+                  case_contamination: pl.DataFrame, grader_gaming: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     _check_lists([], config.exclude_risk)
     if config.quality_metric not in metric_tables.columns:
         raise dg.Failure(f"pareto_frontier: quality_metric {config.quality_metric!r} is not a column of metric_tables")
-    metrics, _ = split_headline(drop_canaries(metric_tables), case_contamination, config.exclude_risk)
+    metrics, _ = split_headline(ungamed(drop_canaries(metric_tables), grader_gaming, [config.quality_metric]), case_contamination,
+                                config.exclude_risk)  # fmt: skip
     responses, _ = split_headline(drop_canaries(rag_responses), case_contamination, config.exclude_risk)
     table = _stamp(frontier_of(system_axes(responses, metrics, config.quality_metric), tolerance=config.tolerance), context)
     context.add_output_metadata({

@@ -2,14 +2,17 @@
 
 ``canary_detection(...)`` → one row per canary × expectation (``CANARY_DETECTION``):
 
-* ``gate:<name>`` — the gate must FAIL for the canary (any of its scope groups); the parent's verdict is in the
-  evidence. When the gate is NOT_APPLICABLE to the parent (a closed-book parent has no context to be grounded in),
-  the expectation is not applicable either: ``caught`` null, left out of the detection rate, said why.
-* ``moves:<metric> up|down`` — the paired bootstrap CI of (canary − parent) over the cases both answered excludes 0
-  on the declared side. ``answer_correct`` is the behaviour rule's pass (1) / other verdict (0); ``latency_s`` and
-  ``cost_usd`` come from the responses; anything else is a ``metric_tables`` column.
-* ``rank_below_parent`` — on the ranking metrics, the canary is ranked below its parent (mean paired difference with
-  its CI below 0) on at least one and above on none.
+* ``gate:<name>`` — the gate must FAIL for the canary (any of its scope groups) and *not* for its parent: a gate the
+  honest parent fails too does not tell them apart (said so, not caught). When the gate is NOT_APPLICABLE to the parent
+  (a closed-book parent has no context to be grounded in), the expectation is not applicable either: ``caught`` null,
+  left out of the detection rate, said why.
+* ``moves:<metric>`` — the paired bootstrap CI of (canary − parent) over the cases of the move's scope both answered
+  excludes 0 on the declared side. ``answer_correct`` is the behaviour rule's pass (1) / other verdict (0); ``gamed``
+  the grader-gaming flag; ``latency_s`` and ``cost_usd`` come from the responses; anything else is a ``metric_tables``
+  column. A scope with fewer than 2 cases (e.g. no yes/no case whose reference is "No") is not testable: null, said why.
+* ``rank_below_parent`` — on the ranking metrics, scored as the rankings score them (a gamed answer 0:
+  ``gates.gaming.ungamed``), the canary is ranked below its parent (mean paired difference with its CI below 0) on at
+  least one and above on none.
 * ``off_frontier`` — on the Pareto frontier of the user's systems plus this canary, the canary is dominated.
 
 ``detection_summary(table)`` — per canary caught / missed (every applicable expectation met), and the detection rate
@@ -24,18 +27,22 @@ import polars as pl
 
 from hcat_pipeline.common.canary_ids import drop_canaries, is_canary, parse_canary
 from hcat_pipeline.common.stats import paired_bootstrap_ci, wilson_interval
-from hcat_pipeline.gates.canaries import CATALOGUE
+from hcat_pipeline.gates.canaries import CATALOGUE, Move
+from hcat_pipeline.gates.gaming import ungamed
 from hcat_pipeline.gates.pareto import pareto_frontier, system_axes
 from hcat_pipeline.schemas import CANARY_DETECTION
 
 RESPONSE_METRICS = ("latency_s", "cost_usd")
 
 
-def metric_values(metric: str, metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame | None:
+def metric_values(metric: str, metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame, responses: pl.DataFrame,
+                  gaming: pl.DataFrame | None = None) -> pl.DataFrame | None:  # fmt: skip
     """case_id, system_id, value of ``metric`` (None when no table has it)."""
     if metric == "answer_correct":
         f = behaviour_checks.filter(pl.col("rule") == "answer_correct")
         return f.select("case_id", "system_id", (pl.col("verdict") == "pass").cast(pl.Float64).alias("value"))
+    if metric == "gamed":
+        return None if gaming is None else gaming.select("case_id", "system_id", pl.col("gamed").cast(pl.Float64).alias("value"))
     source = responses if metric in RESPONSE_METRICS else metric_tables
     if metric not in source.columns:
         return None
@@ -71,18 +78,38 @@ def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdi
         observed = ", ".join(sorted(set(mine["verdict"].to_list())))
         r = mine.sort("estimate", nulls_last=True).row(0, named=True)
         est = "–" if r["estimate"] is None else f"{r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] n={r['n']}"
-        out.append(_row(canary, parent, fault, check, expected, observed, bool((mine["verdict"] == "FAIL").any()),
-                        f"canary {r['statistic']}({r['metric']}) {est} vs {r['direction']} {r['threshold']:g}; parent: {parent_v}"))
+        failed, parent_failed = bool((mine["verdict"] == "FAIL").any()), bool((theirs["verdict"] == "FAIL").any())
+        note = "; the parent FAILs it too: the gate does not tell them apart" if failed and parent_failed else ""
+        out.append(_row(canary, parent, fault, check, expected, observed, failed and not parent_failed,
+                        f"canary {r['statistic']}({r['metric']}) {est} vs {r['direction']} {r['threshold']:g}; parent: {parent_v}{note}"))
     return out
 
 
-def _move_row(canary: str, parent: str, fault: str, metric: str, direction: str, values: pl.DataFrame | None, seed: int) -> dict:
-    check, expected = f"moves:{metric}", f"{metric} {direction} vs parent (CI of the paired difference excludes 0)"
+_SCOPES = {"all": "every case", "answerable": "the answerable cases", "reference_no": "the yes/no cases whose reference is No"}
+
+
+def scope_cases(golden: pl.DataFrame | None, on: str) -> set[str] | None:
+    """The case ids of a move's scope (None: every case)."""
+    if on == "all" or golden is None:
+        return None
+    if on == "answerable":
+        return set(golden.filter(pl.col("expected_behavior") == "answer")["case_id"].to_list())
+    no = pl.col("reference_answer").fill_null("").str.strip_chars().str.to_lowercase().str.starts_with("no")
+    return set(golden.filter((pl.col("query_type") == "yes_no") & no)["case_id"].to_list())
+
+
+def _move_row(canary: str, parent: str, fault: str, move: Move, values: pl.DataFrame | None, cases: set[str] | None, seed: int) -> dict:
+    metric, direction = move.metric, move.direction
+    check = f"moves:{metric}" + ("" if move.on == "all" else f"@{move.on}")
+    expected = f"{metric} {direction} vs parent on {_SCOPES[move.on]} (CI of the paired difference excludes 0)"
     if values is None:
         return _row(canary, parent, fault, check, expected, "metric not measured", False, f"no table of this run has {metric!r}")
+    if cases is not None:
+        values = values.filter(pl.col("case_id").is_in(list(cases)))
     c, p = paired(values, canary, parent)
     if len(c) < 2:
-        return _row(canary, parent, fault, check, expected, f"n={len(c)}", None, "fewer than 2 cases with a value for both: not testable")
+        return _row(canary, parent, fault, check, expected, f"n={len(c)}", None,
+                    f"fewer than 2 of {_SCOPES[move.on]} have a value for both: not testable on this golden set")
     d = paired_bootstrap_ci(c, p, "mean", seed=seed)
     caught = d.ci_low > 0 if direction == "up" else d.ci_high < 0
     return _row(canary, parent, fault, check, expected, f"Δ {d.estimate:+.3g} [{d.ci_low:+.3g}, {d.ci_high:+.3g}] n={d.n}", bool(caught),
@@ -90,6 +117,7 @@ def _move_row(canary: str, parent: str, fault: str, metric: str, direction: str,
 
 
 def _rank_row(canary: str, parent: str, fault: str, ranking_metrics: Sequence[str], metric_tables: pl.DataFrame, seed: int) -> dict:
+    """``metric_tables`` already scored as the rankings score it (``ungamed``)."""
     below, above, parts = [], [], []
     for m in ranking_metrics:
         if m not in metric_tables.columns:
@@ -121,8 +149,12 @@ def _frontier_row(canary: str, parent: str, fault: str, responses: pl.DataFrame,
 
 
 def canary_detection(gate_verdicts: pl.DataFrame, metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame,
-                     responses: pl.DataFrame, *, ranking_metrics: Sequence[str], quality_metric: str, seed: int = 42) -> pl.DataFrame:  # fmt: skip
-    """The ``canary_detection`` table (see module doc); empty when the run has no canary."""
+                     responses: pl.DataFrame, *, ranking_metrics: Sequence[str], quality_metric: str, seed: int = 42,
+                     gaming: pl.DataFrame | None = None, golden: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
+    """The ``canary_detection`` table (see module doc); empty when the run has no canary. ``gaming``: grader_gaming
+    (gamed answers score 0 for the ranking and the frontier, as the real rankings score them); ``golden``: the cases
+    (the scope of a move)."""
+    ranked = ungamed(metric_tables, gaming, [*ranking_metrics, quality_metric])
     rows: list[dict] = []
     canaries = sorted({s for s in responses["system_id"].unique().to_list() if is_canary(s)})
     for canary in canaries:
@@ -133,12 +165,13 @@ def canary_detection(gate_verdicts: pl.DataFrame, metric_tables: pl.DataFrame, b
             continue
         e = spec.expect
         rows += _gate_rows(canary, parent, fault, e.gates_fail, gate_verdicts)
-        for metric, direction in e.moves:
-            rows.append(_move_row(canary, parent, fault, metric, direction, metric_values(metric, metric_tables, behaviour_checks, responses), seed))
+        for move in e.moves:
+            values = metric_values(move.metric, metric_tables, behaviour_checks, responses, gaming)
+            rows.append(_move_row(canary, parent, fault, move, values, scope_cases(golden, move.on), seed))
         if e.rank_below_parent:
-            rows.append(_rank_row(canary, parent, fault, ranking_metrics, metric_tables, seed))
+            rows.append(_rank_row(canary, parent, fault, ranking_metrics, ranked, seed))
         if e.off_frontier:
-            rows.append(_frontier_row(canary, parent, fault, responses, metric_tables, quality_metric))
+            rows.append(_frontier_row(canary, parent, fault, responses, ranked, quality_metric))
     return pl.DataFrame(rows, schema=CANARY_DETECTION)
 
 

@@ -12,6 +12,10 @@ and per system (``gaming_summary``, each rate with its bootstrap CI):
   (groundedness metrics reward this);
 * ``canned`` — the same normalised answer given to ≥ ``CANNED_MIN_SHARE`` of the system's cases (and at
   least ``CANNED_MIN_CASES``);
+* ``question_echo`` — the answer adds nothing to the question: ≥ ``ECHO_SHARE`` of its content words (at least one) are
+  the question's own (besides yes / no); yes/no and multiple-choice cases are exempt ("The match statement is used for
+  pattern matching." answers "Is the match statement used for pattern matching?"). Groundedness and relevancy reward
+  parroting a question built from a source sentence; ``ungamed`` scores such answers 0 for rankings and the frontier;
 * ``refusal`` — the project's rule-based refusal detector (``metrics.refusal.is_refusal``); per
   system, ``refuses_everything`` when the refusal rate on answerable cases (expected_behavior
   "answer") is ≥ ``REFUSE_ALL_RATE``.
@@ -35,7 +39,9 @@ CANNED_MIN_SHARE = 0.2
 CANNED_MIN_CASES = 3
 REFUSE_ALL_RATE = 0.8
 SHORT_ANSWER_TYPES = ("yes_no", "multiple_choice")
-FLAGS = ("empty", "format_only", "context_copy", "canned", "refusal")
+ECHO_SHARE = 0.9
+FLAGS = ("empty", "format_only", "context_copy", "canned", "question_echo", "refusal")
+_YES_NO = frozenset({"yes", "no", "true", "false", "correct", "indeed"})
 _WORD = re.compile(r"[a-z0-9]+")
 _MARKUP = re.compile(r"(?im)^\s*(?:answer|response|final answer|output)\s*[:：]|[*_#>`|\[\]{}()\-]+")
 
@@ -77,17 +83,24 @@ def gaming_flags(responses: pl.DataFrame, cases: pl.DataFrame | None = None) -> 
         containment = len(a_ng & c_ng) / len(a_ng) if a_ng else 0.0
         coverage = len(a_ng & c_ng) / len(c_ng) if c_ng else 0.0
         copy = containment >= COPY_CONTAINMENT and coverage >= COPY_COVERAGE
+        asked = set(content_words(_WORD.findall((r.get("query") or "").lower())))
+        said = [w for w in content if w not in _YES_NO]
+        echo = (not failed and not short_ok and not refusal and bool(asked) and bool(said)
+                and sum(w in asked for w in said) / len(said) >= ECHO_SHARE)  # fmt: skip
         k = counts.get((r["system_id"], n), 0)
         canned = bool(words) and k >= CANNED_MIN_CASES and k / per_system[r["system_id"]] >= CANNED_MIN_SHARE
         ev = [s for s, on in (("empty answer", empty), (f"{len(content)} content words", format_only),
                               (f"copies the context ({containment:.0%} of its 8-grams, {coverage:.0%} of the context)", copy),
-                              (f"same answer on {k} of {per_system[r['system_id']]} cases", canned), ("refusal", refusal)) if on]  # fmt: skip
+                              (f"same answer on {k} of {per_system[r['system_id']]} cases", canned),
+                              ("only the question's own words", echo), ("refusal", refusal)) if on]  # fmt: skip
         rows.append({"case_id": r["case_id"], "system_id": r["system_id"], "failed": failed, "empty": empty, "format_only": format_only,
-                     "context_copy": copy, "canned": canned, "refusal": refusal, "gamed": empty or format_only or copy or canned,
+                     "context_copy": copy, "canned": canned, "question_echo": echo, "refusal": refusal,
+                     "gamed": empty or format_only or copy or canned or echo,
                      "copy_containment": containment, "context_coverage": coverage,
                      "expected_behavior": r.get("expected_behavior"), "evidence": "; ".join(ev) or None})  # fmt: skip
     return pl.DataFrame(rows, schema={"case_id": pl.String, "system_id": pl.String, "failed": pl.Boolean, "empty": pl.Boolean,
-                                      "format_only": pl.Boolean, "context_copy": pl.Boolean, "canned": pl.Boolean, "refusal": pl.Boolean,
+                                      "format_only": pl.Boolean, "context_copy": pl.Boolean, "canned": pl.Boolean,
+                                      "question_echo": pl.Boolean, "refusal": pl.Boolean,
                                       "gamed": pl.Boolean, "copy_containment": pl.Float64, "context_coverage": pl.Float64,
                                       "expected_behavior": pl.String, "evidence": pl.String})  # fmt: skip
 
@@ -108,3 +121,16 @@ def gaming_summary(flags: pl.DataFrame, *, n_boot: int = 1000, seed: int = 42) -
                 "refuses_everything": bool(ref.n and ref.estimate >= REFUSE_ALL_RATE)}  # fmt: skip
         rows.append(row)
     return pl.DataFrame(rows)
+
+
+def ungamed(metrics: pl.DataFrame, flags: pl.DataFrame | None, columns: list[str] | tuple[str, ...]) -> pl.DataFrame:
+    """``metrics`` with each of ``columns`` set to 0 where the answer games the graders (``gamed``): what rankings and the
+    Pareto frontier compare, so an answer that only echoes the question or copies the context never wins on the metric
+    it games. Rows without a flag are left as they are."""
+    if flags is None or flags.height == 0:
+        return metrics
+    gamed = flags.select("case_id", "system_id", pl.col("gamed").alias("_gamed"))
+    out = metrics.join(gamed, on=["case_id", "system_id"], how="left")
+    cols = [c for c in columns if c in out.columns]
+    return out.with_columns([pl.when(pl.col("_gamed").fill_null(False)).then(0.0).otherwise(pl.col(c).cast(pl.Float64)).alias(c)
+                             for c in cols]).drop("_gamed")  # fmt: skip

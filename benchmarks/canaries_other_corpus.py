@@ -1,0 +1,109 @@
+"""Canaries on someone else's documents: would the gates catch a broken copy of *your own* http service?
+
+    python benchmarks/canaries_other_corpus.py DOCS_DIR [--pages 20] [--max-cases 40] [--out /tmp/canary_night]
+
+DOCS_DIR: any folder of HTML / text pages (e.g. a Debian ``*-doc`` package: ``apt-get download aptitude-doc-en``,
+``dpkg-deb -x aptitude-doc-en_*.deb x``, then ``x/usr/share/doc/aptitude/html/en``). The first ``--pages`` files
+(sorted) are the corpus. An honest extractive RAG service of your own (``hcat_pipeline_tests.servers.UserRag``: its own
+document ids, sources as objects, no cost reported) serves them on loopback; the campaign evaluates it beside a local
+reference system and plants every catalogue fault in copies of the service. Prints the detection table, the false
+alarms on the honest parent (its blocking gates), the release decision and the seconds the night took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "bench-secret"
+
+
+def campaign_yaml(url: str, corpus: Path, max_cases: int) -> str:
+    return f"""name: canaries-other-corpus
+corpus: {{paths: ["{corpus}"]}}
+max_cases: {max_cases}
+judge: {{enabled: "off"}}
+systems:
+  - system_id: reference
+    retriever: bm25
+  - system_id: my_service
+    http:
+      url: {url}
+      request_template: '{{"question": "{{{{query}}}}"}}'
+      answer_path: result.answer.text
+      contexts_path: result.sources
+      context_text_field: content
+      context_id_field: id
+      auth_header: X-Api-Key
+      auth_env_var: BENCH_RAG_KEY
+      auth_scheme: ""
+canaries:
+  - of: my_service
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("docs", type=Path)
+    ap.add_argument("--pages", type=int, default=20)
+    ap.add_argument("--max-cases", type=int, default=40)
+    ap.add_argument("--out", type=Path, default=Path("/tmp/canary_night"))
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from hcat_pipeline.corpus.ingest import ingest
+    from hcat_pipeline_tests.servers import UserRag, user_rag_server
+
+    shutil.rmtree(args.out, ignore_errors=True)
+    corpus = args.out / "corpus"
+    corpus.mkdir(parents=True)
+    pages = sorted(p for p in args.docs.iterdir() if p.suffix in (".html", ".htm", ".txt", ".md"))[: args.pages]
+    for p in pages:
+        shutil.copy(p, corpus / p.name)
+    docs, _, _ = ingest(include_embedded=False, drop_folder=None, paths=[str(corpus)])  # the service reads the same text
+    texts = {r["doc_id"]: r["text"] for r in docs.select("doc_id", "text").to_dicts()}
+    home = args.out / "dagster_home"
+    home.mkdir()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "HCAT_DATA_DIR": str(args.out / "data"), "BENCH_RAG_KEY": SECRET}
+    for k in ("HCAT_WAREHOUSE_DIR", "HCAT_GOLDEN_SETS_DIR", "HCAT_REPORTS_DIR"):
+        env.pop(k, None)
+    t0 = time.perf_counter()
+    with user_rag_server(UserRag(texts, SECRET)) as url:
+        cfg = args.out / "campaign.yaml"
+        cfg.write_text(campaign_yaml(url, corpus, args.max_cases))
+        run = subprocess.run([sys.executable, "-m", "hcat_pipeline.cli", "campaign", "--config", str(cfg)], env=env, cwd=ROOT,
+                             capture_output=True, text=True)  # fmt: skip
+    seconds = time.perf_counter() - t0
+    (args.out / "console.txt").write_text(run.stdout + run.stderr)
+    print(run.stdout[run.stdout.find("─" * 72):] if "─" * 72 in run.stdout else run.stdout[-4000:] + run.stderr[-4000:])
+    wh = args.out / "data" / "warehouse"
+    found = sorted(wh.glob("canary_detection/*/*.parquet"))
+    if not found:
+        print("no canary_detection table: the night did not get that far")
+        return 1
+    det = pl.read_parquet(found[-1])
+    pl.Config.set_tbl_rows(200), pl.Config.set_fmt_str_lengths(90), pl.Config.set_tbl_width_chars(250)
+    print(det.select("canary_id", "check", "observed", "caught"))
+    run_dir = found[-1].parent.name, found[-1].stem
+    gates = pl.read_parquet(wh / "gate_verdicts" / run_dir[0] / f"{run_dir[1]}.parquet")
+    honest = gates.filter((pl.col("system_id") == "my_service") & pl.col("blocking"))
+    print("honest parent's blocking gates (false alarms unless a real FAIL):")
+    print(honest.select("gate", "verdict", "estimate", "ci_low", "ci_high", "n", "reason"))
+    print(pl.read_parquet(wh / "release_decision" / run_dir[0] / f"{run_dir[1]}.parquet"))
+    print(pl.read_parquet(wh / "retrieval_metrics" / run_dir[0] / f"{run_dir[1]}.parquet").select(
+        "system_id", "recall_at_k", "precision_at_k", "mrr", "matched_by"))
+    per = det.filter(pl.col("caught").is_not_null()).group_by("canary_id").agg(pl.col("caught").all())
+    print(f"canaries caught: {int(per['caught'].sum())}/{per.height}; night incl. generation: {seconds:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
