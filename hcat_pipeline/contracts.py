@@ -60,7 +60,7 @@ CONTRACTS: dict[str, Contract] = {
     "weakness_report": Contract({**s.WEAKNESS_CELLS, **s.RUN_COLUMNS}, (), ("analysis", "metric", *RUN)),
     "weakest_cases": Contract(s.WEAKEST_CASES, (), ("metric", "case_id", "system_id")),
     "campaign_report": Contract(s.CAMPAIGN_REPORT, (), ("path",)),
-    "canary_detection": Contract({**s.CANARY_DETECTION, **s.RUN_COLUMNS}, ("canary_id", "check"), ("fault", "caught", *RUN)),
+    "canary_detection": Contract({**s.CANARY_DETECTION, **s.RUN_COLUMNS}, ("canary_id", "check"), ("fault", "expected", *RUN)),
     "failure_cases": Contract(s.FAILURE_CASES, (), ("case_id", "system_id")),
     "robustness_deltas": Contract(s.ROBUSTNESS_DELTAS, (), ("system_id",)),
     # calibration

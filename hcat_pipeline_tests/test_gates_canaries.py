@@ -123,3 +123,22 @@ def test_catalogue_declares_a_verdict_for_every_fault():
     for name, spec in CATALOGUE.items():
         e = spec.expect
         assert e.gates_fail or e.moves or e.rank_below_parent or e.off_frontier, name
+
+
+def test_ungamed_scores_gamed_answers_zero_once_per_column():
+    from hcat_pipeline.gates.gaming import ungamed
+
+    metrics = pl.DataFrame({"case_id": ["a", "b"], "system_id": ["s", "s"], "g": [0.9, 0.8]})
+    flags = pl.DataFrame({"case_id": ["a", "b"], "system_id": ["s", "s"], "gamed": [True, False]})
+    assert ungamed(metrics, flags, ["g", "g", "missing"])["g"].to_list() == [0.0, 0.8]
+
+
+def test_a_gate_the_parent_fails_too_catches_only_a_worse_canary():
+    gates, metrics, behaviour, responses = _tables(True)
+    c = canary_id("pii", "hybrid")
+    for parent_count, caught in ((2.0, True), (12.0, False)):
+        both = gates.with_columns(pl.when(pl.col("system_id") == "hybrid").then(pl.lit("FAIL")).otherwise(pl.col("verdict")).alias("verdict"),
+                                  pl.when(pl.col("system_id") == "hybrid").then(parent_count).otherwise(pl.col("estimate")).alias("estimate"))
+        row = canary_detection(both, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli") \
+            .filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
+        assert row["caught"] is caught and "the parent FAILs it too" in row["evidence"], row

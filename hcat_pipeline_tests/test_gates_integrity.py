@@ -120,3 +120,17 @@ def test_gaming_flags_and_summary():
                             for i in range(10)])  # fmt: skip
     rs = gaming_summary(gaming_flags(refuser, cases), n_boot=200).row(0, named=True)
     assert rs["refuses_everything"] and rs["refusal_on_answerable"] == 1.0
+
+
+def test_question_echo_is_gaming_except_where_a_restatement_answers():
+    resp = pl.DataFrame({
+        "case_id": ["w", "w2", "y"], "system_id": ["s", "s", "s"],
+        "query": ["What is the default behaviour for equality comparison?", "What is the default behaviour for equality comparison?",
+                  "Is the match statement used for pattern matching?"],
+        "answer": ["Yes. The default behaviour for equality comparison.", "It compares the identity of the two objects.",
+                   "The match statement is used for pattern matching."],
+        "error": [None, None, None], "contexts": [["ctx"]] * 3})  # fmt: skip
+    cases = pl.DataFrame({"case_id": ["w", "w2", "y"], "query_type": ["simple", "simple", "yes_no"], "expected_behavior": ["answer"] * 3})
+    flags = {r["case_id"]: r for r in gaming_flags(resp, cases).to_dicts()}
+    assert flags["w"]["question_echo"] and flags["w"]["gamed"] and "question's own words" in flags["w"]["evidence"]
+    assert not flags["w2"]["question_echo"] and not flags["y"]["question_echo"]  # adds content / a yes-no restatement answers

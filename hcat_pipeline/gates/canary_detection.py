@@ -61,6 +61,23 @@ def _row(canary: str, parent: str, fault: str, check: str, expected: str, observ
             "caught": caught, "evidence": evidence}  # fmt: skip
 
 
+def _num(v) -> str:
+    return "–" if v is None else f"{v:.3g}"
+
+
+def _parent_estimate(row: dict, theirs: pl.DataFrame) -> float | None:
+    same = theirs.filter(pl.col("group") == row["group"]) if "group" in theirs.columns else theirs
+    return (same if same.height else theirs)["estimate"][0] if theirs.height else None
+
+
+def _worse(row: dict, theirs: pl.DataFrame) -> bool | None:
+    """Whether the canary's gate estimate is on the wrong side of its parent's (``<=`` gates: higher is worse)."""
+    p = _parent_estimate(row, theirs)
+    if row["estimate"] is None or p is None:
+        return None
+    return row["estimate"] > p if row["direction"] in ("<=", "<") else row["estimate"] < p
+
+
 def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdicts: pl.DataFrame) -> list[dict]:
     out = []
     for gate in gates:
@@ -79,8 +96,13 @@ def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdi
         r = mine.sort("estimate", nulls_last=True).row(0, named=True)
         est = "–" if r["estimate"] is None else f"{r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] n={r['n']}"
         failed, parent_failed = bool((mine["verdict"] == "FAIL").any()), bool((theirs["verdict"] == "FAIL").any())
-        note = "; the parent FAILs it too: the gate does not tell them apart" if failed and parent_failed else ""
-        out.append(_row(canary, parent, fault, check, expected, observed, failed and not parent_failed,
+        caught, note = failed and not parent_failed, ""
+        if failed and parent_failed:  # both fail: the gate separates them only if its measurement is worse for the canary
+            worse = _worse(r, theirs)
+            caught = worse is True
+            note = (f"; the parent FAILs it too, the canary's {r['statistic']} is {'worse' if worse else 'not worse'}"
+                    f" ({_num(r['estimate'])} vs {_num(_parent_estimate(r, theirs))})")  # fmt: skip
+        out.append(_row(canary, parent, fault, check, expected, observed, caught,
                         f"canary {r['statistic']}({r['metric']}) {est} vs {r['direction']} {r['threshold']:g}; parent: {parent_v}{note}"))
     return out
 

@@ -131,6 +131,6 @@ def ungamed(metrics: pl.DataFrame, flags: pl.DataFrame | None, columns: list[str
         return metrics
     gamed = flags.select("case_id", "system_id", pl.col("gamed").alias("_gamed"))
     out = metrics.join(gamed, on=["case_id", "system_id"], how="left")
-    cols = [c for c in columns if c in out.columns]
+    cols = list(dict.fromkeys(c for c in columns if c in out.columns))
     return out.with_columns([pl.when(pl.col("_gamed").fill_null(False)).then(0.0).otherwise(pl.col(c).cast(pl.Float64)).alias(c)
                              for c in cols]).drop("_gamed")  # fmt: skip
