@@ -128,9 +128,10 @@ def test_catalogue_declares_a_verdict_for_every_fault():
 def test_ungamed_scores_gamed_answers_zero_once_per_column():
     from hcat_pipeline.gates.gaming import ungamed
 
-    metrics = pl.DataFrame({"case_id": ["a", "b"], "system_id": ["s", "s"], "g": [0.9, 0.8]})
-    flags = pl.DataFrame({"case_id": ["a", "b"], "system_id": ["s", "s"], "gamed": [True, False]})
-    assert ungamed(metrics, flags, ["g", "g", "missing"])["g"].to_list() == [0.0, 0.8]
+    metrics = pl.DataFrame({"case_id": ["a", "b", "c", "d"], "system_id": ["s"] * 4, "g": [0.9, 0.8, float("nan"), None]})
+    flags = pl.DataFrame({"case_id": ["a", "b", "c", "d"], "system_id": ["s"] * 4, "gamed": [True, False, True, True]})
+    out = ungamed(metrics, flags, ["g", "g", "missing"])["g"].to_list()
+    assert out[:2] == [0.0, 0.8] and out[2] != out[2] and out[3] is None  # not measured stays unknown, never 0
 
 
 def test_a_gate_the_parent_fails_too_catches_only_a_worse_canary():

@@ -107,7 +107,7 @@ def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdi
     return out
 
 
-_SCOPES = {"all": "every case", "answerable": "the answerable cases", "reference_no": "the yes/no cases whose reference is No"}
+_SCOPES = {"all": "every case", "answerable": "answerable cases", "reference_no": "yes/no cases whose reference is No"}
 
 
 def scope_cases(golden: pl.DataFrame | None, on: str) -> set[str] | None:
@@ -123,7 +123,7 @@ def scope_cases(golden: pl.DataFrame | None, on: str) -> set[str] | None:
 def _move_row(canary: str, parent: str, fault: str, move: Move, values: pl.DataFrame | None, cases: set[str] | None, seed: int) -> dict:
     metric, direction = move.metric, move.direction
     check = f"moves:{metric}" + ("" if move.on == "all" else f"@{move.on}")
-    expected = f"{metric} {direction} vs parent on {_SCOPES[move.on]} (CI of the paired difference excludes 0)"
+    expected = f"{metric} {'↑' if direction == 'up' else '↓'} vs parent on {_SCOPES[move.on]}"
     if values is None:
         return _row(canary, parent, fault, check, expected, "metric not measured", False, f"no table of this run has {metric!r}")
     if cases is not None:
@@ -157,7 +157,7 @@ def _rank_row(canary: str, parent: str, fault: str, ranking_metrics: Sequence[st
 
 
 def _frontier_row(canary: str, parent: str, fault: str, responses: pl.DataFrame, metric_tables: pl.DataFrame, quality_metric: str) -> dict:
-    check, expected = "off_frontier", "dominated on the Pareto frontier of the real systems plus this canary"
+    check, expected = "off_frontier", "dominated on the frontier"
     if quality_metric not in metric_tables.columns:
         return _row(canary, parent, fault, check, expected, "no quality axis", False, f"{quality_metric!r} not in metric_tables")
     only = lambda f: pl.concat([drop_canaries(f), f.filter(pl.col("system_id") == canary)])  # noqa: E731

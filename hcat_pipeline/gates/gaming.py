@@ -132,5 +132,7 @@ def ungamed(metrics: pl.DataFrame, flags: pl.DataFrame | None, columns: list[str
     gamed = flags.select("case_id", "system_id", pl.col("gamed").alias("_gamed"))
     out = metrics.join(gamed, on=["case_id", "system_id"], how="left")
     cols = list(dict.fromkeys(c for c in columns if c in out.columns))
-    return out.with_columns([pl.when(pl.col("_gamed").fill_null(False)).then(0.0).otherwise(pl.col(c).cast(pl.Float64)).alias(c)
-                             for c in cols]).drop("_gamed")  # fmt: skip
+    scored = lambda c: pl.col(c).cast(pl.Float64).is_not_null() & pl.col(c).cast(pl.Float64).is_not_nan()  # noqa: E731
+    # only a measured value becomes 0: a metric that does not apply (null / NaN, e.g. no context) stays unknown
+    return out.with_columns([pl.when(pl.col("_gamed").fill_null(False) & scored(c)).then(0.0).otherwise(pl.col(c).cast(pl.Float64))
+                             .alias(c) for c in cols]).drop("_gamed")  # fmt: skip

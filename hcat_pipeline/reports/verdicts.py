@@ -46,7 +46,8 @@ def canary_section(table: pl.DataFrame | None, why: str = "") -> tuple[Section, 
             f"[{_num(rate['ci_low'])}, {_num(rate['ci_high'])}], Wilson 95 %, n={rate['n']})")  # fmt: skip
     note = ("Each canary is a copy of a system of this campaign with one planted fault (no extra LLM call); it must get the "
             "verdicts its fault declares. A miss means these gates would let such a broken system through — the evaluator "
-            "is at fault, not the parent. Canaries never appear in the decision, rankings or frontier above. "
+            "is at fault, not the parent. Canaries never appear in the decision, rankings or frontier above. A metric moved "
+            "when the paired bootstrap 95 % CI of canary − parent excludes 0; the frontier is the real systems' plus the canary. "
             f"{line}. ✓ met, ✗ not met, – not applicable to the parent (reason in canary_detection).")  # fmt: skip
     sec = Section(key, title, columns=["canary", "fault", "verdict", "checks met", "expected → observed"], rows=rows,
                   row_classes=classes, note=note)
@@ -115,9 +116,17 @@ def calibration_section(calibrated: pl.DataFrame | None, calibrators: pl.DataFra
             guarantee = r["calibration_note"] or "no calibrator for this dimension"
         rows.append([r["dimension"], r["metric"], whose, n, when, guarantee, str(r["rows"])])
         classes.append(cls)
-        lines.append(f"Calibration of {r['dimension']} ({r['metric']}): {whose}" + ("" if src == "campaign" else f" — {guarantee}"))
+        kind = "your labels" if src == "campaign" else src.removeprefix("reference:") if src.startswith("reference:") else None
+        lines.append((kind, r["dimension"]))
     sec = Section(key, title, columns=["dimension", "metric", "whose labels", "n labels", "labelled", "guarantee", "rows this run"],
                   rows=rows, row_classes=classes,
                   note="A calibrated probability is only as good as the human labels behind it: the reviewer's own labels on this "
                   "campaign's answers give the conformal coverage guarantee; borrowed public labels do not transfer it.")  # fmt: skip
-    return sec, sorted(set(lines))
+    yours = sorted({d for k, d in lines if k == "your labels"})
+    borrowed = sorted({f"{d} ({k})" for k, d in lines if k not in (None, "your labels")})
+    none = sorted({d for k, d in lines if k is None})
+    summary = "Calibration: " + "; ".join(p for p in (
+        f"{', '.join(yours)} on your labels" if yours else "",
+        f"{', '.join(borrowed)} on borrowed reference labels — coverage guarantee not established on your data" if borrowed else "",
+        f"{len(none)} dimension(s) not calibrated (no labels)" if none else "") if p) + "."  # fmt: skip
+    return sec, [summary]
