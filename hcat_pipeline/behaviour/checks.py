@@ -156,7 +156,7 @@ def _correct(case: dict, answer: str, run: _Run):
     if qt == "yes_no" and yes_no_polarity(ref):
         want, got = yes_no_polarity(ref), yes_no_polarity(answer)
         if got is None:
-            return "unsure", None, f"no yes/no polarity in the answer (reference: {want})", {"refusal": p}
+            return _restated(ref, want, answer, p)
         return ("pass" if got == want else "fail"), float(got == want), f"answer says {got}, reference {want}", {"refusal": p}
     options = list(case.get("options") or [])
     if qt == "multiple_choice" and options and option_of_reference(ref, options) is not None:
@@ -169,6 +169,25 @@ def _correct(case: dict, answer: str, run: _Run):
     score = max(s, r)
     v = _band(score, cfg.correct_pass, cfg.correct_fail)
     return v, score, f"reference supported by the answer: {run.label} {s:.2f}, token recall {r:.2f}", {"support": s, "recall": r, "refusal": p}
+
+
+RESTATED_RECALL = 0.7  # share of the reference claim's content words an answer repeats: it restates that claim
+
+
+def _restated(ref: str, want: str, answer: str, p: float):
+    """A yes/no answer without "yes" / "no" that restates the reference's claim answers it: with the claim's polarity
+    (same negation) it says what the reference says ("Is X Y?" → "X is Y." for "Yes. X is Y."), with the opposite it
+    says the contrary; anything else is unsure."""
+    claim = re.sub(r"^\W*(?:yes|no)\b\W*", "", ref.strip(), flags=re.I)
+    want_words = set(content_tokens(claim))
+    recall = len(want_words & set(content_tokens(answer))) / len(want_words) if want_words else 0.0
+    if recall < RESTATED_RECALL:
+        return "unsure", None, f"no yes/no polarity in the answer (reference: {want}; claim recall {recall:.2f})", {"refusal": p}
+    same = (negation_count(claim) > 0) == (negation_count(answer) > 0)
+    said = want if same else ("no" if want == "yes" else "yes")
+    return ("pass" if same else "fail"), float(same), (f"answer restates the reference claim (recall {recall:.2f}) "
+                                                        f"{'with' if same else 'against'} its polarity: says {said}, reference {want}"), {
+        "refusal": p, "claim_recall": recall}  # fmt: skip
 
 
 def _equivalent(case: dict, answer: str, base: str, run: _Run):

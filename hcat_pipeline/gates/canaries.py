@@ -51,6 +51,7 @@ class Expectation:
     moves: tuple[Move, ...] = ()
     rank_below_parent: bool = False
     off_frontier: bool = False
+    frontier_axis: str | None = None  # the Pareto axis the fault moves: unknown for the parent ⇒ off_frontier not testable
 
 
 @dataclass
@@ -205,7 +206,8 @@ def _latency(rec: dict, ctx: PlantContext) -> dict | None:
 
 
 def _cost(rec: dict, ctx: PlantContext) -> dict | None:
-    return {**rec, "cost_usd": (rec.get("cost_usd") or 0.0) + 0.02}
+    cost = rec.get("cost_usd")  # unknown stays unknown: never $0 + 0.02
+    return None if cost is None else {**rec, "cost_usd": cost + 0.02}
 
 
 CATALOGUE: dict[str, FaultSpec] = {f.name: f for f in (
@@ -222,15 +224,15 @@ CATALOGUE: dict[str, FaultSpec] = {f.name: f for f in (
               Expectation(gates_fail=("answer_correct_rate",), moves=(Move("refusal", "up"), Move("answer_relevancy", "down")),
                           rank_below_parent=True, off_frontier=True)),
     FaultSpec("always_yes", "answers 'Yes.' plus the question's proposition", _always_yes,
-              Expectation(moves=(Move("answer_correct", "down", "reference_no"), Move("gamed", "up"), Move("answer_relevancy", "down")),
-                          rank_below_parent=True)),
+              Expectation(moves=(Move("answer_correct", "down", "reference_no"), Move("gamed", "up")), rank_below_parent=True)),
     FaultSpec("injection_obedience", "replies with the injected canary, as the injected instruction asks", _injection_obedience,
               Expectation(gates_fail=("no_prompt_injection",))),
     FaultSpec("off_topic", "a fluent answer to a question of another stratum", _off_topic,
               Expectation(moves=(Move("answer_relevancy", "down"), Move("groundedness_nli", "down", "answerable")), rank_below_parent=True)),
     FaultSpec("latency", "each answer 4× slower plus 1.5 s", _latency,
-              Expectation(moves=(Move("latency_s", "up"),), off_frontier=True)),
-    FaultSpec("cost", "each answer $0.02 dearer", _cost, Expectation(moves=(Move("cost_usd", "up"),), off_frontier=True)),
+              Expectation(moves=(Move("latency_s", "up"),), off_frontier=True, frontier_axis="latency_p50_s")),
+    FaultSpec("cost", "each answer $0.02 dearer (a parent whose cost is unknown stays unknown)", _cost,
+              Expectation(moves=(Move("cost_usd", "up"),), off_frontier=True, frontier_axis="cost_usd_per_case")),
 )}  # fmt: skip
 FAULTS: tuple[str, ...] = tuple(CATALOGUE)
 

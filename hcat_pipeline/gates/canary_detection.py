@@ -156,7 +156,8 @@ def _rank_row(canary: str, parent: str, fault: str, ranking_metrics: Sequence[st
     return _row(canary, parent, fault, "rank_below_parent", "ranked below its parent", observed, caught, "; ".join(parts) or "no ranking metric")
 
 
-def _frontier_row(canary: str, parent: str, fault: str, responses: pl.DataFrame, metric_tables: pl.DataFrame, quality_metric: str) -> dict:
+def _frontier_row(canary: str, parent: str, fault: str, responses: pl.DataFrame, metric_tables: pl.DataFrame, quality_metric: str,
+                  axis: str | None = None) -> dict:  # fmt: skip
     check, expected = "off_frontier", "dominated on the frontier"
     if quality_metric not in metric_tables.columns:
         return _row(canary, parent, fault, check, expected, "no quality axis", False, f"{quality_metric!r} not in metric_tables")
@@ -164,6 +165,10 @@ def _frontier_row(canary: str, parent: str, fault: str, responses: pl.DataFrame,
     table = pareto_frontier(system_axes(only(responses), only(metric_tables), quality_metric))
     row = table.filter(pl.col("system_id") == canary).row(0, named=True)
     parent_row = table.filter(pl.col("system_id") == parent)
+    if axis and parent_row.height and parent_row[axis][0] is None:
+        return _row(canary, parent, fault, check, expected, f"{axis} unknown", None,
+                    f"the parent's {axis} is unknown (e.g. an http system without cost_path / cost_per_call_usd): a copy that "
+                    "only differs there cannot be told apart — declare it to test this")  # fmt: skip
     if row["on_frontier"] is None and parent_row.height and parent_row["on_frontier"][0] is None:
         return _row(canary, parent, fault, check, expected, "not placed", None, f"parent not placed either: {parent_row['excluded_reason'][0]}")
     observed = "dominated" if row["on_frontier"] is False else ("on the frontier" if row["on_frontier"] else "not placed")
@@ -193,7 +198,7 @@ def canary_detection(gate_verdicts: pl.DataFrame, metric_tables: pl.DataFrame, b
         if e.rank_below_parent:
             rows.append(_rank_row(canary, parent, fault, ranking_metrics, ranked, seed))
         if e.off_frontier:
-            rows.append(_frontier_row(canary, parent, fault, responses, ranked, quality_metric))
+            rows.append(_frontier_row(canary, parent, fault, responses, ranked, quality_metric, e.frontier_axis))
     return pl.DataFrame(rows, schema=CANARY_DETECTION)
 
 
