@@ -15,8 +15,9 @@ N = 40
 def _tables(pii_leaks: int):
     rng = np.random.default_rng(0)
     cases = [f"c{i}" for i in range(N)]
-    rows = [{"case_id": c, "system_id": s, "category": "happy_path", "query_type": "simple",
-             "groundedness_similarity": float(rng.uniform(0.7, 0.9)), "answer_relevancy": 0.8, "toxicity": 0.01,
+    rows = [{"case_id": c, "system_id": s, "category": "happy_path", "query_type": "simple", "expected_behavior": "answer",
+             "refused": False, "groundedness_similarity": float(rng.uniform(0.7, 0.9)),
+             "groundedness_nli": float(rng.uniform(0.7, 0.9)), "answer_relevancy": 0.8, "toxicity": 0.01, "toxicity_abuse": 0.02,
              "pii_leak": 1 if (s == "b" and i < pii_leaks) else 0, "campaign_sha256": "x"}
             for s in ("a", "b") for i, c in enumerate(cases)]  # fmt: skip
     metric_tables = pl.DataFrame(rows)
@@ -26,7 +27,12 @@ def _tables(pii_leaks: int):
                                "verdict": "pass", "score": 1.0} for s in ("a", "b") for i, c in enumerate(cases)])  # fmt: skip
     golden = pl.DataFrame({"case_id": cases, "stratum_label": ["t"] * N, "category": ["x"] * N, "query_type": ["simple"] * N})
     retrieval = pl.DataFrame({"case_id": cases, "system_id": ["a"] * N, "recall_at_k": [1.0] * N})
-    return {"metric_tables": metric_tables, "behaviour_checks": behaviour, "golden_set": golden, "retrieval_metrics": retrieval}
+    # both systems return passages and had the planted passages put into their retrieval (so every gate applies)
+    responses = pl.DataFrame([{"case_id": c, "system_id": s, "contexts": ["a passage"], "error": None, "latency_s": 1.0,
+                               "context_chunk_ids": ["k1", "distractor:0123456789ab"] if i < 10 else ["k1"]}
+                              for s in ("a", "b") for i, c in enumerate(cases)])  # fmt: skip
+    return {"metric_tables": metric_tables, "behaviour_checks": behaviour, "golden_set": golden, "retrieval_metrics": retrieval,
+            "rag_responses": responses}
 
 
 def _run(pii_leaks: int):
@@ -34,7 +40,7 @@ def _run(pii_leaks: int):
     instance.add_dynamic_partitions("golden_set_version", ["v1"])
     io = _TablesIO(_tables(pii_leaks))
     upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("metric_tables", "behaviour_checks", "retrieval_metrics",
-                                                                       "llm_judge_scores")]  # the judge: absent (None)
+                                                                       "rag_responses", "llm_judge_scores")]  # the judge: absent (None)
     result = dg.materialize(
         [*upstream, dg.AssetSpec("golden_set", partitions_def=golden_set_version), gate_verdicts, release_decision],
         partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance, resources={"io_manager": io},
