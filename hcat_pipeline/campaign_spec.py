@@ -72,7 +72,8 @@ class LLMSpec(_Strict):
     Absent: the ``llm`` resource of the deployment (local: the packaged Qwen2.5-0.5B-Instruct)."""
 
     provider: Literal["local", "openai", "anthropic"] = "local"
-    model: str = Field(default="", description="local: a packaged model (qwen2.5-0.5b-instruct-q4_k_m | gemma-3-270m-q4_k_m); "
+    model: str = Field(default="", description="local: a packaged model (qwen2.5-0.5b-instruct-q4_k_m | qwen2.5-coder-1.5b-instruct-q4_k_m | "
+                       "gemma-3-270m-q4_k_m); "
                        "API: the provider's model name; empty: the provider's default")  # fmt: skip
     model_path: str = Field(default="", description="local: any GGUF file (relative to the campaign file)")
     base_url: str = Field(default="", description="openai: any OpenAI-compatible server (e.g. http://127.0.0.1:8081/v1)")
@@ -80,6 +81,8 @@ class LLMSpec(_Strict):
     openai_json_mode: Literal["json_schema", "json_object"] = "json_schema"
     max_concurrency: Optional[int] = Field(default=None, ge=1, description="parallel calls to this LLM; empty: the resource's")
     timeout_s: Optional[float] = Field(default=None, gt=0)
+    reuse_prompt_prefix: Optional[bool] = Field(default=None, description="local: evaluate a prompt's leading messages (system "
+                                                "prompt, few-shot examples) once and start each call from their saved state")
 
     def overrides(self) -> dict:
         """The fields ``LLM.for_model`` takes: every identity field, and the runtime ones only when set."""
@@ -140,7 +143,8 @@ class GenerationSpec(_Strict):
     pairs_per_attribute: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], ge=0)
     max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
     seed: int = 0
-    llm: Optional[LLMSpec] = Field(default=None, description="the LLM that writes the questions and rewrites; absent: the llm resource")
+    llm: Optional[LLMSpec] = Field(default=None, description="the LLM that writes the questions and rewrites; absent: the packaged "
+                                   "Qwen2.5-Coder-1.5B-Instruct (the llm resource when it is not installed)")
 
     # Dagster config has no list of Literal: the members are checked here (the message names the allowed values)
     @field_validator("query_types")

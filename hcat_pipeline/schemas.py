@@ -112,6 +112,7 @@ CHUNKS = {
     "end": pl.Int64,
     "n_tokens": pl.Int32,
     "text": pl.String,
+    "title": pl.String,  # the heading the chunk sits under, else its document's title
 }
 
 # generated_queries: one row per LLM-generated query (assets.queries)
@@ -121,6 +122,7 @@ GENERATED_QUERIES = {
     "correct_index": pl.Int32, "reference_answer": pl.String, "answer_label": pl.String, "evidence": pl.String,
     "model": pl.String, "prompt_hash": pl.String, "prompt_name": pl.String, "seed": pl.Int64, "latency_s": pl.Float64,
     "input_tokens": pl.Int64, "output_tokens": pl.Int64, "raw_reply": pl.String, "generation_round": pl.Int32, "error": pl.String,
+    "roundtrip_answer": pl.String, "roundtrip_agrees": pl.Boolean,  # the generator's own answer from the source chunk (golden.roundtrip)
 }  # fmt: skip
 
 # selected_queries: the generated queries that passed selection (assets.queries)

@@ -16,12 +16,15 @@ SAVINGS = (
 class _LLM:
     """Writes a question naming the statement or sentence it was given; records the user messages."""
 
-    def __init__(self):
-        self.seen = []
+    def __init__(self, answer=lambda question, passage: "Yes, as the passage says."):
+        self.seen, self.answer = [], answer
 
     def generate(self, messages, json_schema=None, **kw):
         user = messages[-1]["content"]
         self.seen.append(user)
+        if "\nQuestion:" in user:  # the round trip: answer from the passage
+            passage, question = user.split("Passage:", 1)[1].split("\nQuestion:", 1)
+            return SimpleNamespace(data={"answer": self.answer(question.strip(), passage.strip())}, text="", model="fake")
         line = [ln for ln in user.splitlines() if ln.startswith(("Sentence:", "Statement:", "Sentence 1:"))][0].split(":", 1)[1].strip()
         answer = [ln.split(":", 1)[1].strip() for ln in user.splitlines() if ln.startswith("Answer:")]
         line = line.replace(answer[0], "what") if answer else line  # a span question does not name its answer
@@ -63,19 +66,89 @@ def test_yes_no_questions_invert_the_source_without_an_llm():
 
 
 def test_yes_no_polarity_comes_from_the_source():
-    chunk = {"chunk_id": "c1", "text": SAVINGS}
+    """"yes" asks the sentence as it stands; "no" a claim the sentence contradicts, made by rule (a negated sentence's
+    positive claim, an antonym) and read as "no" by the polarity reader; never a negated question, never a "yes" for a
+    negated sentence. The generator writes the question from the claim (not the sentence with two words swapped)."""
+    chunk = {"chunk_id": "c1", "text": SAVINGS, "title": "Easy Saver account"}
     sentence = "You can make up to three withdrawals in each calendar year without losing interest."
-    for seed in range(12):  # no antonym or number to swap: always the sentence itself, "yes"
-        req = build_request(chunk, "yes_no", sentence, None, seed)
-        assert req["label"] == "yes" and req["reference"] == f"Yes. {sentence}"
-        assert req["question"] == "Can you make up to three withdrawals in each calendar year without losing interest?"
+    yes = build_request(chunk, "yes_no", sentence, None, "yes")
+    assert (yes["label"], yes["reference"], yes["values"]) == ("yes", f"Yes. {sentence}", {"sentence": sentence, "title": "Easy Saver account"})
+    assert build_request(chunk, "yes_no", sentence, None, "no") is None  # nothing a rule can make false: no "no" case from it
     swappable = "Partial withdrawals are allowed on the Easy Saver account after the first year."
-    labels = {build_request(chunk, "yes_no", swappable, None, seed)["label"]: seed for seed in range(12)}
-    assert set(labels) == {"yes", "no"}  # the seed picks the claim itself or one with an antonym swapped
-    no = build_request(chunk, "yes_no", swappable, None, labels["no"])
-    assert no["question"] == "Are partial withdrawals forbidden on the Easy Saver account after the first year?" and no["reference"] == f"No. {swappable}"
-    negated = build_request(chunk, "yes_no", "The Easy Saver account cannot be held jointly.", None, 0)
-    assert (negated["question"], negated["label"]) == ("Can the Easy Saver account be held jointly?", "no")  # never "Can … not …?"
+    no = build_request(chunk, "yes_no", swappable, None, "no")
+    assert no["claim"] == "Partial withdrawals are forbidden on the Easy Saver account after the first year." and no["reference"] == f"No. {swappable}"
+    negated = "The Easy Saver account cannot be held jointly by two customers."
+    assert build_request(chunk, "yes_no", negated, None, "yes") is None  # a negated sentence has no clear "yes"
+    made = build_request(chunk, "yes_no", negated, None, "no")
+    assert (made["claim"], made["label"]) == ("The Easy Saver account can be held jointly by two customers.", "no")
+
+
+def test_yes_no_questions_are_written_by_the_generator_and_checked():
+    from hcat_pipeline.golden.grounded import ask
+
+    chunk = {"chunk_id": "c1", "text": SAVINGS, "title": "Easy Saver account", "stratum": 0}
+    swappable = "Partial withdrawals are allowed on the Easy Saver account after the first year."
+    llm = _LLM()
+    row = ask(chunk, "yes_no", swappable, llm, None, 0, polarity="no")
+    assert "Statement: Partial withdrawals are forbidden" in llm.seen[-1] and "Section: Easy Saver account" in llm.seen[-1]
+    assert row["query"] == "Is it true that Partial withdrawals are forbidden on the Easy Saver account after the first year?"
+    assert (row["answer_label"], row["error"]) == ("no", None)
+
+    class _Negating(_LLM):
+        def generate(self, messages, json_schema=None, **kw):
+            return SimpleNamespace(data={"question": "Are partial withdrawals not allowed after the first year?"}, text="", model="fake",
+                                   latency_s=0.0, input_tokens=1, output_tokens=1)  # fmt: skip
+
+    fallback = ask(chunk, "yes_no", swappable, _Negating(), None, 0, polarity="no")  # adds a negation: the claim inverted by rule
+    assert (fallback["query"], fallback["prompt_name"], fallback["error"]) == (
+        "Are partial withdrawals forbidden on the Easy Saver account after the first year?", "rules:yes_no_inversion", None)
+
+    class _Other(_LLM):  # asks something else than the claim: not read as asking it
+        def generate(self, messages, json_schema=None, **kw):
+            return SimpleNamespace(data={"question": "What is the minimum age for an Easy Saver account?"}, text="", model="fake",
+                                   latency_s=0.0, input_tokens=1, output_tokens=1)  # fmt: skip
+
+    assert ask(chunk, "yes_no", swappable, _Other(), None, 0, polarity="no")["prompt_name"] == "rules:yes_no_inversion"
+
+
+def test_candidates_plan_a_polarity_per_stratum_and_a_third_of_yes_no():
+    from hcat_pipeline.golden.grounded import _candidates, stratum_polarity, yes_no_allowed
+
+    negated = "The Easy Saver account cannot be held jointly by two customers."
+    pool = [{"chunk_id": "a", "text": SAVINGS + " " + negated}]
+    plan = _candidates(pool, ["simple", "yes_no", "inference"], lambda c: None, "no")
+    yes_no = [c for c in plan if c[2] == "yes_no"]
+    assert [(c[1], c[3]) for c in yes_no] == [(negated, "no")]  # a "no" slot takes the next sentence a rule can contradict
+    assert len(plan) == len({c[1] for c in plan})  # each sentence asked once
+    assert {stratum_polarity(r, 0) for r in range(2)} == {"yes", "no"} and stratum_polarity(0, 0) != stratum_polarity(1, 0)
+    assert [yes_no_allowed(n) for n in (1, 3, 4, 6, 9)] == [1, 1, 1, 2, 3]
+
+
+def test_yes_no_quota_referent_and_round_trip_reject_in_the_gate():
+    from hcat_pipeline.golden.grounded import validity_gate
+    from hcat_pipeline_tests.golden_data import bow_embed
+
+    ref = "You can make up to three withdrawals in each calendar year without losing interest."
+
+    def row(qid, query, qtype="simple", **kw):
+        return {"query_id": qid, "query_type": qtype, "chunk_id": "c1", "source_chunk_ids": ["c1"], "query": query,
+                "reference_answer": ref, "prompt_name": f"query_grounded_{qtype}_v2", "stratum": 0, "stratum_label": "s", **kw}  # fmt: skip
+
+    rows = [
+        row("q1", "How many withdrawals can you make from an Easy Saver account each calendar year without losing interest?"),
+        row("q2", "How many times can this be done each calendar year without losing interest?"),
+        row("q3", "How many withdrawals can you make each calendar year without losing Easy Saver interest?", roundtrip_agrees=False,
+            roundtrip_answer="NOT IN PASSAGE"),
+        row("q4", "Can Easy Saver customers make up to three withdrawals each calendar year without losing interest?", "yes_no",
+            answer_label="yes", reference_answer=f"Yes. {ref}", evidence=ref),
+        row("q5", "Can Easy Saver customers make three withdrawals a calendar year and keep their interest?", "yes_no",
+            answer_label="yes", reference_answer=f"Yes. {ref}", evidence=ref),
+    ]
+    kept, rejected = validity_gate(rows, {"c1": SAVINGS}, bow_embed)
+    reasons = {r["query_id"]: r["reason"] for r in rejected}
+    assert reasons["q2"] == "no_referent" and reasons["q3"] == "roundtrip_disagrees"
+    assert reasons.get("q5") in ("yes_no_quota", "case_invalid") and "q4" in {r["query_id"] for r in kept}
+    assert sum(r["query_type"] == "yes_no" for r in kept) == 1  # one yes/no of the stratum's kept cases at most
 
 
 def test_generate_grounded_asks_until_each_stratum_has_its_budget():
@@ -85,15 +158,17 @@ def test_generate_grounded_asks_until_each_stratum_has_its_budget():
              1: [{"chunk_id": "b", "text": "Nothing here is a sentence of six words or more", "stratum": 1, "stratum_label": "t"}]}  # fmt: skip
     rounds = []
 
-    def keep(rows):  # yes / no cases survive, others do not, nor the very first one asked
+    def keep(rows):  # every question without an error and with an agreeing round trip survives, but not the very first one asked
         rounds.append(len(rows))
-        return {r["query_id"] for r in rows[1:] if r["query_type"] == "yes_no" and not r["error"]}
+        return {r["query_id"] for r in rows[1:] if not r["error"] and r.get("roundtrip_agrees") is not False}
 
     llm = _LLM()
     rows, summary = generate_grounded(pools, llm, keep, budget=2, max_requests=6, slack=0, query_types=("simple", "yes_no"), seed=0)
     assert len([r for r in rows if r["stratum"] == 0]) <= 6
     assert 1 in summary["short_strata"] and "no sentence left" in summary["short_strata"][1]
-    assert len(summary["requests_by_round"]) == len(rounds) >= 2  # asked again for what the first round lacked
+    assert 2 * len(summary["requests_by_round"]) == len(rounds) >= 4  # asked again for what the first round lacked (keep: before
+    # and after each round's round trip)
+    assert summary["roundtrip_calls"] == sum(r["roundtrip_agrees"] is not None for r in rows) >= 1
     flat = " ".join((SAVINGS + " " + more).split())
     for r in rows:  # grounded by construction
         assert r["reference_answer"].split(". ", 1)[-1] in flat if r["query_type"] == "yes_no" else r["reference_answer"] in flat
@@ -163,7 +238,7 @@ def test_simple_questions_are_written_for_a_span_and_must_not_name_it():
             return SimpleNamespace(data={"question": "Is 15 pounds the branch fee?"}, text="{}", model="fake", latency_s=0.0, input_tokens=1, output_tokens=1)
 
     row = ask(chunk, "simple", 'The fee is "15 pounds" for a payment made in a branch.', Leaky(), None, 0)
-    assert row["error"].startswith("answer_in_question") and row["query"] is None
+    assert row["error"].startswith("answer_in_question") and row["query"] == "Is 15 pounds the branch fee?"  # kept for the reader
     assert answer_span(sentence) is None or answer_span(sentence) in sentence
 
 
@@ -179,12 +254,33 @@ def test_rule_questions_need_every_referent_in_the_sentence():
 
 
 def test_a_no_case_is_made_only_when_the_polarity_reader_sees_the_no():
-    """A "no" case by a swapped word is kept only if selection and validity read it as "no" (their lexical reader knows
-    negations and a short antonym list, not "first" / "last"): otherwise the sentence is asked as it stands, "yes"."""
-    from hcat_pipeline.golden.selection import reference_polarity
+    """A "no" claim by a swapped word is made only if selection and validity read it as "no" (their lexical reader knows
+    negations and a short antonym list, not "first" / "last"): otherwise the sentence gives no "no" case."""
+    from hcat_pipeline.golden.grounded import false_claim
 
-    chunk = {"chunk_id": "c1", "text": SAVINGS}
-    sentence = "You must first describe the structure to the library by creating a new type object for it."
-    for seed in range(8):
-        req = build_request(chunk, "yes_no", sentence, None, seed)
-        assert req["label"] == "yes" and reference_polarity(req["question"], sentence) != "no"
+    assert false_claim("You must first describe the structure to the library by creating a new type object for it.") is None
+    assert false_claim("A tuple is an immutable sequence of objects in Python.") == ("A tuple is a mutable sequence of objects in Python.", "antonym")
+
+
+def test_round_trip_agreement_rules():
+    from hcat_pipeline.golden.roundtrip import agrees
+
+    ref = 'A rich comparison method may return the singleton "NotImplemented" if it does not implement the operation.'
+    assert agrees("NotImplemented", ref, None, "NotImplemented")  # the span question's target in the answer
+    assert agrees("['']", 'Splitting an empty string with a specified separator returns "[\'\']".', None, '"[\'\']"')  # no word characters
+    assert agrees("It may return the singleton NotImplemented.", ref)  # made of the reference's words
+    assert not agrees("The index set is renumbered so that it starts at 0.", ref)  # another sentence of the chunk
+    assert not agrees("NOT IN PASSAGE", ref) and not agrees("", ref) and not agrees(None, ref)
+    assert agrees("No, it is mutable.", "No. A list is mutable.", "no") and not agrees("Yes.", "No. A list is mutable.", "no")
+
+
+def test_questions_without_a_referent_are_named():
+    from hcat_pipeline.golden.question_checks import referent_problem
+
+    for q in ("What is the *chars* argument?", "Does it return None?", "How many times can this be done each year?",
+              "Is the semantics for a slicing as follows?", "Can any Unicode character be encoded this way?",
+              "What is the value of the result?", "What does the passage say about fees?"):
+        assert referent_problem(q), q
+    for q in ("What is the *chars* argument of str.strip()?", "Does a list keep its order?", "Are pairs returned in LIFO order by dict.popitem()?",
+              "Which exception does the Easy Saver account raise?", "How does the str.join() method use its argument?"):
+        assert referent_problem(q) is None, q

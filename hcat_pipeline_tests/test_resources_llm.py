@@ -42,6 +42,23 @@ def test_local_provider_reply_does_not_depend_on_call_order(local_llm):
     assert local_llm.generate(a, max_tokens=40, seed=1).text == first
 
 
+def test_reused_prompt_prefix_is_deterministic_and_used():
+    """reuse_prompt_prefix: every message but the last is evaluated once and its state reused — the same reply whatever
+    was asked before (the split is always at the last message), and the saved state is what the call started from."""
+    from hcat_pipeline.resources import llm_providers
+
+    shots = [{"role": "system", "content": "You write one short test question about a passage. " * 8},
+             {"role": "user", "content": "Passage: Lists are mutable sequences."}, {"role": "assistant", "content": "Can a list be changed?"}]
+    a = [*shots, {"role": "user", "content": "Passage: Tuples are immutable sequences of objects."}]
+    b = [*shots, {"role": "user", "content": "Passage: Strings are immutable sequences of code points."}]
+    llm = LLM(provider="local", reuse_prompt_prefix=True)
+    first = llm.generate(a, max_tokens=24, seed=1).text
+    llm.generate(b, max_tokens=24, seed=1)
+    assert llm.generate(a, max_tokens=24, seed=1).text == first
+    states = next(v for k, v in llm_providers._PREFIX_STATES.items() if k[0] == str(qwen_gguf_path()))
+    assert any(state is not None for state in states.values())  # the prefix was evaluated once and saved
+
+
 def test_local_provider_context_overflow_is_a_typed_failure():
     llm = LLM(provider="local", n_ctx=256)
     with pytest.raises(LLMCallFailed) as e:

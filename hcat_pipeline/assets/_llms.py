@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from hcat_pipeline.campaign_spec import CampaignSpec, LLMSpec
+from hcat_pipeline.models import GENERATOR_MODEL, ModelNotAvailable
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.responses.campaign_run import LLMInfo
 
@@ -18,6 +19,25 @@ def named_llm(llm: LLM, spec: LLMSpec | None, who: str) -> LLM:
         return chosen
     except (OSError, RuntimeError, ValueError) as e:  # ModelNotAvailable / FileNotFoundError / a bad provider
         raise dg.Failure(f"{who}: its LLM cannot be used: {e}") from None
+
+
+DEFAULT_GENERATOR = LLMSpec(model=GENERATOR_MODEL, reuse_prompt_prefix=True)
+
+
+def generator_llm(llm: LLM, spec: LLMSpec | None, who: str, log=None) -> LLM:
+    """The golden-set generator: ``spec`` (the campaign's ``generation.llm``), else the packaged Qwen2.5-Coder-1.5B-Instruct
+    (``DEFAULT_GENERATOR``, its few-shot prefixes evaluated once), else — when its packages are not installed — the
+    ``llm`` resource, said in the log."""
+    if spec is not None:
+        return named_llm(llm, spec, who)
+    try:
+        chosen = llm.for_model(DEFAULT_GENERATOR.overrides())
+        chosen.fingerprint()
+        return chosen
+    except ModelNotAvailable as e:
+        if log is not None:
+            log.warning(f"{who}: the default generator is not available ({e}); generating with the llm resource instead")
+        return named_llm(llm, None, who)
 
 
 def system_llms(spec: CampaignSpec, llm: LLM) -> dict[str, LLMInfo]:

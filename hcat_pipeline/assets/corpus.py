@@ -74,7 +74,7 @@ def corpus(context: dg.AssetExecutionContext, config: CorpusConfig):
 
 @dg.asset(group_name="corpus", description="Sentence-aware chunks with a token budget and overlap; exact char offsets.")
 def chunks(context: dg.AssetExecutionContext, config: ChunkingConfig, corpus: pl.DataFrame) -> pl.DataFrame:
-    out = chunk_corpus(corpus.select("doc_id", "text").iter_rows(), config.max_tokens, config.overlap_tokens, language=config.language)
+    out = chunk_corpus(corpus.select("doc_id", "text", "title").iter_rows(), config.max_tokens, config.overlap_tokens, language=config.language)
     context.add_output_metadata(
         {
             **frame_metadata(out.select("chunk_id", "doc_id", "start", "end", "n_tokens", "text")),

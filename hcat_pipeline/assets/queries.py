@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
-from hcat_pipeline.assets._llms import named_llm
+from hcat_pipeline.assets._llms import generator_llm
 from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.campaign_spec import LLMSpec
 from hcat_pipeline.configs import config_from, to_core
@@ -79,7 +79,8 @@ class QueryGenerationConfig(dg.Config):
     temperature: float = 0.0
     max_tokens: int = MAX_TOKENS
     max_passage_chars: int = MAX_PASSAGE_CHARS
-    llm: Optional[LLMSpec] = Field(default=None, description="the generator LLM (campaign file: generation.llm); absent: the llm resource")
+    llm: Optional[LLMSpec] = Field(default=None, description="the generator LLM (campaign file: generation.llm); absent: the packaged "
+                                   "Qwen2.5-Coder-1.5B-Instruct (the llm resource when it is not installed)")
 
 
 # the selection thresholds *are* the core's SelectionConfig (one field list, one set of defaults)
@@ -89,7 +90,8 @@ QuerySelectionConfig = config_from(SelectionConfig, "QuerySelectionConfig")
 # the variant counts and thresholds *are* the core's RobustnessParams; + the generator LLM
 RobustnessConfig = config_from(
     RobustnessParams, "RobustnessConfig",
-    llm=(Optional[LLMSpec], Field(default=None, description="the generator LLM for the rewrites (campaign file: generation.llm)")),
+    llm=(Optional[LLMSpec], Field(default=None, description="the generator LLM for the rewrites (campaign file: generation.llm); "
+                                  "absent: the packaged Qwen2.5-Coder-1.5B-Instruct")),
 )
 
 
@@ -131,12 +133,13 @@ def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
     """keep(rows) -> ids of the rows that pass selection with the default thresholds (for the repair rounds) and, with
     ``validity``, that the golden set's validity accepts (``golden.grounded.validity_gate``)."""
     text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
+    verdicts: dict = {}  # validity per query id, across rounds
 
     def keep(rows: list[dict]) -> set[str]:
         needed = {c for r in rows for c in r["source_chunk_ids"]}
         kept, _ = select_queries(rows, {c: text[c] for c in needed if c in text}, embed, SelectionConfig())
         if validity and kept:
-            kept, _ = validity_gate(kept, text, embed)
+            kept, _ = validity_gate(kept, text, embed, verdicts)
         return {k["query_id"] for k in kept}
 
     return keep
@@ -160,7 +163,7 @@ def generated_queries(
     chunks: pl.DataFrame,
     chunk_embeddings: pl.DataFrame,
 ) -> pl.DataFrame:
-    llm = named_llm(llm, config.llm, "generated_queries (generation.llm)")
+    llm = generator_llm(llm, config.llm, "generated_queries (generation.llm)", context.log)
     sampled = sampled_chunks.sort("sample_rank")
     sampled = sampled.head(config.max_chunks) if config.max_chunks > 0 else sampled
     partner_of = _partner_finder(sampled, topic_strata, chunks, chunk_embeddings)
@@ -168,8 +171,9 @@ def generated_queries(
         chunks.select("chunk_id", "doc_id", "text"), on="chunk_id", how="inner", maintain_order="left"
     )
     pools: dict[int, list[dict]] = {}
+    title_of = dict(zip(chunks["chunk_id"], chunks["title"], strict=True)) if "title" in chunks.columns else {}
     for c in [*sampled.to_dicts(), *reserve.sort("stratum", "reserve_rank").to_dicts()]:
-        pools.setdefault(c["stratum"], []).append(c)
+        pools.setdefault(c["stratum"], []).append({**c, "title": title_of.get(c["chunk_id"])})
     t0 = time.perf_counter()
     if config.mode == "grounded":
         rows, plan = generate_grounded(
@@ -208,6 +212,9 @@ def generated_queries(
             "failures": preview(errors.select("query_id", "query_type", "error"), 20, 160),
             "by_type": dg.MetadataValue.json({t: int((out["query_type"] == t).sum()) for t in config.query_types}),
             "llm_model": llm.model_name,
+            "roundtrip_calls": plan.get("roundtrip_calls", 0),
+            "roundtrip_agrees": int(out["roundtrip_agrees"].fill_null(False).sum()),
+            "roundtrip_disagrees": int((~out["roundtrip_agrees"].fill_null(True)).sum()),
             "llm_seconds": round(seconds, 1),
             "seconds_per_request": round(seconds / max(1, out.height), 2),
             "output_tokens": int(out["output_tokens"].sum() or 0),
@@ -289,7 +296,7 @@ def robustness_cases(
     chunks: pl.DataFrame,
     chunk_embeddings: pl.DataFrame,
 ) -> pl.DataFrame:
-    llm = named_llm(llm, config.llm, "robustness_cases (generation.llm)")
+    llm = generator_llm(llm, config.llm, "robustness_cases (generation.llm)", context.log)
     chash = corpus_hash(chunks["doc_id"].unique().to_list())
     bases = [case_from_query(r, chash) for r in selected_queries.to_dicts()]
     needed = {c for b in bases for c in b["source_chunk_ids"]}

@@ -23,17 +23,77 @@ _MARKUP = re.compile(r"^\s*(>>>|\.\.\.|[|+][-=+|]*|[-=]{3,})")
 _TRIVIAL = {"a", "an", "the", "x", "y", "i", "n", "s", "self", "obj", "object", "value", "key", "args", "kwargs"}
 
 
-def sentences(text: str) -> list[str]:
-    """Readable sentences of a chunk: whitespace folded, code / table lines dropped, 6-40 words."""
-    lines = [ln for ln in (text or "").splitlines() if not _MARKUP.match(ln)]
-    flat = " ".join(" ".join(lines).split())
+_RULE = re.compile(r"^\s*[-=*~^#+]{3,}\s*$")
+_SECTION_NUMBER = re.compile(r"^\s*(?:(?:chapter|section|part|appendix)\s+)?(?:[0-9]+|[IVXLC]+|[A-Z])(?:\.[0-9]+)*\.?\s+(?=\S)", re.I)
+_NAVIGATION = re.compile(r"^(?:<<<?\s*)?(?:prev(?:ious)?|next|up|home|top|contents|table of contents|index|search)(?:\s*>>>?)?$", re.I)
+MAX_HEADING_WORDS = 14
+
+
+def is_heading(paragraph: str) -> bool:
+    """A heading, caption or navigation line rather than prose: one short line (at most ``MAX_HEADING_WORDS`` words)
+    that does not end a sentence ("Basic Concepts", "2.3. Using aptitude", "Next >>>"), or a line underlined by a
+    rule (reST / pydoc: "Common Sequence Operations" over "*****")."""
+    lines = [ln.strip() for ln in (paragraph or "").strip().splitlines() if ln.strip()]
+    if not lines:
+        return False
+    if len(lines) >= 2 and _RULE.match(lines[1]) and not _RULE.match(lines[0]):
+        return True
+    if len(lines) != 1:
+        return False
+    line = lines[0]
+    return bool(_NAVIGATION.match(line)) or (len(line.split()) <= MAX_HEADING_WORDS and not re.search(r"[.!?:;,]['\"”’)]*$", line))
+
+
+def clean_heading(heading: str) -> str:
+    """A heading as a title: whitespace folded, rule lines and a leading section number ("2.3.", "Chapter 2.") removed."""
+    first = next((ln for ln in (heading or "").splitlines() if ln.strip() and not _RULE.match(ln)), "")
+    return _SECTION_NUMBER.sub("", " ".join(first.split())).strip()
+
+
+def paragraphs(text: str) -> list[tuple[int, str]]:
+    """(offset, paragraph) of the blank-line separated paragraphs of ``text``."""
     out = []
-    protected = _ABBREV.sub(lambda m: m.group(0).replace(".", "\x00"), flat)
-    for s in _SENT_SPLIT.split(protected):
-        s = _FOOTNOTE.sub("", s.replace("\x00", ".").strip())
-        n = len(s.split())
-        if 6 <= n <= 40 and s[-1:] in ".!?" and (s[0].isupper() or s[0] in "\"'*`") and s.count('"') % 2 == 0:
-            out.append(s)
+    for m in re.finditer(r"\S(?:.*?)(?=\n[ \t]*\n|\Z)", text or "", re.S):
+        out.append((m.start(), m.group(0)))
+    return out
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """(offset, title) of the headings of a document (``is_heading``, navigation lines left out), titles cleaned."""
+    out = []
+    for offset, para in paragraphs(text):
+        if is_heading(para) and not _NAVIGATION.match(para.strip()):
+            title = clean_heading(para)
+            if title and len(title) > 1:
+                out.append((offset, title))
+    return out
+
+
+def title_at(heads: list[tuple[int, str]], start: int, end: int, default: str | None = None) -> str | None:
+    """The title of the text span [start, end): the last heading at or before ``start``, else the first one inside
+    the span, else ``default`` (the document's title)."""
+    before = [t for o, t in heads if o <= start]
+    if before:
+        return before[-1]
+    inside = [t for o, t in heads if start < o < end]
+    return inside[0] if inside else default
+
+
+def sentences(text: str) -> list[str]:
+    """Readable sentences of a chunk: paragraph by paragraph (a sentence never runs over a paragraph break), headings,
+    captions and navigation dropped (``is_heading``), whitespace folded, code / table lines dropped, 6-40 words."""
+    out = []
+    for _, para in paragraphs(text):
+        if is_heading(para):
+            continue
+        lines = [ln for ln in para.splitlines() if not _MARKUP.match(ln)]
+        flat = " ".join(" ".join(lines).split())
+        protected = _ABBREV.sub(lambda m: m.group(0).replace(".", "\x00"), flat)
+        for s in _SENT_SPLIT.split(protected):
+            s = _FOOTNOTE.sub("", s.replace("\x00", ".").strip())
+            n = len(s.split())
+            if 6 <= n <= 40 and s[-1:] in ".!?" and (s[0].isupper() or s[0] in "\"'*`") and s.count('"') % 2 == 0:
+                out.append(s)
     return out
 
 

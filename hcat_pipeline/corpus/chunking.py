@@ -15,6 +15,7 @@ from functools import lru_cache
 import polars as pl
 
 from hcat_pipeline.common.ids import short_hash
+from hcat_pipeline.common.sentences import headings, title_at
 from hcat_pipeline.schemas import CHUNKS as CHUNKS_SCHEMA
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -114,15 +115,20 @@ def chunk_id_for(doc_id: str, start: int, end: int) -> str:
 
 
 def chunk_corpus(
-    docs: Iterable[tuple[str, str]],
+    docs: Iterable[tuple[str, str] | tuple[str, str, str | None]],
     max_tokens: int = 200,
     overlap_tokens: int = 40,
     count_tokens: Callable[[str], int] = approx_token_count,
     language: str = "en",
 ) -> pl.DataFrame:
-    """Chunk (doc_id, text) pairs into the ``chunks`` table."""
+    """Chunk (doc_id, text[, title]) tuples into the ``chunks`` table. Each chunk's ``title`` is the heading it sits
+    under (``common.sentences.title_at``: section numbers removed), else the document's title: structure kept as
+    metadata, so the generator can name what a passage is about."""
     rows = []
-    for doc_id, text in docs:
+    for doc in docs:
+        doc_id, text = doc[0], doc[1]
+        doc_title = doc[2] if len(doc) > 2 else None
+        heads = headings(text)
         for idx, (s, e, n) in enumerate(chunk_document(text, max_tokens, overlap_tokens, count_tokens, language)):
             rows.append(
                 {
@@ -133,6 +139,7 @@ def chunk_corpus(
                     "end": e,
                     "n_tokens": n,
                     "text": text[s:e],
+                    "title": title_at(heads, s, e, doc_title),
                 }
             )
     return pl.DataFrame(rows, schema=CHUNKS_SCHEMA)

@@ -73,37 +73,58 @@ def load_pydoc_topics(result: IngestResult) -> None:
 
 
 class _HTMLText(HTMLParser):
-    _SKIP = {"script", "style", "noscript", "template"}
-    _BLOCK = {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "pre", "section", "article", "table"}
+    """Text of an HTML page with its structure kept out of the sentences: every block element (headings, paragraphs,
+    list items, table cells, definition terms) its own paragraph, so a heading becomes a line of its own (the chunk's
+    title, ``common.sentences.headings``) instead of the first words of the next sentence; navigation (``<nav>``,
+    header / footer, DocBook ``navheader`` / ``navfooter``, Sphinx ``related`` / ``sphinxsidebar`` / ``headerlink``,
+    breadcrumbs, skip links), captions, scripts and styles dropped. Tested on Sphinx and DocBook pages."""
+
+    _SKIP = {"script", "style", "noscript", "template", "nav", "header", "footer", "caption", "figcaption", "button", "select"}
+    _SKIP_CLASS = re.compile(r"\b(?:navheader|navfooter|navigation|nav|related|sphinxsidebar\w*|headerlink|breadcrumbs?|"
+                             r"skip-?link|toc|footer|header|copyright|sidebar|menu|searchbox)\b", re.I)
+    _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
+    _BLOCK = {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "td", "th", "pre", "section", "article", "table",
+              "dt", "dd", "dl", "ul", "ol", "blockquote", "hr", "main", "aside", "figure", "address", "body"}
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.title = ""
-        self._skip = 0
+        self._skip: list[str] = []  # open skipped elements (their tags), innermost last
         self._in_title = False
+        self._pre = 0  # inside <pre>: line breaks are the text's own
 
     def handle_starttag(self, tag, attrs):
-        if tag in self._SKIP:
-            self._skip += 1
+        if self._skip:
+            if tag not in self._VOID:
+                self._skip.append(tag)
+            return
+        cls = " ".join(v or "" for k, v in attrs if k in ("class", "role", "id"))
+        if tag in self._SKIP or (cls and self._SKIP_CLASS.search(cls) and tag not in self._VOID):
+            self._skip.append(tag)
         elif tag == "title":
             self._in_title = True
         elif tag in self._BLOCK:
+            self._pre += tag == "pre"
             self.parts.append("\n\n")
 
     def handle_endtag(self, tag):
-        if tag in self._SKIP and self._skip:
-            self._skip -= 1
-        elif tag == "title":
+        if self._skip:
+            if tag in self._skip:  # close up to the matching open tag (lenient about unclosed inner tags)
+                while self._skip and self._skip.pop() != tag:
+                    pass
+            return
+        if tag == "title":
             self._in_title = False
         elif tag in self._BLOCK:
+            self._pre -= tag == "pre" and self._pre > 0
             self.parts.append("\n\n")
 
     def handle_data(self, data):
         if self._in_title:
             self.title += data
         elif not self._skip:
-            self.parts.append(data)
+            self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))  # source line breaks are not the text's
 
     def text(self) -> str:
         raw = "".join(self.parts)

@@ -341,6 +341,8 @@ def query_row(chunk: dict, qtype: str, chunk_ids: list[str], template: PromptTem
         "raw_reply": None,
         "generation_round": 1,
         "error": None,
+        "roundtrip_answer": None,
+        "roundtrip_agrees": None,
     }
     row.update(kw)
     return row

@@ -7,16 +7,22 @@ before it). The question is then written *for* that reference:
 - ``simple``: a sentence stating a condition or a definition is asked by rule, no LLM (``claims.wh_question``: "X is
   rejected unless a director approves it." → "Under what condition is X rejected?"); otherwise the LLM writes the
   question for a span of the sentence (``answer_span``: a literal, number or named term — the exam's answer-target
-  method, ``query_grounded_span_v1``; a question naming its answer is an error row); a sentence with neither gets no
-  simple question (the small model's questions without a target were rarely sound). ``inference``: the LLM writes the
-  question for a causal or conditional sentence (``query_grounded_inference_v1``). The reference is the sentence;
-- ``yes_no``: no LLM, never a negated question. Polarity comes from the source: a negated sentence asks its positive
-  claim ("The account cannot be held jointly." → "Can the account be held jointly?", "No."); an affirmative one is
-  inverted as it stands ("The *fill* value must be a string." → "Must the *fill* value be a string?",
-  "Yes.", ``claims.yes_no_question``) or, by the seed, made false by a swapped antonym or number first ("No."); the
-  reference is "Yes." / "No." followed by the true source sentence (``yes_no_request``);
+  method, ``query_grounded_span_v2``; a question naming its answer is an error row); a sentence with neither gets a
+  question written for the whole sentence (``query_grounded_simple_v2``). ``inference``: the LLM writes the
+  question for a causal or conditional sentence (``query_grounded_inference_v2``). The reference is the sentence;
+- ``yes_no``: never a negated question, and at most a third of a stratum's cases (``yes_no_allowed``; the rest are
+  rejected ``yes_no_quota``). Polarity comes from the source and alternates over the strata (``stratum_polarity``), so
+  about half the answers are "No": a "yes" case asks an affirmative sentence as it stands; a "no" case asks a claim the
+  sentence contradicts, made by rule (``false_claim``: a negated sentence's positive claim, an antonym) and read as
+  "no" by the polarity reader. The generator writes the question from the claim and the section title (not the
+  sentence with two words swapped); the reference is "Yes." / "No." followed by the true source sentence;
 - ``multi_hop`` (on request, not in ``DEFAULT_TYPES``): the reference joins the sentence and the partner chunk's
   sentence sharing most content words with it (at least two), the LLM writes one question needing both.
+
+Every question names what it asks about: the prompts carry the chunk's section title (``chunks.title``), and a question
+that leans on its text ("this method", "Does it …", "as follows") or names nothing specific is rejected ``no_referent``
+(``golden.question_checks``). The round trip (``golden.roundtrip``): the generator answers each kept question from its
+source chunk alone; an answer that disagrees with the reference rejects it (``roundtrip_disagrees``).
 
 ``generate_grounded`` asks, per stratum, until ``budget`` cases pass ``keep`` (selection + validity) or the stratum's
 ``max_requests`` are spent, each round asking a stratum for what it still lacks (plus ``slack``) on sentences not
@@ -38,26 +44,32 @@ from hcat_pipeline.common.text import answer_in_question
 from hcat_pipeline.golden.case_checks import sources_for, validate_cases
 from hcat_pipeline.golden.cases import case_from_query
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
-from hcat_pipeline.golden.generation import PROMPT_VERSION, item_seed, query_row, type_rotation
+from hcat_pipeline.golden.generation import item_seed, query_row, type_rotation
+from hcat_pipeline.golden.question_checks import referent_problem, roundtrip_problem
 from hcat_pipeline.golden.robustness import contradict_sentence, swap_antonym_or_number
-from hcat_pipeline.golden.selection import content_words, reference_polarity
+from hcat_pipeline.golden.roundtrip import agrees, roundtrip_answer
+from hcat_pipeline.golden.selection import AUXILIARIES, content_words, reference_polarity
 
 GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
 DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-chunk questions by the 0.5B model were rarely sound
-PASSAGE_CHARS = 500  # context around the reference sentence in the prompt (shorter prompt: ~2x faster on 2 cores)
+PASSAGE_CHARS = 400  # context around the reference sentence in the prompt (the section title names the topic; shorter: faster)
+PROMPT_VERSION = "v2"  # the templates name the chunk's section title (written for the 1.5B generator)
 YES_NO_RULE = SimpleNamespace(name="rules:yes_no_inversion", hash=short_hash(inspect.getsource(yes_no_question), n=16))
 WH_RULE = SimpleNamespace(name="rules:wh_question", hash=short_hash(inspect.getsource(wh_question), n=16))
 CASES_PER_STRATUM = 4  # valid happy-path cases each stratum should end with (16 strata on the default corpus: 64)
 MAX_REQUESTS_PER_STRATUM = 16
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
 MAX_TOKENS = 80
+YES_NO_MAX_WORDS = 30  # a longer reference sentence makes a yes/no question no user would ask
+_NEGATED = re.compile(r"\b(?:not|cannot|never|no)\b|n't\b", re.I)
+_POINTS_ON = re.compile(r"\b(?:the following|as follows|described below|listed below|shown below)\b|:$", re.I)  # its content comes after it
 _CAUSAL = re.compile(r"\b(because|so that|in order to|therefore|which means|to avoid|since|as a result|if|unless|when)\b", re.I)
 
 
 def reference_sentences(text: str) -> list[str]:
     """Sentences of a chunk fit to be a reference a reviewer would sign (``claims.sentence_problem``: a grammatical,
     self-standing claim of 8-40 words, no documentation noise or code), in chunk order."""
-    return [s for s in sentences(text) if sentence_problem(s) is None and not s.rstrip().endswith("?")]
+    return [s for s in sentences(text) if sentence_problem(s) is None and not s.rstrip().endswith("?") and not _POINTS_ON.search(s)]
 
 
 def _passage_around(text: str, sentence: str, max_chars: int) -> str:
@@ -69,27 +81,46 @@ def _passage_around(text: str, sentence: str, max_chars: int) -> str:
     return flat[start : start + max_chars]
 
 
-def yes_no_request(chunk: dict, sentence: str, seed: int) -> dict | None:
-    """A yes/no question whose answer the source decides, never a negated question: a negated source sentence ("X
-    cannot be held jointly") asks its positive claim ("Can X be held jointly?" → "No."); an affirmative one asks
-    itself ("yes") or, by the seed, a claim made false by a swapped antonym or number ("no"; a "yes" when none applies)."""
+def false_claim(sentence: str) -> tuple[str, str] | None:
+    """(a claim the source sentence contradicts, the rule), made by rule, never by adding a negation (a negated question
+    has no clear "yes"): a negated sentence's positive claim ("X cannot be held jointly" → "X can be held jointly"), else
+    an antonym or a number swapped — kept only when the polarity reader sees the sentence deny it, so selection and
+    validity read the same "No"."""
     contra = contradict_sentence(sentence)
-    if contra and contra[1] == "remove_negation":
-        polarity, statement = "no", contra[0]
-    else:
-        polarity, statement = ("no" if item_seed(seed, "polarity", chunk["chunk_id"], sentence) % 2 else "yes"), sentence
-        if polarity == "no":
-            swapped = swap_antonym_or_number(sentence)
-            question = yes_no_question(swapped[0]) if swapped and not sentence_problem(swapped[0]) else None
-            if question is None or reference_polarity(question, sentence) != "no":
-                polarity = "yes"  # no swap, or one the polarity reader of selection and validity cannot see as a "no"
-            else:
-                statement = swapped[0]
-    question = yes_no_question(statement)
-    if question is None:
+    if not (contra and contra[1] == "remove_negation"):
+        contra = swap_antonym_or_number(sentence)
+    if contra is None:
         return None
-    return {"question": question, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity, "evidence": sentence,
-            "chunk_ids": [chunk["chunk_id"]]}  # fmt: skip
+    contra = (re.sub(r"\b([Aa])n? (?=(\w))", lambda m: m.group(1) + ("n " if m.group(2)[0].lower() in "aeiou" else " "), contra[0]), contra[1])
+    if sentence_problem(contra[0]) or _NEGATED.search(contra[0]):
+        return None
+    return contra if reference_polarity("Is it true that " + contra[0], sentence) == "no" else None
+
+
+def yes_no_request(chunk: dict, sentence: str, polarity: str) -> dict | None:
+    """A yes/no request with its polarity from the source: "yes" asks the (affirmative) sentence itself, "no" a claim the
+    sentence contradicts (``false_claim``). The generator writes the question from the claim and the section title, so
+    it is not the reference sentence with two words swapped; the reference is "Yes." / "No." and the true sentence.
+    None when the polarity does not fit the sentence (a negated sentence has no "yes"; no rule makes it false)."""
+    if len(sentence.split()) > YES_NO_MAX_WORDS:
+        return None
+    if polarity == "yes":
+        if _NEGATED.search(sentence):
+            return None
+        claim, rule = sentence, "as_stated"
+    else:
+        made = false_claim(sentence)
+        if made is None:
+            return None
+        claim, rule = made
+    if yes_no_question(claim) is None:
+        return None  # no short subject and auxiliary: no question by rule to fall back on
+    return {"values": {"sentence": claim, "title": _title(chunk)}, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
+            "evidence": sentence, "chunk_ids": [chunk["chunk_id"]], "claim": claim, "claim_rule": rule}  # fmt: skip
+
+
+def _title(chunk: dict) -> str:
+    return (chunk.get("title") or chunk.get("stratum_label") or "").strip()
 
 
 def answer_span(sentence: str) -> str | None:
@@ -101,10 +132,10 @@ def answer_span(sentence: str) -> str | None:
     return None
 
 
-def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, seed: int) -> dict | None:
+def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, polarity: str = "yes") -> dict | None:
     """Prompt values and the reference of one request; None when the type does not fit the sentence."""
-    if qtype == "yes_no":  # no LLM: polarity from the source (see yes_no_request)
-        return yes_no_request(chunk, sentence, seed)
+    if qtype == "yes_no":  # polarity from the source (see yes_no_request)
+        return yes_no_request(chunk, sentence, polarity)
     if qtype == "multi_hop":  # the partner's sentence sharing most content words: the two facts are about one thing
         mine = set(content_words(sentence))
         scored = sorted(((len(mine & set(content_words(o))), o) for o in (reference_sentences(partner["text"]) if partner else [])),
@@ -119,7 +150,7 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
                 "rule": WH_RULE}  # fmt: skip
     if qtype == "inference" and not _CAUSAL.search(sentence):
         return None
-    values = {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence}
+    values = {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence, "title": _title(chunk)}
     target = answer_span(sentence) if qtype == "simple" else None
     if target:  # the question is written for a span of the sentence, as the exam's are (its answer)
         return {"values": {**values, "answer": target}, "reference": sentence, "label": None, "evidence": target,
@@ -127,16 +158,33 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
     return {"values": values, "reference": sentence, "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]]}
 
 
-def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1) -> dict:
-    """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source."""
-    req = build_request(chunk, qtype, sentence, partner, seed)
+def _template(req: dict | None, qtype: str):
+    if (req or {}).get("rule"):
+        return req["rule"]
     name = (req or {}).get("prompt") or f"query_grounded_{qtype}"
-    template = (req or {}).get("rule") or (YES_NO_RULE if qtype == "yes_no" else load_prompt(f"{name}_{PROMPT_VERSION}"))
+    return load_prompt(f"{name}_{'v1' if qtype == 'multi_hop' else PROMPT_VERSION}")  # multi-hop: on request, v1
+
+
+def yes_no_form_problem(question: str, claim: str) -> str | None:
+    """Why a generated yes/no question is not one: no leading auxiliary, a negation the claim does not have."""
+    toks = question.split()
+    if not toks or toks[0].lower().strip("\"'") not in AUXILIARIES or not question.rstrip().endswith("?"):
+        return f"type_mismatch: {question[:60]!r} is not a yes/no question"
+    if _NEGATED.search(question) and not _NEGATED.search(claim):
+        return "type_mismatch: the yes/no question adds a negation (no clear yes)"
+    return None
+
+
+def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1,
+        polarity: str = "yes") -> dict:
+    """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source."""
+    req = build_request(chunk, qtype, sentence, partner, polarity)
+    template = _template(req, qtype)
     if req is None:
         return query_row(chunk, qtype, [chunk["chunk_id"]], template, seed, generation_round=generation_round,
                     error=f"type_mismatch: no {qtype} question fits the sentence" if qtype != "multi_hop" else "no_partner: no partner sentence")
     s = item_seed(seed, "grounded", qtype, *req["chunk_ids"], sentence)
-    qid = "q-" + short_hash(f"{qtype}|{'+'.join(req['chunk_ids'])}|{seed}|{template.hash}|{sentence}", n=12)  # one per sentence
+    qid = "q-" + short_hash(f"{qtype}|{'+'.join(req['chunk_ids'])}|{seed}|{template.hash}|{sentence}|{req.get('claim', '')}", n=12)
     extra = {"generation_round": generation_round, "evidence": req["evidence"] or None, "query_id": qid}
     if "question" in req:  # built by rule
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=req["question"], reference_answer=req["reference"],
@@ -146,41 +194,102 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
     except failed_exceptions as e:  # noqa: PERF203 - one failure must not stop the batch
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}", **extra)
     question = str((result.data or {}).get("question", "")).strip()
-    if req["evidence"] and answer_in_question(question, req["evidence"]):
-        return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"answer_in_question: the question names its answer {req['evidence']!r}",
-                         model=result.model, raw_reply=result.text, **extra)  # fmt: skip
+    error = None
+    if qtype == "yes_no" and yes_no_form_problem(question, req["claim"]) or (qtype == "yes_no" and reference_polarity(question, req["claim"]) != "yes"):
+        # the generator's question does not ask the claim (a wh-question, a negation of its own, another claim): the
+        # claim inverted by rule instead (``claims.yes_no_question``), recorded as such
+        fallback = yes_no_question(req["claim"])
+        if fallback is None:
+            return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"type_mismatch: {question[:60]!r} does not ask the claim",
+                             query=question or None, model=result.model, raw_reply=result.text, **extra)  # fmt: skip
+        return query_row(chunk, qtype, req["chunk_ids"], YES_NO_RULE, seed, query=fallback, reference_answer=req["reference"],
+                         answer_label=req["label"], model=YES_NO_RULE.name, raw_reply=result.text, **extra)  # fmt: skip
+    if qtype != "yes_no" and req["evidence"] and answer_in_question(question, req["evidence"]):
+        error = f"answer_in_question: the question names its answer {req['evidence']!r}"
+    if error:
+        return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=error, query=question or None, model=result.model,
+                         raw_reply=result.text, **extra)  # fmt: skip
     return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=question,
                 reference_answer=req["reference"], answer_label=req["label"], model=result.model, latency_s=result.latency_s,
                 input_tokens=result.input_tokens, output_tokens=result.output_tokens, raw_reply=result.text, **extra)  # fmt: skip
 
 
-def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None) -> bool:
-    """Whether a question of ``qtype`` can be built for ``sentence``: yes/no by inversion, simple for a span or by the
-    condition / definition rule, inference on a causal or conditional sentence, multi-hop with a partner chunk."""
+def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None, polarity: str = "yes") -> bool:
+    """Whether a question of ``qtype`` can be built for ``sentence``: yes/no of the given polarity (``yes_no_request``),
+    simple for a span or by the condition / definition rule, inference on a causal or conditional sentence, multi-hop
+    with a partner chunk."""
     if qtype == "yes_no":
-        return yes_no_request(chunk, sentence, 0) is not None
+        return yes_no_request(chunk, sentence, polarity) is not None
     if qtype == "simple":
-        return bool(answer_span(sentence) or wh_question(sentence))
+        return True  # for a span, by rule, else for the sentence (the 1.5B generator's questions without a target are mostly sound)
     if qtype == "inference":
         return bool(_CAUSAL.search(sentence))
     return qtype == "multi_hop" and partner_of(chunk) is not None
 
 
-def _candidates(pool: list[dict], types: list[str], partner_of) -> list[tuple[dict, str, str]]:
-    """(chunk, sentence, type) in asking order for one stratum: chunks in pool order, their sentences, types rotated. A
-    sentence the type does not fit gets the first of simple / yes_no that fits it, else none (no request is spent on a
-    question the small model would have to invent without a target: those were rarely sound)."""
-    out, t = [], 0
+Candidate = tuple[dict, str, str, str]  # chunk, sentence, query type, yes/no polarity
+
+
+def _candidates(pool: list[dict], types: list[str], partner_of, polarity: str = "yes") -> list[Candidate]:
+    """(chunk, sentence, type, polarity) in asking order for one stratum: chunks in pool order, their sentences, types
+    rotated. A yes/no slot takes the next unasked sentence that fits the stratum's ``polarity`` (a "no" needs a sentence
+    a rule can contradict); a sentence the other types do not fit gets a simple question if one fits, else none (no
+    request is spent on a question the generator would have to invent without a target)."""
+    order = []
     by_chunk = [(c, reference_sentences(c["text"])) for c in pool]
     for depth in range(max((len(s) for _, s in by_chunk), default=0)):
-        for chunk, sents in by_chunk:
-            if depth < len(sents):
-                qtype = types[t % len(types)]
-                t += 1
-                chosen = next((q for q in (qtype, "simple", "yes_no") if fits(chunk, sents[depth], q, partner_of)), None)
-                if chosen:
-                    out.append((chunk, sents[depth], chosen))
+        order += [(chunk, sents[depth]) for chunk, sents in by_chunk if depth < len(sents)]
+    out, used, t = [], set(), 0
+    for i, (chunk, sentence) in enumerate(order):
+        if i in used:
+            continue
+        qtype = types[t % len(types)]
+        t += 1
+        if qtype == "yes_no":
+            j = next((j for j in range(i, len(order)) if j not in used and fits(order[j][0], order[j][1], "yes_no", polarity=polarity)), None)
+            if j is not None:
+                used.add(j)
+                out.append((order[j][0], order[j][1], "yes_no", polarity))
+                if j != i:
+                    used.add(i)
+                    qtype = "simple"  # this sentence still gets its turn below
+                else:
+                    continue
+        used.add(i)
+        chosen = next((q for q in (qtype, "simple") if q != "yes_no" and fits(chunk, sentence, q, partner_of)), None)
+        if chosen:
+            out.append((chunk, sentence, chosen, polarity))
     return out
+
+
+def yes_no_allowed(n_kept: int) -> int:
+    """Yes/no cases a stratum may keep: a third of its kept cases, at least one."""
+    return max(1, n_kept // 3)
+
+
+def stratum_polarity(rank: int, seed: int) -> str:
+    """The yes/no answer a stratum's yes/no cases are built for: alternating over the strata, the first by the seed,
+    so about half the yes/no answers are "No"."""
+    return "no" if (rank + item_seed(seed, "polarity")) % 2 == 0 else "yes"
+
+
+ROUNDTRIP_CHARS = 1000  # the source chunk around the reference sentence (a chunk is ~200 tokens: most or all of it)
+
+
+def _roundtrip(rows: list[dict], kept_ids: set[str], chunk_of: dict[str, dict], llm, seed: int, failed_exceptions,
+               progress: Callable[[int, int], None] = lambda done, total: None) -> None:
+    """The round trip (``golden.roundtrip``) for every kept open question that has none yet; recorded on the row. Not
+    for yes/no: the generator answered "Yes" to 16 of 16 yes/no questions, the 4 "No" cases included (see the README),
+    so it cannot check a polarity; the rules do (``false_claim``, the polarity reader)."""
+    todo = [r for r in rows if r["query_id"] in kept_ids and r.get("roundtrip_agrees") is None and r["chunk_id"] in chunk_of
+            and r["query_type"] != "yes_no"]  # fmt: skip
+    for i, r in enumerate(todo):
+        sentence = r["reference_answer"]
+        passage = _passage_around(chunk_of[r["chunk_id"]]["text"], sentence, ROUNDTRIP_CHARS)
+        answer, error = roundtrip_answer(r["query"], passage, llm, item_seed(seed, "roundtrip", r["query_id"]), failed_exceptions)
+        r["roundtrip_answer"] = answer if error is None else error
+        r["roundtrip_agrees"] = error is None and agrees(answer, r["reference_answer"], r.get("answer_label"), r.get("evidence"))
+        progress(i + 1, len(todo))
 
 
 def generate_grounded(
@@ -196,16 +305,24 @@ def generate_grounded(
     failed_exceptions: tuple[type[BaseException], ...] = (),
     max_rounds: int = 6,
     progress: Callable[[int, int], None] = lambda done, total: None,
+    roundtrip: bool = True,
 ) -> tuple[list[dict], dict]:
-    """Rows of every request and a summary (requests per round, kept and short strata). See the module docstring."""
+    """Rows of every request and a summary (requests per round, kept and short strata). See the module docstring.
+    ``roundtrip``: the generator answers every kept question from its source chunk (``golden.roundtrip``) and a
+    disagreement rejects it; yes/no questions are asked only while a stratum has fewer than ``yes_no_allowed``."""
     types = [t for t in type_rotation(query_types, seed) if t in GROUNDED_TYPES]
-    queue = {st: _candidates(pool, types, partner_of) for st, pool in sorted(pools.items())}
+    queue = {st: _candidates(pool, types, partner_of, stratum_polarity(rank, seed)) for rank, (st, pool) in enumerate(sorted(pools.items()))}
+    chunk_of = {c["chunk_id"]: c for pool in pools.values() for c in pool}
     asked = dict.fromkeys(queue, 0)
     rows: list[dict] = []
-    summary: dict = {"requests_by_round": [], "kept_per_stratum": {}, "short_strata": {}}
+    summary: dict = {"requests_by_round": [], "kept_per_stratum": {}, "short_strata": {}, "roundtrip_calls": 0}
     kept_ids: set[str] = set()
     for round_no in range(1, max_rounds + 1):
         kept_in = {st: sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st) for st in queue}
+        yes_no_in = {st: sum(r["query_id"] in kept_ids and r["query_type"] == "yes_no" for r in rows if r["stratum"] == st) for st in queue}
+        for st in queue:
+            if yes_no_in[st] >= yes_no_allowed(budget):
+                queue[st] = [c for c in queue[st] if c[2] != "yes_no"]
         todo = {st: min(budget - kept_in[st] + slack, max_requests - asked[st], len(queue[st])) for st in queue if kept_in[st] < budget}
         todo = {st: n for st, n in todo.items() if n > 0}
         if not todo:
@@ -213,11 +330,16 @@ def generate_grounded(
         batch = [queue[st].pop(0) for st, n in todo.items() for _ in range(n)]
         for st, n in todo.items():
             asked[st] += n
-        for i, (chunk, sentence, qtype) in enumerate(batch):
-            rows.append(ask(chunk, qtype, sentence, llm, partner_of(chunk), seed, failed_exceptions, round_no))
+        for i, (chunk, sentence, qtype, polarity) in enumerate(batch):
+            rows.append(ask(chunk, qtype, sentence, llm, partner_of(chunk), seed, failed_exceptions, round_no, polarity))
             progress(i + 1, len(batch))
         summary["requests_by_round"].append(len(batch))
         kept_ids = keep(rows)
+        if roundtrip:
+            before = sum(r.get("roundtrip_agrees") is not None for r in rows)
+            _roundtrip(rows, kept_ids, chunk_of, llm, seed, failed_exceptions, progress)
+            summary["roundtrip_calls"] += sum(r.get("roundtrip_agrees") is not None for r in rows) - before
+            kept_ids = keep(rows)
     for st in queue:
         k = sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st)
         summary["kept_per_stratum"][st] = k
@@ -246,22 +368,59 @@ def accepted(case: dict, validity) -> tuple[bool, str]:
     return True, ""
 
 
-def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed) -> tuple[list[dict], list[dict]]:
-    """Split selected grounded rows into (kept, rejections) by ``accepted``; rows not made here pass through. A rejection
-    has the selection's shape with reason ``case_invalid`` and the validity's reasons as its detail."""
+def _rejection(r: dict, reason: str, detail: str) -> dict:
+    return {"query_id": r["query_id"], "query_type": r["query_type"], "chunk_id": r["chunk_id"], "source_chunk_ids": list(r["source_chunk_ids"]),
+            "query": r.get("query"), "reference_answer": r.get("reference_answer"), "stage": "validity", "reason": reason, "detail": detail}  # fmt: skip
 
+
+def yes_no_quota(kept: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Keep at most ``yes_no_allowed`` yes/no rows per stratum (the first ones); the rest are rejected ``yes_no_quota``."""
+    n_in: dict = {}
+    for r in kept:
+        n_in[r.get("stratum")] = n_in.get(r.get("stratum"), 0) + 1
+    seen: dict = {}
+    out, rejections = [], []
+    for r in kept:
+        if r["query_type"] == "yes_no" and is_grounded(r):
+            st = r.get("stratum")
+            seen[st] = seen.get(st, 0) + 1
+            if seen[st] > yes_no_allowed(n_in[st]):
+                rejections.append(_rejection(r, "yes_no_quota", f"more than {yes_no_allowed(n_in[st])} yes/no case(s) of {n_in[st]} in stratum {st}"))
+                continue
+        out.append(r)
+    return out, rejections
+
+
+def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed, cache: dict | None = None) -> tuple[list[dict], list[dict]]:
+    """Split selected grounded rows into (kept, rejections): a question without a referent (``no_referent``), a round
+    trip that disagrees (``roundtrip_disagrees``), a case the validity does not accept (``accepted``: ``case_invalid``),
+    yes/no beyond a third of a stratum (``yes_no_quota``). Rows not made here pass through. ``cache``: query id → validity
+    verdict, reused across the generation loop's rounds (a row's verdict depends on the row and its sources only)."""
     grounded = [r for r in kept if is_grounded(r)]
     if not grounded:
         return kept, []
-    cases = [{**case_from_query(r), "query_id": r["query_id"]} for r in grounded]
-    verdicts = {c["query_id"]: accepted(c, v) for c, v in zip(cases, validate_cases(cases, sources_for(cases, chunk_text), embed), strict=True)}
-    out, rejections = [], []
+    rejections, checked = [], []
+    for r in grounded:
+        if problem := referent_problem(r.get("query") or ""):
+            rejections.append(_rejection(r, "no_referent", problem))
+        elif problem := roundtrip_problem(r):
+            rejections.append(_rejection(r, "roundtrip_disagrees", problem))
+        else:
+            checked.append(r)
+    cache = {} if cache is None else cache
+    cases = [{**case_from_query(r), "query_id": r["query_id"]} for r in checked if r["query_id"] not in cache]
+    if cases:
+        cache.update({c["query_id"]: accepted(c, v) for c, v in zip(cases, validate_cases(cases, sources_for(cases, chunk_text), embed), strict=True)})
+    verdicts = {r["query_id"]: cache[r["query_id"]] for r in checked}
+    dropped = {x["query_id"] for x in rejections}
+    out = []
     for r in kept:
+        if r["query_id"] in dropped:
+            continue
         ok, why = verdicts.get(r["query_id"], (True, ""))
         if ok:
             out.append(r)
         else:
-            rejections.append({"query_id": r["query_id"], "query_type": r["query_type"], "chunk_id": r["chunk_id"],
-                               "source_chunk_ids": list(r["source_chunk_ids"]), "query": r.get("query"),
-                               "reference_answer": r.get("reference_answer"), "stage": "validity", "reason": "case_invalid", "detail": why})  # fmt: skip
-    return out, rejections
+            rejections.append(_rejection(r, "case_invalid", why))
+    out, over = yes_no_quota(out)
+    return out, rejections + over

@@ -102,6 +102,7 @@ class LLM(dg.ConfigurableResource):
     model_path: str = ""  # local: any GGUF; empty = packaged
     n_ctx: int = 4096
     n_threads: int = 2
+    reuse_prompt_prefix: bool = False  # local: evaluate a prompt's leading messages once and reuse their state (deterministic)
     base_url: str = ""  # openai / anthropic: empty = the official endpoint; env HCAT_LLM_BASE_URL
     api_key_env: str = ""  # empty: OPENAI_API_KEY / ANTHROPIC_API_KEY
     openai_json_mode: str = "json_schema"  # or "json_object" (llama.cpp server style)
@@ -173,6 +174,7 @@ class LLM(dg.ConfigurableResource):
             base_url = self.base_url or os.environ.get("HCAT_LLM_BASE_URL", "")
             if self.provider == "local":
                 self._backend = LocalLlamaBackend(str(self.gguf_path()), self.n_ctx, self.n_threads, self.model_name)
+                self._backend.reuse_prefix = self.reuse_prompt_prefix
             elif self.provider == "openai":
                 self._backend = OpenAIBackend(
                     self.model_name, self.api_key_env or "OPENAI_API_KEY", base_url, self.timeout_s, self.openai_json_mode
