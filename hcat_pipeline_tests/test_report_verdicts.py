@@ -46,3 +46,15 @@ def test_rankings_and_pareto_are_compact_with_cis():
                       "latency_p50_ci_high": [1.1, 2.1], "explanation": ["on", "not placed: quality unknown"], "quality_metric": ["g", "g"]})  # fmt: skip
     rows = {x[0]: x for x in pareto_section(p).rows}
     assert rows["a"][1] == "on the frontier" and rows["a"][3] == "unknown" and rows["cb"][1] == "not placed" and rows["cb"][2].startswith("unknown")
+
+
+def test_golden_set_strata_short_of_their_budget_are_named():
+    from hcat_pipeline.reports.sections import strata_coverage
+
+    gen = {"cases_per_stratum": 4, "kept_per_stratum": {"0": 4, "1": 2, "2": 4},
+           "short_strata": {"1": "2 of 4 after 9 request(s); no sentence left"}, "stratum_labels": {"1": "slicing / sequences"}}
+    line = strata_coverage(gen)
+    assert line.startswith("2 of 3 strata hold their 4 happy-path cases")
+    assert "stratum 1 (slicing / sequences): 2 of 4 after 9 request(s); no sentence left" in line
+    assert "short" not in strata_coverage({**gen, "short_strata": {}})
+    assert strata_coverage(None).startswith("not recorded")

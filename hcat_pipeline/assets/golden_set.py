@@ -126,6 +126,17 @@ def golden_candidates(
     return out
 
 
+def _generation_coverage(context: dg.AssetExecutionContext) -> dict:
+    """The latest generation's cases per stratum against its budget and why a stratum is short (``generated_queries``'
+    metadata), kept in the manifest so the report can name a short stratum; {} when there is none on record."""
+    records = context.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("generated_queries")), limit=1)
+    if not records.records:
+        return {}
+    meta = records.records[0].asset_materialization.metadata
+    keys = ("cases_per_stratum", "kept_per_stratum", "short_strata", "stratum_labels")
+    return {"generation": {k: meta[k].value for k in keys if k in meta}}
+
+
 @dg.asset(
     partitions_def=golden_set_version,
     group_name="golden_set",
@@ -157,7 +168,7 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig) -> pl
                     "materialize golden_candidates first, or drop a frozen version (manifest.json + golden_set.parquet) there"
                 )
             candidates = pl.read_parquet(cpath)
-            manifest = freeze_version(candidates, version, golden_dir, provenance={"run_id": context.run.run_id})
+            manifest = freeze_version(candidates, version, golden_dir, provenance={"run_id": context.run.run_id, **_generation_coverage(context)})
             frame, manifest = load_version(version, golden_dir)
             frozen_now = True
     except GoldenSetError as e:

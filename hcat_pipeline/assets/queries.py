@@ -204,6 +204,9 @@ def generated_queries(
             "requests_by_round": dg.MetadataValue.json(plan["requests_by_round"]),
             "coverage_after_round_1": dg.MetadataValue.json(plan.get("after_round_1", {})),
             "mode": config.mode,
+            "cases_per_stratum": config.cases_per_stratum,
+            "stratum_labels": dg.MetadataValue.json({str(k): v for k, v in topic_strata.group_by("stratum").agg(pl.col("stratum_label").first()).iter_rows()}
+                                                    if "stratum_label" in topic_strata.columns else {}),
             "kept_per_stratum": dg.MetadataValue.json({str(k): v for k, v in plan.get("kept_per_stratum", {}).items()}),
             "short_strata": dg.MetadataValue.json({str(k): v for k, v in plan.get("short_strata", {}).items()}),
             "chunks": out["chunk_id"].n_unique(),

@@ -11,7 +11,8 @@ before it). The question is then written *for* that reference:
   question written for the whole sentence (``query_grounded_simple_v2``). ``inference``: the LLM writes the
   question for a causal or conditional sentence (``query_grounded_inference_v2``). The reference is the sentence;
 - ``yes_no``: never a negated question, and at most a third of a stratum's cases (``yes_no_allowed``; the rest are
-  rejected ``yes_no_quota``). Polarity comes from the source and alternates over the strata (``stratum_polarity``), so
+  rejected ``yes_no_quota``). Polarity comes from the source: each stratum prefers one polarity, alternating over the
+  strata (``stratum_polarity``), and a "yes" case is not asked while the kept "yes" cases outnumber the "no" ones, so
   about half the answers are "No": a "yes" case asks an affirmative sentence as it stands; a "no" case asks a claim the
   sentence contradicts, made by rule (``false_claim``: a negated sentence's positive claim, an antonym) and read as
   "no" by the polarity reader. The generator writes the question from the claim and the section title (not the
@@ -105,16 +106,14 @@ def yes_no_request(chunk: dict, sentence: str, polarity: str) -> dict | None:
     if len(sentence.split()) > YES_NO_MAX_WORDS:
         return None
     if polarity == "yes":
-        if _NEGATED.search(sentence):
-            return None
+        if _NEGATED.search(sentence) or yes_no_question(sentence) is None:
+            return None  # a negated sentence has no clear "yes"; without a rule inversion to fall back on, "yes" cases are not scarce
         claim, rule = sentence, "as_stated"
     else:
         made = false_claim(sentence)
         if made is None:
             return None
         claim, rule = made
-    if yes_no_question(claim) is None:
-        return None  # no short subject and auxiliary: no question by rule to fall back on
     return {"values": {"sentence": claim, "title": _title(chunk)}, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
             "evidence": sentence, "chunk_ids": [chunk["chunk_id"]], "claim": claim, "claim_rule": rule}  # fmt: skip
 
@@ -246,10 +245,14 @@ def _candidates(pool: list[dict], types: list[str], partner_of, polarity: str = 
         qtype = types[t % len(types)]
         t += 1
         if qtype == "yes_no":
-            j = next((j for j in range(i, len(order)) if j not in used and fits(order[j][0], order[j][1], "yes_no", polarity=polarity)), None)
+            j, pol = None, polarity
+            for pol in (polarity, "yes" if polarity == "no" else "no"):  # the stratum's polarity first, then the other
+                j = next((j for j in range(i, len(order)) if j not in used and fits(order[j][0], order[j][1], "yes_no", polarity=pol)), None)
+                if j is not None:
+                    break
             if j is not None:
                 used.add(j)
-                out.append((order[j][0], order[j][1], "yes_no", polarity))
+                out.append((order[j][0], order[j][1], "yes_no", pol))
                 if j != i:
                     used.add(i)
                     qtype = "simple"  # this sentence still gets its turn below
@@ -320,9 +323,13 @@ def generate_grounded(
     for round_no in range(1, max_rounds + 1):
         kept_in = {st: sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st) for st in queue}
         yes_no_in = {st: sum(r["query_id"] in kept_ids and r["query_type"] == "yes_no" for r in rows if r["stratum"] == st) for st in queue}
+        labels = [r.get("answer_label") for r in rows if r["query_id"] in kept_ids and r["query_type"] == "yes_no"]
+        too_many_yes = labels.count("yes") > labels.count("no")  # balance: a "yes" case waits until a "no" one is kept
         for st in queue:
             if yes_no_in[st] >= yes_no_allowed(budget):
                 queue[st] = [c for c in queue[st] if c[2] != "yes_no"]
+            elif too_many_yes:
+                queue[st] = [c for c in queue[st] if not (c[2] == "yes_no" and c[3] == "yes")]
         todo = {st: min(budget - kept_in[st] + slack, max_requests - asked[st], len(queue[st])) for st in queue if kept_in[st] < budget}
         todo = {st: n for st, n in todo.items() if n > 0}
         if not todo:

@@ -94,6 +94,7 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
         "night": run.get("night", "–"),
         "golden-set generation": ", ".join(f"{c}={sorted(set(map(str, golden_set[c].drop_nulls().to_list())))}"
                                            for c in ("model", "prompt_hash", "seed", "corpus_hash") if c in golden_set.columns) or "–",
+        "golden-set strata": strata_coverage((manifest or {}).get("provenance", {}).get("generation")),
         "metrics computed": ", ".join(info.get("metrics_computed", [])) or "–",
         "metrics unavailable": json.dumps(info.get("metrics_unavailable", {})) if info.get("metrics_unavailable") else "none",
         "embedding model": json.dumps(info.get("embedding_model") or info.get("embedding", {}).get("model_id", "")) if info else "–",
@@ -108,6 +109,15 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
     return out
 
 
+def strata_coverage(gen: dict | None) -> str:
+    """The generation's cases per topic stratum against its budget, naming each short stratum and why (manifest provenance)."""
+    if not gen or "kept_per_stratum" not in gen:
+        return "not recorded (a curated version, or frozen before coverage was recorded)"
+    budget, kept, short, labels = gen.get("cases_per_stratum"), gen["kept_per_stratum"], gen.get("short_strata") or {}, gen.get("stratum_labels") or {}
+    head = f"{len(kept) - len(short)} of {len(kept)} strata hold their {budget} happy-path cases"
+    return head + ("" if not short else "; short: " + "; ".join(f"stratum {k} ({labels.get(str(k), '?')}): {v}" for k, v in short.items()))
+
+
 def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst: pl.DataFrame, deltas: pl.DataFrame,
                  failures: pl.DataFrame, scores: pl.DataFrame, optional: dict[str, OptionalTable], plot_metrics: Sequence[str],
                  pairs: Sequence[tuple[str, str]], seed: int, prov: dict) -> dict:  # fmt: skip
@@ -118,6 +128,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     summary += gate_lines
     if run.get("judge_note"):
         summary.append(f"LLM judge: {run['judge_note']}.")
+    if "; short: " in prov.get("golden-set strata", ""):
+        summary.append(f"Golden set: {prov['golden-set strata']}.")
     canary = optional.get("canary_detection") or OptionalTable(None, "canary_detection is not materialized for this run")
     canaries, canary_lines = canary_section(canary.frame, canary.why)
     summary += canary_lines
