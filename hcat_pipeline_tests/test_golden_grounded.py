@@ -284,3 +284,19 @@ def test_questions_without_a_referent_are_named():
     for q in ("What is the *chars* argument of str.strip()?", "Does a list keep its order?", "Are pairs returned in LIFO order by dict.popitem()?",
               "Which exception does the Easy Saver account raise?", "How does the str.join() method use its argument?"):
         assert referent_problem(q) is None, q
+
+
+def test_yes_cases_wait_while_they_outnumber_no_cases():
+    """Balance: each stratum plans one polarity; a "yes" yes/no case is not asked while the kept "yes" cases outnumber
+    the kept "no" ones, so a corpus with few contradictable sentences does not end with every yes/no answer "Yes"."""
+    yes_only = ("The Easy Saver account is a savings account for customers aged 16 or over. "
+                "Interest on the Easy Saver account is calculated daily on the cleared balance. "
+                "The Gold card is a credit card with a yearly fee of 50 pounds.")
+    pools = {st: [{"chunk_id": f"c{st}", "text": yes_only, "stratum": st, "stratum_label": "s"}] for st in range(4)}
+
+    def keep(rows):
+        return {r["query_id"] for r in rows if not r["error"] and r.get("roundtrip_agrees") is not False}
+
+    rows, _ = generate_grounded(pools, _LLM(), keep, budget=3, max_requests=3, slack=0, query_types=("yes_no", "simple"), seed=0)
+    labels = [r["answer_label"] for r in rows if r["query_type"] == "yes_no" and not r["error"]]
+    assert labels and set(labels) == {"yes"} and len(labels) == 1  # nothing to make "no" from: one "yes", then no more

@@ -324,17 +324,25 @@ def generate_grounded(
         kept_in = {st: sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st) for st in queue}
         yes_no_in = {st: sum(r["query_id"] in kept_ids and r["query_type"] == "yes_no" for r in rows if r["stratum"] == st) for st in queue}
         labels = [r.get("answer_label") for r in rows if r["query_id"] in kept_ids and r["query_type"] == "yes_no"]
-        too_many_yes = labels.count("yes") > labels.count("no")  # balance: a "yes" case waits until a "no" one is kept
+        balance = labels.count("no") - labels.count("yes")  # a "yes" case is asked only while "no" cases are not outnumbered
         for st in queue:
             if yes_no_in[st] >= yes_no_allowed(budget):
                 queue[st] = [c for c in queue[st] if c[2] != "yes_no"]
-            elif too_many_yes:
-                queue[st] = [c for c in queue[st] if not (c[2] == "yes_no" and c[3] == "yes")]
         todo = {st: min(budget - kept_in[st] + slack, max_requests - asked[st], len(queue[st])) for st in queue if kept_in[st] < budget}
         todo = {st: n for st, n in todo.items() if n > 0}
         if not todo:
             break
-        batch = [queue[st].pop(0) for st, n in todo.items() for _ in range(n)]
+        batch = []
+        for st, n in todo.items():
+            for _ in range(n):
+                while queue[st] and queue[st][0][2] == "yes_no" and queue[st][0][3] == "yes" and balance < 0:
+                    queue[st].pop(0)  # a "yes" case would outnumber the "no" ones: dropped (its sentence is not asked)
+                if queue[st]:
+                    cand = queue[st].pop(0)
+                    balance += (cand[3] == "no" if cand[2] == "yes_no" else 0) - (cand[3] == "yes" if cand[2] == "yes_no" else 0)
+                    batch.append(cand)
+        if not batch:
+            break
         for st, n in todo.items():
             asked[st] += n
         for i, (chunk, sentence, qtype, polarity) in enumerate(batch):
