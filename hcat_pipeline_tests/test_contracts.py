@@ -45,7 +45,7 @@ def test_a_broken_table_fails_its_contract_check_and_stops_what_reads_it(tmp_pat
 
     ids = ["a", "a"] if broken else ["a", "b"]
     chunks_stub = stub_asset("chunks", pl.DataFrame({"chunk_id": ids, "doc_id": ["d", "d"], "chunk_index": [0, 1], "start": [0, 2],
-                                                     "end": [1, 3], "n_tokens": [1, 1], "text": ["x", "y"]}, schema=schemas.CHUNKS))  # fmt: skip
+                                                     "end": [1, 3], "n_tokens": [1, 1], "text": ["x", "y"], "title": [None, None]}, schema=schemas.CHUNKS))  # fmt: skip
 
     @dg.asset
     def reader(chunks: pl.DataFrame) -> pl.DataFrame:

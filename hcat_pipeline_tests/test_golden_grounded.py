@@ -300,3 +300,11 @@ def test_yes_cases_wait_while_they_outnumber_no_cases():
     rows, _ = generate_grounded(pools, _LLM(), keep, budget=3, max_requests=3, slack=0, query_types=("yes_no", "simple"), seed=0)
     labels = [r["answer_label"] for r in rows if r["query_type"] == "yes_no" and not r["error"]]
     assert labels and set(labels) == {"yes"} and len(labels) == 1  # nothing to make "no" from: one "yes", then no more
+
+
+def test_references_whose_content_is_elsewhere_are_not_used():
+    text = ("Called by str(object) and the built-in functions format() and print() to compute the informal string representation. "
+            "Most built-in types support a common formatting mini-language, which is described in the next section. "
+            "The following identifiers are used as reserved words of the language and cannot be used as identifiers. "
+            "The conversion field causes a type coercion before formatting.")
+    assert reference_sentences(text) == ["The conversion field causes a type coercion before formatting."]

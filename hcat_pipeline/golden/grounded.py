@@ -63,7 +63,9 @@ QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string
 MAX_TOKENS = 80
 YES_NO_MAX_WORDS = 30  # a longer reference sentence makes a yes/no question no user would ask
 _NEGATED = re.compile(r"\b(?:not|cannot|never|no)\b|n't\b", re.I)
-_POINTS_ON = re.compile(r"\b(?:the following|as follows|described below|listed below|shown below)\b|:$", re.I)  # its content comes after it
+# its content is elsewhere ("the following", "described in the next section"), or it has no subject ("Called by str() to …")
+_POINTS_ON = re.compile(r"\b(?:the following|as follows|described below|listed below|shown below|(?:next|previous|following) section)\b|:$|"
+                        r"^(?:Called|Used|Invoked|Returned|Passed|Raised|Added|Changed|Removed|Deprecated)\b", re.I)
 _CAUSAL = re.compile(r"\b(because|so that|in order to|therefore|which means|to avoid|since|as a result|if|unless|when)\b", re.I)
 
 
