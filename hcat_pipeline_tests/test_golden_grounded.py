@@ -112,11 +112,12 @@ def test_yes_no_questions_are_written_by_the_generator_and_checked():
 
 
 def test_candidates_plan_a_polarity_per_stratum_and_a_third_of_yes_no():
-    from hcat_pipeline.golden.grounded import _candidates, stratum_polarity, yes_no_allowed
+    from hcat_pipeline.golden.grounded import candidate_plan
+    from hcat_pipeline.golden.yes_no import stratum_polarity, yes_no_allowed
 
     negated = "The Easy Saver account cannot be held jointly by two customers."
     pool = [{"chunk_id": "a", "text": SAVINGS + " " + negated}]
-    plan = _candidates(pool, ["simple", "yes_no", "inference"], lambda c: None, "no")
+    plan = candidate_plan(pool, ["simple", "yes_no", "inference"], lambda c: None, "no")
     yes_no = [c for c in plan if c[2] == "yes_no"]
     assert [(c[1], c[3]) for c in yes_no] == [(negated, "no")]  # a "no" slot takes the next sentence a rule can contradict
     assert len(plan) == len({c[1] for c in plan})  # each sentence asked once
@@ -256,7 +257,7 @@ def test_rule_questions_need_every_referent_in_the_sentence():
 def test_a_no_case_is_made_only_when_the_polarity_reader_sees_the_no():
     """A "no" claim by a swapped word is made only if selection and validity read it as "no" (their lexical reader knows
     negations and a short antonym list, not "first" / "last"): otherwise the sentence gives no "no" case."""
-    from hcat_pipeline.golden.grounded import false_claim
+    from hcat_pipeline.golden.yes_no import false_claim
 
     assert false_claim("You must first describe the structure to the library by creating a new type object for it.") is None
     assert false_claim("A tuple is an immutable sequence of objects in Python.") == ("A tuple is a mutable sequence of objects in Python.", "antonym")

@@ -47,9 +47,16 @@ from hcat_pipeline.golden.cases import case_from_query
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
 from hcat_pipeline.golden.generation import item_seed, query_row, type_rotation
 from hcat_pipeline.golden.question_checks import referent_problem, roundtrip_problem
-from hcat_pipeline.golden.robustness import contradict_sentence, swap_antonym_or_number
 from hcat_pipeline.golden.roundtrip import agrees, roundtrip_answer
-from hcat_pipeline.golden.selection import AUXILIARIES, content_words, reference_polarity
+from hcat_pipeline.golden.selection import content_words, reference_polarity
+from hcat_pipeline.golden.yes_no import (
+    section_title,
+    stratum_polarity,
+    yes_no_allowed,
+    yes_no_form_problem,
+    yes_no_quota,
+    yes_no_request,
+)
 
 GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
 DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-chunk questions by the 0.5B model were rarely sound
@@ -61,8 +68,6 @@ CASES_PER_STRATUM = 4  # valid happy-path cases each stratum should end with (16
 MAX_REQUESTS_PER_STRATUM = 16
 QUESTION_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 1}}, "required": ["question"]}
 MAX_TOKENS = 80
-YES_NO_MAX_WORDS = 30  # a longer reference sentence makes a yes/no question no user would ask
-_NEGATED = re.compile(r"\b(?:not|cannot|never|no)\b|n't\b", re.I)
 # its content is elsewhere ("the following", "described in the next section"), or it has no subject ("Called by str() to …")
 _POINTS_ON = re.compile(r"\b(?:the following|as follows|described below|listed below|shown below|(?:next|previous|following) section)\b|:$|"
                         r"^(?:Called|Used|Invoked|Returned|Passed|Raised|Added|Changed|Removed|Deprecated)\b", re.I)
@@ -82,46 +87,6 @@ def _passage_around(text: str, sentence: str, max_chars: int) -> str:
         return flat[:max_chars]
     start = max(0, min(i - max_chars // 3, len(flat) - max_chars))
     return flat[start : start + max_chars]
-
-
-def false_claim(sentence: str) -> tuple[str, str] | None:
-    """(a claim the source sentence contradicts, the rule), made by rule, never by adding a negation (a negated question
-    has no clear "yes"): a negated sentence's positive claim ("X cannot be held jointly" → "X can be held jointly"), else
-    an antonym or a number swapped — kept only when the polarity reader sees the sentence deny it, so selection and
-    validity read the same "No"."""
-    contra = contradict_sentence(sentence)
-    if not (contra and contra[1] == "remove_negation"):
-        contra = swap_antonym_or_number(sentence)
-    if contra is None:
-        return None
-    contra = (re.sub(r"\b([Aa])n? (?=(\w))", lambda m: m.group(1) + ("n " if m.group(2)[0].lower() in "aeiou" else " "), contra[0]), contra[1])
-    if sentence_problem(contra[0]) or _NEGATED.search(contra[0]):
-        return None
-    return contra if reference_polarity("Is it true that " + contra[0], sentence) == "no" else None
-
-
-def yes_no_request(chunk: dict, sentence: str, polarity: str) -> dict | None:
-    """A yes/no request with its polarity from the source: "yes" asks the (affirmative) sentence itself, "no" a claim the
-    sentence contradicts (``false_claim``). The generator writes the question from the claim and the section title, so
-    it is not the reference sentence with two words swapped; the reference is "Yes." / "No." and the true sentence.
-    None when the polarity does not fit the sentence (a negated sentence has no "yes"; no rule makes it false)."""
-    if len(sentence.split()) > YES_NO_MAX_WORDS:
-        return None
-    if polarity == "yes":
-        if _NEGATED.search(sentence) or yes_no_question(sentence) is None:
-            return None  # a negated sentence has no clear "yes"; without a rule inversion to fall back on, "yes" cases are not scarce
-        claim, rule = sentence, "as_stated"
-    else:
-        made = false_claim(sentence)
-        if made is None:
-            return None
-        claim, rule = made
-    return {"values": {"sentence": claim, "title": _title(chunk)}, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
-            "evidence": sentence, "chunk_ids": [chunk["chunk_id"]], "claim": claim, "claim_rule": rule}  # fmt: skip
-
-
-def _title(chunk: dict) -> str:
-    return (chunk.get("title") or chunk.get("stratum_label") or "").strip()
 
 
 def answer_span(sentence: str) -> str | None:
@@ -151,7 +116,7 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
                 "rule": WH_RULE}  # fmt: skip
     if qtype == "inference" and not _CAUSAL.search(sentence):
         return None
-    values = {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence, "title": _title(chunk)}
+    values = {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence, "title": section_title(chunk)}
     target = answer_span(sentence) if qtype == "simple" else None
     if target:  # the question is written for a span of the sentence, as the exam's are (its answer)
         return {"values": {**values, "answer": target}, "reference": sentence, "label": None, "evidence": target,
@@ -164,16 +129,6 @@ def _template(req: dict | None, qtype: str):
         return req["rule"]
     name = (req or {}).get("prompt") or f"query_grounded_{qtype}"
     return load_prompt(f"{name}_{'v1' if qtype == 'multi_hop' else PROMPT_VERSION}")  # multi-hop: on request, v1
-
-
-def yes_no_form_problem(question: str, claim: str) -> str | None:
-    """Why a generated yes/no question is not one: no leading auxiliary, a negation the claim does not have."""
-    toks = question.split()
-    if not toks or toks[0].lower().strip("\"'") not in AUXILIARIES or not question.rstrip().endswith("?"):
-        return f"type_mismatch: {question[:60]!r} is not a yes/no question"
-    if _NEGATED.search(question) and not _NEGATED.search(claim):
-        return "type_mismatch: the yes/no question adds a negation (no clear yes)"
-    return None
 
 
 def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1,
@@ -231,7 +186,7 @@ def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None, pola
 Candidate = tuple[dict, str, str, str]  # chunk, sentence, query type, yes/no polarity
 
 
-def _candidates(pool: list[dict], types: list[str], partner_of, polarity: str = "yes") -> list[Candidate]:
+def candidate_plan(pool: list[dict], types: list[str], partner_of, polarity: str = "yes") -> list[Candidate]:
     """(chunk, sentence, type, polarity) in asking order for one stratum: chunks in pool order, their sentences, types
     rotated. A yes/no slot takes the next unasked sentence that fits the stratum's ``polarity`` (a "no" needs a sentence
     a rule can contradict); a sentence the other types do not fit gets a simple question if one fits, else none (no
@@ -265,17 +220,6 @@ def _candidates(pool: list[dict], types: list[str], partner_of, polarity: str = 
         if chosen:
             out.append((chunk, sentence, chosen, polarity))
     return out
-
-
-def yes_no_allowed(n_kept: int) -> int:
-    """Yes/no cases a stratum may keep: a third of its kept cases, at least one."""
-    return max(1, n_kept // 3)
-
-
-def stratum_polarity(rank: int, seed: int) -> str:
-    """The yes/no answer a stratum's yes/no cases are built for: alternating over the strata, the first by the seed,
-    so about half the yes/no answers are "No"."""
-    return "no" if (rank + item_seed(seed, "polarity")) % 2 == 0 else "yes"
 
 
 ROUNDTRIP_CHARS = 1000  # the source chunk around the reference sentence (a chunk is ~200 tokens: most or all of it)
@@ -316,7 +260,7 @@ def generate_grounded(
     ``roundtrip``: the generator answers every kept question from its source chunk (``golden.roundtrip``) and a
     disagreement rejects it; yes/no questions are asked only while a stratum has fewer than ``yes_no_allowed``."""
     types = [t for t in type_rotation(query_types, seed) if t in GROUNDED_TYPES]
-    queue = {st: _candidates(pool, types, partner_of, stratum_polarity(rank, seed)) for rank, (st, pool) in enumerate(sorted(pools.items()))}
+    queue = {st: candidate_plan(pool, types, partner_of, stratum_polarity(rank, seed)) for rank, (st, pool) in enumerate(sorted(pools.items()))}
     chunk_of = {c["chunk_id"]: c for pool in pools.values() for c in pool}
     asked = dict.fromkeys(queue, 0)
     rows: list[dict] = []
@@ -390,24 +334,6 @@ def _rejection(r: dict, reason: str, detail: str) -> dict:
             "query": r.get("query"), "reference_answer": r.get("reference_answer"), "stage": "validity", "reason": reason, "detail": detail}  # fmt: skip
 
 
-def yes_no_quota(kept: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Keep at most ``yes_no_allowed`` yes/no rows per stratum (the first ones); the rest are rejected ``yes_no_quota``."""
-    n_in: dict = {}
-    for r in kept:
-        n_in[r.get("stratum")] = n_in.get(r.get("stratum"), 0) + 1
-    seen: dict = {}
-    out, rejections = [], []
-    for r in kept:
-        if r["query_type"] == "yes_no" and is_grounded(r):
-            st = r.get("stratum")
-            seen[st] = seen.get(st, 0) + 1
-            if seen[st] > yes_no_allowed(n_in[st]):
-                rejections.append(_rejection(r, "yes_no_quota", f"more than {yes_no_allowed(n_in[st])} yes/no case(s) of {n_in[st]} in stratum {st}"))
-                continue
-        out.append(r)
-    return out, rejections
-
-
 def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed, cache: dict | None = None) -> tuple[list[dict], list[dict]]:
     """Split selected grounded rows into (kept, rejections): a question without a referent (``no_referent``), a round
     trip that disagrees (``roundtrip_disagrees``), a case the validity does not accept (``accepted``: ``case_invalid``),
@@ -439,5 +365,5 @@ def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed, cache: di
             out.append(r)
         else:
             rejections.append(_rejection(r, "case_invalid", why))
-    out, over = yes_no_quota(out)
+    out, over = yes_no_quota(out, is_grounded, _rejection)
     return out, rejections + over

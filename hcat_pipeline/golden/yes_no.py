@@ -1,0 +1,97 @@
+"""Yes/no cases of the grounded golden set (issue 32): polarity from the source, balanced, at most a third of a stratum.
+
+``false_claim``: a claim the source sentence contradicts, by rule; ``yes_no_request``: the request for a polarity;
+``yes_no_form_problem``: why a generated yes/no question is not one; ``stratum_polarity`` / ``yes_no_allowed`` /
+``yes_no_quota``: the balance and the share. See ``golden.grounded`` for how they are used.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hcat_pipeline.golden.claims import sentence_problem, yes_no_question
+from hcat_pipeline.golden.generation import item_seed
+from hcat_pipeline.golden.robustness import contradict_sentence, swap_antonym_or_number
+from hcat_pipeline.golden.selection import AUXILIARIES, reference_polarity
+
+YES_NO_MAX_WORDS = 30  # a longer reference sentence makes a yes/no question no user would ask
+_NEGATED = re.compile(r"\b(?:not|cannot|never|no)\b|n't\b", re.I)
+
+
+def section_title(chunk: dict) -> str:
+    return (chunk.get("title") or chunk.get("stratum_label") or "").strip()
+
+
+def false_claim(sentence: str) -> tuple[str, str] | None:
+    """(a claim the source sentence contradicts, the rule), made by rule, never by adding a negation (a negated question
+    has no clear "yes"): a negated sentence's positive claim ("X cannot be held jointly" → "X can be held jointly"), else
+    an antonym or a number swapped — kept only when the polarity reader sees the sentence deny it, so selection and
+    validity read the same "No"."""
+    contra = contradict_sentence(sentence)
+    if not (contra and contra[1] == "remove_negation"):
+        contra = swap_antonym_or_number(sentence)
+    if contra is None:
+        return None
+    contra = (re.sub(r"\b([Aa])n? (?=(\w))", lambda m: m.group(1) + ("n " if m.group(2)[0].lower() in "aeiou" else " "), contra[0]), contra[1])
+    if sentence_problem(contra[0]) or _NEGATED.search(contra[0]):
+        return None
+    return contra if reference_polarity("Is it true that " + contra[0], sentence) == "no" else None
+
+
+def yes_no_request(chunk: dict, sentence: str, polarity: str) -> dict | None:
+    """A yes/no request with its polarity from the source: "yes" asks the (affirmative) sentence itself, "no" a claim the
+    sentence contradicts (``false_claim``). The generator writes the question from the claim and the section title, so
+    it is not the reference sentence with two words swapped; the reference is "Yes." / "No." and the true sentence.
+    None when the polarity does not fit the sentence (a negated sentence has no "yes"; no rule makes it false)."""
+    if len(sentence.split()) > YES_NO_MAX_WORDS:
+        return None
+    if polarity == "yes":
+        if _NEGATED.search(sentence) or yes_no_question(sentence) is None:
+            return None  # a negated sentence has no clear "yes"; without a rule inversion to fall back on, "yes" cases are not scarce
+        claim, rule = sentence, "as_stated"
+    else:
+        made = false_claim(sentence)
+        if made is None:
+            return None
+        claim, rule = made
+    return {"values": {"sentence": claim, "title": section_title(chunk)}, "reference": f"{polarity.capitalize()}. {sentence}", "label": polarity,
+            "evidence": sentence, "chunk_ids": [chunk["chunk_id"]], "claim": claim, "claim_rule": rule}  # fmt: skip
+
+
+def yes_no_form_problem(question: str, claim: str) -> str | None:
+    """Why a generated yes/no question is not one: no leading auxiliary, a negation the claim does not have."""
+    toks = question.split()
+    if not toks or toks[0].lower().strip("\"'") not in AUXILIARIES or not question.rstrip().endswith("?"):
+        return f"type_mismatch: {question[:60]!r} is not a yes/no question"
+    if _NEGATED.search(question) and not _NEGATED.search(claim):
+        return "type_mismatch: the yes/no question adds a negation (no clear yes)"
+    return None
+
+
+def yes_no_allowed(n_kept: int) -> int:
+    """Yes/no cases a stratum may keep: a third of its kept cases, at least one."""
+    return max(1, n_kept // 3)
+
+
+def stratum_polarity(rank: int, seed: int) -> str:
+    """The yes/no answer a stratum's yes/no cases are built for: alternating over the strata, the first by the seed,
+    so about half the yes/no answers are "No"."""
+    return "no" if (rank + item_seed(seed, "polarity")) % 2 == 0 else "yes"
+
+
+def yes_no_quota(kept: list[dict], is_grounded, rejection) -> tuple[list[dict], list[dict]]:
+    """Keep at most ``yes_no_allowed`` yes/no rows per stratum (the first ones); the rest are rejected ``yes_no_quota``."""
+    n_in: dict = {}
+    for r in kept:
+        n_in[r.get("stratum")] = n_in.get(r.get("stratum"), 0) + 1
+    seen: dict = {}
+    out, rejections = [], []
+    for r in kept:
+        if r["query_type"] == "yes_no" and is_grounded(r):  # rows of golden.grounded only
+            st = r.get("stratum")
+            seen[st] = seen.get(st, 0) + 1
+            if seen[st] > yes_no_allowed(n_in[st]):
+                rejections.append(rejection(r, "yes_no_quota", f"more than {yes_no_allowed(n_in[st])} yes/no case(s) of {n_in[st]} in stratum {st}"))
+                continue
+        out.append(r)
+    return out, rejections
