@@ -151,7 +151,7 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}", **extra)
     question = str((result.data or {}).get("question", "")).strip()
     error = None
-    if qtype == "yes_no" and yes_no_form_problem(question, req["claim"]) or (qtype == "yes_no" and reference_polarity(question, req["claim"]) != "yes"):
+    if qtype == "yes_no" and (yes_no_form_problem(question, req["claim"]) or reference_polarity(question, req["claim"]) != "yes"):
         # the generator's question does not ask the claim (a wh-question, a negation of its own, another claim): the
         # claim inverted by rule instead (``claims.yes_no_question``), recorded as such
         fallback = yes_no_question(req["claim"])

@@ -104,7 +104,7 @@ class LocalLlamaBackend:
 
         key = "_fmt_gen" if generation_prompt else "_fmt_prefix"
         if getattr(self, key, None) is None:
-            template = llm.metadata.get("tokenizer.chat_template") or BASE_MODEL_TEMPLATE
+            template = llm.metadata.get("tokenizer.chat_template") or BASE_MODEL_TEMPLATE  # a base model: plain text
             eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
             bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace") if llm.token_bos() >= 0 else ""
             setattr(self, key, Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=generation_prompt))
@@ -144,15 +144,9 @@ class LocalLlamaBackend:
         KV state, reading the last-token logits through the public ``llama_get_logits`` binding."""
         import llama_cpp
         import numpy as np
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         llm = self._llama()
-        if getattr(self, "_formatter", None) is None:
-            template = llm.metadata.get("tokenizer.chat_template") or BASE_MODEL_TEMPLATE  # a base model: plain text
-            eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
-            bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace") if llm.token_bos() >= 0 else ""
-            self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-        prompt = self._formatter(messages=messages).prompt
+        prompt = self._formatter_for(llm, True)(messages=messages).prompt
         n_vocab = llm.n_vocab()
 
         def last_logprobs() -> np.ndarray:
