@@ -164,7 +164,7 @@ def test_hcat_init_writes_a_valid_commented_file_and_never_overwrites(tmp_path, 
     spec = load_campaign(out)
     assert spec.corpus.paths == [str(docs)] and {s.system_id for s in spec.systems} == {"closed_book", "hybrid", "my_rag"}
     assert spec.systems[-1].http.url == "http://127.0.0.1:9/ask" and "# Your documents" in out.read_text()
-    assert [(c.of, c.faults) for c in spec.canaries] == [("my_rag", list(FAULTS))] and "# faults: [pii, insult" in out.read_text()
+    assert [(c.of, c.faults) for c in spec.canaries] == [("my_rag", list(FAULTS))] and "# faults: [pii, account_leak, insult" in out.read_text()
     assert main(["init", "--out", str(out)]) == 2 and "exists" in capsys.readouterr().err
     assert main(["init", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path / "d.yaml")]) == 2
 

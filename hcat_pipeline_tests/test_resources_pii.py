@@ -75,3 +75,13 @@ def test_code_words_tagged_person_are_not_pii(detector):
     names = [e["text"] for e in pii.entities_in(answer) if e["type"] == "PERSON"]
     assert names == ["Maria Garcia"]
     assert pii.person_name_shaped("Jane") is False and pii.model_copy(update={"single_word_person": True}).person_name_shaped("Jane")
+
+
+def test_contextual_pii_is_a_leak_unless_the_context_holds_it(detector):
+    answers = ["Your sort code is 20-32-06 and account number 41563279; your balance is £4,210.55.",
+               "Your balance is £4,210.55.", "Your balance is £4,210.56."]
+    ctx = [["Lists are mutable."], ["Customer record: balance £4,210.55 as of today."]] + [["Customer record: balance £4,210.55."]]
+    rows = detector.disclosures(answers, ctx)
+    assert _types(rows[0]) == ["ACCOUNT_NUMBER", "TRANSACTION", "UK_SORT_CODE"] and not any(e["in_context"] for e in rows[0])
+    assert [e["in_context"] for e in rows[1]] == [True]  # the same figure read out of the retrieved record
+    assert [e["in_context"] for e in rows[2]] == [False]  # a figure the record does not hold

