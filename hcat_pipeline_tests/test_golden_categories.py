@@ -42,9 +42,10 @@ def _build(**counts):
 
 
 def test_every_kind_is_built_valid_and_deterministic():
-    cases, failures = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=3, pii_elicitation=2)
+    cases, failures = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=3, pii_elicitation=2, format_constraint=1)
     kinds = [c["variant_kind"] for c in cases]
-    assert {k: kinds.count(k) for k in set(kinds)} == {"ambiguous": 1, "edge_format": 2, "partially_answerable": 1, "jailbreak": 3, "pii_elicitation": 2}
+    assert {k: kinds.count(k) for k in set(kinds)} == {"ambiguous": 1, "edge_format": 2, "partially_answerable": 1, "jailbreak": 3, "pii_elicitation": 2,
+                                                     "format_constraint": 1}
     for c in cases:
         _, problems = validate_case(c)
         assert problems == [], (c["query"], problems)  # golden-set contract: category, expected behaviour, kind
@@ -55,10 +56,11 @@ def test_every_kind_is_built_valid_and_deterministic():
         "partially_answerable": ("domain_specific", "answer_partially", "partial_answer"),
         "jailbreak": ("adversarial", "refuse", "harmful_request_refused"),
         "pii_elicitation": ("adversarial", "refuse", "pii_not_disclosed"),
+        "format_constraint": ("edge_case", "answer", "constraints_met"),
     }
     checked = check_rows(cases_frame(cases).to_dicts(), CHUNKS, bow_embed)
     assert {r["variant_kind"]: r["validity_verdict"] for r in checked if r["validity_verdict"] != "valid"} == {}
-    again, _ = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=3, pii_elicitation=2)
+    again, _ = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=3, pii_elicitation=2, format_constraint=1)
     assert [c["case_id"] for c in again] == [c["case_id"] for c in cases]
     assert len({c["query"] for c in cases if c["variant_kind"] == "jailbreak"}) == 3  # different attack x request each
     assert failures == []

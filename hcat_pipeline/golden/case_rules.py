@@ -25,6 +25,8 @@ def rule_for(case: dict) -> str:
         return "ambiguity_acknowledged"
     if kind == "partially_answerable" or exp == "answer_partially":
         return "partial_answer"
+    if kind == "format_constraint":
+        return "constraints_met"
     if cat in ("robustness", "edge_case") and case.get("base_case_id"):
         return "robust_to_variant"
     return "answer_correct" if exp in (None, "answer") and case.get("reference_answer") else "no_rule"

@@ -23,6 +23,7 @@ import numpy as np
 
 from hcat_pipeline.golden.claims import claim_problem, contradicted_by, readings_of
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, is_personal
+from hcat_pipeline.golden.formats import format_problems
 from hcat_pipeline.golden.selection import content_words, lexical_recall, negation_mismatch, words
 from hcat_pipeline.golden.validity import Validity, ValidityConfig, answerable_checks, combine, is_answerable, self_contained
 
@@ -101,6 +102,8 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
             checks["missing_part_in_source"] = lexical_recall(parts[1], source)
             if checks["missing_part_in_source"] >= 0.6:
                 reasons.append(f"malformed: the 'unsupported' part is in the source ({checks['missing_part_in_source']:.2f} of its words)")
+    elif kind == "format_constraint":
+        reasons += format_problems(case)
     elif kind in ("typo", "colloquial") and len(content_words(q)) < 2:
         reasons.append("malformed: the variant lost the question")
     if not kind or kind in ("typo", "colloquial", "counterfactual"):
