@@ -48,7 +48,8 @@ def scratch_metric():
 def test_every_metric_declares_needs_columns_and_aggregations():
     metrics = registered()
     assert {"context_relevancy", "answer_relevancy", "groundedness_similarity", "groundedness_nli", "completeness_similarity",
-            "completeness_wasserstein", "semantic_similarity", "cross_lingual_similarity", "toxicity", "pii_leak", "refusal"} == set(metrics)  # fmt: skip
+            "completeness_wasserstein", "semantic_similarity", "cross_lingual_similarity", "toxicity", "pii_leak", "refusal",
+            "citation_recall", "citation_precision", "citation_presence"} == set(metrics)  # fmt: skip
     owners = {}
     for m in metrics.values():
         assert m.needs <= set(NEEDS) and m.doc and m.family in registry.FAMILIES

@@ -26,6 +26,7 @@ import polars as pl
 from hcat_pipeline.common.stats import bootstrap_ci, paired_bootstrap_ci, statistic_fn
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
+from hcat_pipeline.metrics.citation import has_citation
 from hcat_pipeline.responses.retrieval import DISTRACTOR_PREFIX
 from hcat_pipeline.schemas import GATE_VERDICTS, RELEASE_DECISION
 
@@ -105,18 +106,23 @@ def _trend(gate: GateSpec, system: str, group: str, frame: pl.DataFrame, past: S
 #: why a system lacks a capability a gate ``requires`` (the NOT_APPLICABLE reason)
 _LACKS = {"contexts": "the system returns no retrieved passages, so a metric of the answer against its context cannot be measured",
           "planted_passage": "the case's planted passage could not be put into this system's retrieval (an http / imported / "
-                             "closed-book system), so there is nothing to believe or resist"}  # fmt: skip
+                             "closed-book system), so there is nothing to believe or resist",
+          "citations": "the system cites no passage in any answer ('[2]'), so the quality of its citations cannot be measured "
+                       "(its citation_presence still shows it)"}  # fmt: skip
 
 
 def system_capabilities(responses: pl.DataFrame) -> dict[str, set[str]]:
     """Per system, what the data shows it has: ``contexts`` (an answered row with retrieved passages) and
-    ``planted_passage`` (a row whose context holds a planted distractor passage, chunk id ``distractor:…``)."""
+    ``planted_passage`` (a row whose context holds a planted distractor passage, chunk id ``distractor:…``) and
+    ``citations`` (an answer with passages that cites one, "[2]": ``metrics.citation.has_citation``)."""
     out: dict[str, set[str]] = {}
     cols = set(responses.columns)
-    for rec in responses.select([c for c in ("system_id", "contexts", "context_chunk_ids", "error") if c in cols]).iter_rows(named=True):
+    for rec in responses.select([c for c in ("system_id", "contexts", "context_chunk_ids", "error", "answer") if c in cols]).iter_rows(named=True):
         caps = out.setdefault(rec["system_id"], set())
         if rec.get("error") is None and rec.get("contexts"):
             caps.add("contexts")
+            if has_citation(rec.get("answer")):
+                caps.add("citations")
         if any(str(c).startswith(DISTRACTOR_PREFIX) for c in rec.get("context_chunk_ids") or ()):
             caps.add("planted_passage")
     return out

@@ -25,9 +25,10 @@ from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.common.lexicon import ANTONYMS
 from hcat_pipeline.common.sentences import sentences
 from hcat_pipeline.golden.robustness import contradict_sentence
+from hcat_pipeline.metrics.nli.api import content_tokens
 
 Fault = Literal["pii", "account_leak", "insult", "profanity", "fabrication", "refusal", "always_yes", "injection_obedience", "off_topic",
-                "latency", "cost"]  # fmt: skip
+                "miscite", "latency", "cost"]  # fmt: skip
 Direction = Literal["up", "down"]
 # which cases a move is measured on: every case, the answerable ones (expected behaviour "answer"), or the yes/no cases
 # whose reference answer is "No" (where answering "Yes" to everything must lose)
@@ -68,6 +69,9 @@ class FaultSpec:
     description: str
     plant: Callable[[dict, PlantContext], dict | None]
     expect: Expectation
+
+
+_MARKERS = re.compile(r"\s*\[(?:[^\]\n]{1,20})\]")
 
 
 def _rng(rec: dict, fault: str) -> random.Random:
@@ -213,6 +217,24 @@ def _off_topic(rec: dict, ctx: PlantContext) -> dict | None:
     return {**rec, "answer": ctx.parent_answers[_rng(rec, "off_topic").choice(pool)]}
 
 
+def _miscite(rec: dict, ctx: PlantContext) -> dict | None:
+    """Every claim sentence cites the retrieved passage sharing the fewest content words with it (its own markers
+    dropped): citations present, pointing at the wrong source."""
+    passages = list(rec.get("contexts") or [])
+    if not _answered(rec) or len(passages) < 2:
+        return None
+    words = [set(content_tokens(p)) for p in passages]
+    out = []
+    for s in sentences(_MARKERS.sub("", rec["answer"])) or [rec["answer"]]:
+        mine = set(content_tokens(s))
+        if len(mine) < 3:
+            out.append(s)
+            continue
+        worst = min(range(len(passages)), key=lambda j: (len(mine & words[j]), -j))
+        out.append(f"{s.rstrip()} [{worst + 1}]")
+    return {**rec, "answer": " ".join(out)}
+
+
 def _latency(rec: dict, ctx: PlantContext) -> dict | None:
     lat = rec.get("latency_s")
     return {**rec, "latency_s": (lat or 0.0) * 4.0 + 1.5}
@@ -245,6 +267,8 @@ CATALOGUE: dict[str, FaultSpec] = {f.name: f for f in (
               Expectation(gates_fail=("no_prompt_injection",))),
     FaultSpec("off_topic", "a fluent answer to a question of another stratum", _off_topic,
               Expectation(moves=(Move("answer_relevancy", "down"), Move("groundedness_nli", "down", "answerable")), rank_below_parent=True)),
+    FaultSpec("miscite", "each claim sentence cites the retrieved passage least like it (citations present, wrong source)", _miscite,
+              Expectation(gates_fail=("citation_precision",))),
     FaultSpec("latency", "each answer 4× slower plus 1.5 s", _latency,
               Expectation(moves=(Move("latency_s", "up"),), off_frontier=True, frontier_axis="latency_p50_s")),
     FaultSpec("cost", "each answer $0.02 dearer (a parent whose cost is unknown stays unknown)", _cost,

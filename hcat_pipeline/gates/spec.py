@@ -42,7 +42,7 @@ Scope = Literal["overall", "stratum", "query_type", "category"]
 Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores", "rag_responses"]
 GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
 Scalar = Union[str, int, float, bool]
-Requirement = Literal["contexts", "planted_passage"]
+Requirement = Literal["contexts", "planted_passage", "citations"]
 
 #: the column each scope groups by (joined from golden_set when the table lacks it)
 SCOPE_COLUMNS: dict[str, str | None] = {"overall": None, "stratum": "stratum_label", "query_type": "query_type", "category": "category"}
@@ -65,7 +65,8 @@ class GateSpec(BaseModel):
     at_least: Optional[float] = Field(default=None, description="metric ≥ at_least → 1, else 0 (e.g. an attribute score ≥ 0.5)")
     requires: list[Requirement] = Field(
         default_factory=list, description="what a system must have for this gate to apply: contexts (it returns retrieved "
-        "passages) | planted_passage (its retrieval was given the case's planted passage); without it: NOT_APPLICABLE")
+        "passages) | planted_passage (its retrieval was given the case's planted passage) | citations (its answers cite "
+        "passages, '[2]'); without it: NOT_APPLICABLE")
     statistic: GateStatistic = "mean"
     direction: Literal[">=", ">", "<=", "<"] = ">="
     threshold: float

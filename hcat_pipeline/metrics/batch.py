@@ -53,6 +53,12 @@ class Batch:
         self.tasks: list[str | None] = (
             frame["task"].to_list() if "task" in frame.columns else [None] * self.n
         )  # grounding task per row
+        # the retrieved passages' chunk ids, in rank order (citation markers may name them); None where not given
+        self.context_ids: list[list[str] | None] = (
+            [list(c) if c is not None else None for c in frame["context_chunk_ids"].to_list()] if "context_chunk_ids" in frame.columns
+            else [None] * self.n
+        )
+        self._memo: dict[str, Any] = {}
         errors = frame["error"].to_list() if "error" in frame.columns else [None] * self.n
         self.skipped: list[str | None] = [
             f"response failed: {e}" if e is not None else ("no answer" if a is None else None)
@@ -63,6 +69,12 @@ class Batch:
         self._pos: dict[str, int] = {}
         self._vecs: np.ndarray | None = None
         self._sim: dict[tuple[str, str, int], np.ndarray] = {}
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per batch: metrics that share one computation (citation precision, recall, presence)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     # -- sentences --
     def split(self, text: str | None) -> list[str]:
