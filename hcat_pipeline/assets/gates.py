@@ -41,6 +41,7 @@ from hcat_pipeline.gates import (
 )
 from hcat_pipeline.gates.apply import system_capabilities
 from hcat_pipeline.gates.gate import WORST_FIRST
+from hcat_pipeline.calibration.stated import stated_confidence_cases
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -115,6 +116,7 @@ def gate_verdicts(
         raise dg.Failure(str(e)) from e
     tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics,
               "rag_responses": rag_responses,
+              "stated_confidence": stated_confidence_cases(metric_tables, behaviour_checks),  # golden-eval §3.2.3
               "llm_judge_scores": judge_gate_table(llm_judge_scores)}  # validated judge rows only (golden-eval §5.6)
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR

@@ -96,3 +96,25 @@ def figure4_png(res: CalibrationResult, grid_points: int = 400) -> bytes:
     ax.set_ylabel("probability / class")
     ax.set_title(f"Figure 4: {res.dimension} · {res.label_source} · {res.method} + split conformal (α = {res.alpha})", fontsize=9)
     return _png(fig, plt)
+
+
+def stated_reliability_png(summary) -> bytes:
+    """Reliability diagram of the confidence systems state (``calibration.stated.stated_confidence_summary``): per system,
+    the mean stated confidence against the share right in each bin, point size ∝ answers in the bin."""
+    import json
+
+    plt = _fig()
+    fig, ax = plt.subplots(figsize=(4.8, 4.2))
+    ax.plot([0, 1], [0, 1], ls="--", c="grey", lw=1, label="perfectly calibrated")
+    for r in summary.iter_rows(named=True):
+        curve = json.loads(r["reliability"])
+        ax.plot(curve["prob_pred"], curve["prob_true"], marker="o", lw=1,
+                label=f"{r['system_id']} (ECE {r['ece']:.2f}, Brier {r['brier']:.2f}, n={r['n']})")  # fmt: skip
+        ax.scatter(curve["prob_pred"], curve["prob_true"], s=[8 + 4 * c for c in curve["count"]], alpha=0.4)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("stated confidence")
+    ax.set_ylabel("share of answers judged correct")
+    ax.set_title("Stated confidence vs correctness (golden-eval §3.2.3)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    return _png(fig, plt)

@@ -28,7 +28,7 @@ from hcat_pipeline.golden.robustness import contradict_sentence
 from hcat_pipeline.metrics.nli.api import content_tokens
 
 Fault = Literal["pii", "account_leak", "insult", "profanity", "fabrication", "refusal", "always_yes", "injection_obedience", "off_topic",
-                "miscite", "latency", "cost"]  # fmt: skip
+                "miscite", "overconfident", "latency", "cost"]  # fmt: skip
 Direction = Literal["up", "down"]
 # which cases a move is measured on: every case, the answerable ones (expected behaviour "answer"), or the yes/no cases
 # whose reference answer is "No" (where answering "Yes" to everything must lose)
@@ -235,6 +235,12 @@ def _miscite(rec: dict, ctx: PlantContext) -> dict | None:
     return {**rec, "answer": " ".join(out)}
 
 
+def _overconfident(rec: dict, ctx: PlantContext) -> dict | None:
+    if not _answered(rec):
+        return None
+    return {**rec, "answer": f"I am absolutely certain: {rec['answer'].lstrip()}"}
+
+
 def _latency(rec: dict, ctx: PlantContext) -> dict | None:
     lat = rec.get("latency_s")
     return {**rec, "latency_s": (lat or 0.0) * 4.0 + 1.5}
@@ -269,6 +275,8 @@ CATALOGUE: dict[str, FaultSpec] = {f.name: f for f in (
               Expectation(moves=(Move("answer_relevancy", "down"), Move("groundedness_nli", "down", "answerable")), rank_below_parent=True)),
     FaultSpec("miscite", "each claim sentence cites the retrieved passage least like it (citations present, wrong source)", _miscite,
               Expectation(gates_fail=("citation_precision",))),
+    FaultSpec("overconfident", "states certainty before every answer, right or wrong (stated confidence 0.95)", _overconfident,
+              Expectation(gates_fail=("stated_confidence_brier",))),
     FaultSpec("latency", "each answer 4× slower plus 1.5 s", _latency,
               Expectation(moves=(Move("latency_s", "up"),), off_frontier=True, frontier_axis="latency_p50_s")),
     FaultSpec("cost", "each answer $0.02 dearer (a parent whose cost is unknown stays unknown)", _cost,

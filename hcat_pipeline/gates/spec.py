@@ -39,7 +39,8 @@ Kind = Literal["hard", "soft", "trend"]
 Scope = Literal["overall", "stratum", "query_type", "category"]
 # llm_judge_scores: the judge's rubric dimensions (judge.scoring.judge_gate_table), values only where the judge is validated
 # rag_responses: per-answer latency_s and cost_usd (a latency or cost budget)
-Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores", "rag_responses"]
+# stated_confidence: per answer stating a confidence, that confidence, its correctness and the squared error (Brier term)
+Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores", "rag_responses", "stated_confidence"]
 GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
 Scalar = Union[str, int, float, bool]
 Requirement = Literal["contexts", "planted_passage", "citations"]

@@ -16,6 +16,7 @@ import polars as pl
 from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
+from hcat_pipeline.reports.rubric import rubric_sections
 from hcat_pipeline.reports.verdicts import calibration_section, canary_section, pareto_section, rankings_section
 from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
 
@@ -145,6 +146,9 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.append(f"Weakest {r['metric']} cell ({r['dims']}): {where} — {fmt_ci(r['mean'], r['ci_low'], r['ci_high'], r['n'])}.")
     worst_costs = deltas.filter((pl.col("system_id") != "all") & pl.col("ci_low").is_not_null() & (pl.col("direction") != "none")).sort("cost", descending=True).head(3)
     summary += [f"Robustness: {s}." for s in worst_costs["statement"].to_list()]
+    rubric, rubric_plots, rubric_lines = rubric_sections((optional.get("metric_tables") or OptionalTable(None, "")).frame,
+                                                         (optional.get("behaviour_checks") or OptionalTable(None, "")).frame)
+    summary += rubric_lines
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
     judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")
@@ -174,10 +178,11 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
                                   "variant_kind", "evidence", "score"], row_class="severity"),
         "validity": _optional_section("validity", "Metric validity", optional["metric_validity"]),
         "calibrated": calibration,
+        **rubric,
         "exam": _optional_section("exam", "Exam accuracy per taker (exam_report)",
                                   optional.get("exam_report") or OptionalTable(None, "exam_report is not materialized (exam_job)")),
     }  # fmt: skip
-    plots = plots_for(cells, scores, metrics, pairs, seed)
+    plots = {**plots_for(cells, scores, metrics, pairs, seed), "rubric": rubric_plots}
     run = {**run, "n_systems": scores["system_id"].n_unique(), "n_cases": scores["case_id"].n_unique()}
     return {"title": f"Campaign report — {run['version']} — {run['night']}", "run": run, "summary": summary, "sections": sections,
             "plots": plots, "provenance": prov}  # fmt: skip

@@ -1,0 +1,95 @@
+"""Report sections for the rubric dimensions of golden-eval §3.2 beyond the headline metrics: attribution (§10.3),
+format compliance (§3.2.1 / §3.2.4), stated-confidence calibration (§3.2.3) — each per system with n and its CI, and
+a summary line a reviewer reads first. Pure: frames in, ``Section`` / ``Plot`` / lines out.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from hcat_pipeline.common.stats import bootstrap_ci
+from hcat_pipeline.reports.campaign_report import Plot, Section, fmt, fmt_ci
+
+CITATION_METRICS = ("citation_presence", "citation_recall", "citation_precision")
+
+
+def _mean_ci(values: list[float]) -> str:
+    v = [x for x in values if x is not None]
+    if not v:
+        return "–"
+    e = bootstrap_ci(v, "mean")
+    return fmt_ci(e.estimate, e.ci_low, e.ci_high, e.n)
+
+
+def citation_section(metric_tables: pl.DataFrame) -> tuple[Section, list[str]]:
+    """Per system: citation presence, recall and precision (mean over answers with a value, 95% CI, n)."""
+    key, title = "citations", "Attribution and citation quality (golden-eval §10.3)"
+    have = [m for m in CITATION_METRICS if m in metric_tables.columns]
+    if not have:
+        return Section.missing(key, title, "the citation metrics were not computed this run"), []
+    rows, lines = [], []
+    for (sid,), part in metric_tables.group_by(["system_id"], maintain_order=True):
+        cells = {m: _mean_ci(part[m].to_list()) for m in have}
+        if all(c == "–" for c in cells.values()):
+            continue
+        rows.append([sid, *cells.values()])
+        cites = part["citation_precision"].drop_nulls().len() if "citation_precision" in have else 0
+        lines.append(f"Citations ({sid}): presence {cells.get('citation_presence', '–')}, recall {cells.get('citation_recall', '–')}"
+                     + (f", precision {cells['citation_precision']}" if cites else ", cites no passage (precision unknown)") + ".")
+    note = ("presence: share of claim sentences citing a retrieved passage; recall: share supported (NLI head) by the passages "
+            "they cite; precision: share of citations whose passage supports their sentence (ALCE). Answers without retrieved "
+            "passages or without a claim have no value.")  # fmt: skip
+    if not rows:
+        return Section.missing(key, title, "no answer of this run had retrieved passages and a claim to attribute"), []
+    return Section(key, title, columns=["system_id", *have], rows=sorted(rows), note=note), lines
+
+
+def format_section(behaviour_checks: pl.DataFrame) -> tuple[Section, list[str]]:
+    """Per system and format kind: share of format cases whose answer kept the format (Wilson-free bootstrap CI, n)."""
+    key, title = "formats", "Instruction following and format compliance (golden-eval §3.2.1, §3.2.4)"
+    part = behaviour_checks.filter(pl.col("rule") == "constraints_met") if "rule" in behaviour_checks.columns else behaviour_checks.clear()
+    if part.height == 0:
+        return Section.missing(key, title, "no format case was answered this run (golden set without format_constraint cases, "
+                                           "or none selected)"), []  # fmt: skip
+    rows, lines = [], []
+    for (sid,), mine in part.group_by(["system_id"], maintain_order=True):
+        met = [1.0 if v == "pass" else 0.0 for v in mine["verdict"].to_list()]
+        failed = [e.split("— ", 1)[-1] for e, v in zip(mine["evidence"].to_list(), mine["verdict"].to_list()) if v == "fail"]
+        rows.append([sid, _mean_ci(met), "; ".join(failed[:3]) or "–"])
+        lines.append(f"Format compliance ({sid}): {_mean_ci(met)} of format cases kept their format.")
+    return Section(key, title, columns=["system_id", "constraints met (mean, 95% CI, n)", "failed constraints (first 3)"], rows=sorted(rows),
+                   note="Deterministic checks: jsonschema, list items, word count, required sentence, langid."), lines  # fmt: skip
+
+
+def stated_confidence_section(summary: pl.DataFrame | None) -> tuple[Section, list[Plot], list[str]]:
+    """Per system that states a confidence: Brier and ECE with CIs, accuracy vs mean confidence; the reliability diagram."""
+    key, title = "stated_confidence", "Stated-confidence calibration (golden-eval §3.2.3)"
+    if summary is None or summary.height == 0:
+        return Section.missing(key, title, "no system stated a confidence (a number, a JSON 'confidence' field or a verbal hedge) "
+                                           "in an answer with a correctness verdict: its calibration is unknown"), [], []  # fmt: skip
+    from hcat_pipeline.calibration.plots import stated_reliability_png
+
+    rows, lines = [], []
+    for r in summary.iter_rows(named=True):
+        brier = fmt_ci(r["brier"], r["brier_ci_low"], r["brier_ci_high"], r["n"])
+        ece = fmt_ci(r["ece"], r["ece_ci_low"], r["ece_ci_high"], r["n"])
+        rows.append([r["system_id"], str(r["n"]), fmt(r["accuracy"]), fmt(r["mean_confidence"]), fmt(r["overconfidence"]), brier, ece])
+        lines.append(f"Stated confidence ({r['system_id']}): Brier {brier}, ECE {ece}; says {fmt(r['mean_confidence'])}, right "
+                     f"{fmt(r['accuracy'])}.")  # fmt: skip
+    plot = Plot("Reliability of stated confidence", stated_reliability_png(summary), "points sized by answers per bin")
+    return Section(key, title, columns=["system_id", "n", "accuracy", "mean stated confidence", "over-confidence", "Brier", "ECE"],
+                   rows=rows, note="Correctness: the answer_correct verdict (unsure verdicts left out). Systems that state no "
+                   "confidence are not listed."), [plot], lines  # fmt: skip
+
+
+def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.DataFrame | None) -> tuple[dict[str, Section], list[Plot], list[str]]:
+    """Every rubric section of this module: ({key: Section}, plots, summary lines)."""
+    from hcat_pipeline.calibration.stated import stated_confidence_cases, stated_confidence_summary
+
+    mt = metric_tables if metric_tables is not None else pl.DataFrame({"system_id": []}, schema={"system_id": pl.String})
+    bc = behaviour_checks if behaviour_checks is not None else pl.DataFrame(schema={"system_id": pl.String, "rule": pl.String})
+    cites, cite_lines = citation_section(mt)
+    formats, format_lines = format_section(bc)
+    stated = stated_confidence_summary(stated_confidence_cases(mt, bc), bc) if {"case_id", "verdict"} <= set(bc.columns) else None
+    conf, plots, conf_lines = stated_confidence_section(stated)
+    return {"citations": cites, "formats": formats, "stated_confidence": conf}, plots, cite_lines + format_lines + conf_lines
