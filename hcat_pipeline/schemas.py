@@ -294,6 +294,11 @@ PARETO_FRONTIER = {
     "latency_p50_ci_high": pl.Float64, "latency_p95_s": pl.Float64, "latency_p95_ci_low": pl.Float64,
     "latency_p95_ci_high": pl.Float64, "n": pl.Int64, "n_quality": pl.Int64, "n_failed": pl.Int64, "quality_metric": pl.String,
     "excluded_reason": pl.String,  # why the system is not placed on the frontier (quality unknown), else null
+    # secondary rankings (gates.efficiency): quality per second and per dollar with CIs and ranks; unknown cost = null
+    "quality_per_second": pl.Float64, "quality_per_second_ci_low": pl.Float64, "quality_per_second_ci_high": pl.Float64,
+    "rank_per_second": pl.Int64, "rank_per_second_tied": pl.Boolean,
+    "quality_per_usd": pl.Float64, "quality_per_usd_ci_low": pl.Float64, "quality_per_usd_ci_high": pl.Float64,
+    "rank_per_usd": pl.Int64, "rank_per_usd_tied": pl.Boolean, "rank_quality": pl.Int64, "efficiency_note": pl.String,
 }  # fmt: skip
 
 # case_contamination (per campaign run): one row per case (gates.contamination)

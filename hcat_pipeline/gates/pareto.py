@@ -12,6 +12,9 @@ system does not return) leaves the system *off the frontier, not placed*, with t
 http system without ``cost_path`` or ``cost_per_call_usd``) is null and that axis is not compared for
 the system (said in the explanation).
 
+The secondary rankings — quality per second and per dollar with CIs and ranks — are joined on
+(``gates.efficiency``).
+
 ``pareto_frontier(axes)``: system X dominates Y when X is at least as good on every axis and better on
 at least one (quality higher, cost and latency lower). "Better" needs evidence: X's confidence interval
 on the axis lies entirely on the better side of Y's (non-overlapping 95 % CIs — stricter than a CI of
@@ -26,6 +29,7 @@ from __future__ import annotations
 import polars as pl
 
 from hcat_pipeline.common.stats import bootstrap_ci
+from hcat_pipeline.gates.efficiency import EFFICIENCY, efficiency
 from hcat_pipeline.schemas import PARETO_FRONTIER as PARETO
 
 QUALITY_METRIC = "groundedness_nli"  # the validated groundedness: the default quality axis and first ranking metric
@@ -63,7 +67,9 @@ def system_axes(responses: pl.DataFrame, metrics: pl.DataFrame, quality_metric: 
                      "latency_p95_s": p95.estimate, "latency_p95_ci_low": p95.ci_low, "latency_p95_ci_high": p95.ci_high,
                      "n": r.height, "n_quality": qe.n, "n_failed": failed, "quality_metric": quality_metric,
                      "excluded_reason": why})  # fmt: skip
-    return pl.DataFrame(rows, schema=PARETO)
+    axes = pl.DataFrame(rows, schema={k: v for k, v in PARETO.items() if k not in EFFICIENCY})
+    eff = efficiency(responses, metrics, quality_metric, confidence=confidence, n_boot=n_boot, seed=seed)
+    return axes.join(eff, on="system_id", how="left").select(list(PARETO))
 
 
 #: axis → its CI columns (cost's CI is cost_ci_*; the others are <axis>_ci_* or <stem>_ci_*)

@@ -76,13 +76,25 @@ def pareto_section(pareto: pl.DataFrame | None, why: str = "") -> Section:
         place = "not placed" if r["on_frontier"] is None else "on the frontier" if r["on_frontier"] else "dominated"
         cost = "unknown" if r.get("cost_usd_per_case") is None else _ci(r["cost_usd_per_case"], r.get("cost_ci_low"), r.get("cost_ci_high"))
         rows.append([r["system_id"], place, f"{_ci(r['quality'], r['quality_ci_low'], r['quality_ci_high'])} n={r['n_quality']}", cost,
-                     _ci(r["latency_p50_s"], r["latency_p50_ci_low"], r["latency_p50_ci_high"]), r["explanation"]])
+                     _ci(r["latency_p50_s"], r["latency_p50_ci_low"], r["latency_p50_ci_high"]), _per(r, "second"), _per(r, "usd"),
+                     r["explanation"]])
         classes.append("PASS" if r["on_frontier"] else "")
     metric = pareto["quality_metric"][0] if "quality_metric" in pareto.columns else "quality"
-    return Section(key, title, columns=["system", "place", f"quality ({metric}) [95 % CI]", "USD per case", "latency p50 s", "why"],
+    return Section(key, title, columns=["system", "place", f"quality ({metric}) [95 % CI]", "USD per case", "latency p50 s",
+                                        "quality per second [CI] (rank)", "quality per USD [CI] (rank)", "why"],
                    rows=rows, row_classes=classes,
                    note="Better on an axis only when the 95 % CIs are apart; an unknown quality is not placed, an unknown cost "
-                   "is not compared (never counted as best or as $0).")  # fmt: skip
+                   "is not compared (never counted as best or as $0). Secondary rankings: mean quality over mean seconds / "
+                   "USD per answer, bootstrap CI over cases; '≈' = its CI overlaps a neighbour's (order not established).")  # fmt: skip
+
+
+def _per(r: dict, unit: str) -> str:
+    """'0.12 [0.10, 0.14] (#1 ≈)' for quality per second / per USD, or why it is unknown."""
+    v = r.get(f"quality_per_{unit}")
+    if v is None:
+        return "unknown" + (f": {r['efficiency_note']}" if unit == "usd" and r.get("efficiency_note") else "")
+    rank, tied = r.get(f"rank_per_{unit}"), r.get(f"rank_per_{unit}_tied")
+    return f"{_ci(v, r.get(f'quality_per_{unit}_ci_low'), r.get(f'quality_per_{unit}_ci_high'))} (#{rank}{' ≈' if tied else ''})"
 
 
 def calibration_section(calibrated: pl.DataFrame | None, calibrators: pl.DataFrame | None, labels: pl.DataFrame | None,
