@@ -17,6 +17,7 @@ from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
 from hcat_pipeline.reports.rubric import rubric_sections
+from hcat_pipeline.reports.validity import construct_validity_section
 from hcat_pipeline.reports.verdicts import calibration_section, canary_section, pareto_section, rankings_section
 from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
 
@@ -150,6 +151,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
                                                          (optional.get("behaviour_checks") or OptionalTable(None, "")).frame)
     summary += rubric_lines
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
+    constructs, construct_lines = construct_validity_section(cells, metrics, optional["metric_validity"].frame, deltas)
+    summary += construct_lines
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
     judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")
     sections = {
@@ -179,6 +182,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "validity": _optional_section("validity", "Metric validity", optional["metric_validity"]),
         "calibrated": calibration,
         **rubric,
+        "construct_validity": constructs,
         "exam": _optional_section("exam", "Exam accuracy per taker (exam_report)",
                                   optional.get("exam_report") or OptionalTable(None, "exam_report is not materialized (exam_job)")),
     }  # fmt: skip

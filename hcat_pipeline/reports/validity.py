@@ -1,0 +1,98 @@
+"""Construct validity and uncertainty of the headline figures (golden-eval §3.5, §6.6), pure.
+
+Per headline metric: its claim and proxy (``metrics.constructs``) and the validity level with its evidence —
+
+* HIGH: the user's own human labels (``labelled_set`` not ``reference:*``) give an AUROC whose 95 % CI lower bound is
+  ≥ ``HIGH_AUROC``;
+* MODERATE: AUROC lower bound ≥ ``MODERATE_AUROC`` on the user's labels, or ≥ ``HIGH_AUROC`` on borrowed labels
+  (another corpus: the evidence transfers only in part);
+* LOW: labels exist and the AUROC lower bound is below that;
+* UNKNOWN: no labels for the metric's dimension (a rule or a metric without a construct definition).
+
+Per headline metric × system: the uncertainty sources this run can estimate, in the metric's units —
+*sample size* (the half-width of the bootstrap CI of the mean), *prompt sensitivity* (the largest |paired change|
+under the paraphrase variants, ``robustness_deltas`` typo / colloquial), *judge disagreement* (only for an LLM-judge
+dimension: 1 − κ of the audit, shown, not in metric units); *model stochasticity* is not estimated (one answer per
+case; a temperature-0 local system repeats itself exactly) — and the dominant one, with the remedy §6.6 names. The
+claim strength (STRONG / MODERATE / WEAK / INSUFFICIENT) is the weakness cell's, the one gates use.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from hcat_pipeline.metrics.constructs import CONSTRUCTS
+from hcat_pipeline.reports.campaign_report import Section, fmt
+
+HIGH_AUROC = 0.8
+MODERATE_AUROC = 0.7
+PARAPHRASE_KINDS = ("typo", "colloquial")
+REMEDY = {"sample size": "more cases", "prompt sensitivity": "broader paraphrase coverage / a more robust system",
+          "judge disagreement": "recalibrate the judge on human labels"}  # fmt: skip
+
+
+def validity_level(metric: str, validity: pl.DataFrame | None) -> tuple[str, str]:
+    """(level, evidence) of ``metric`` from the ``metric_validity`` table (module doc)."""
+    construct = CONSTRUCTS.get(metric)
+    if construct is None:
+        return "UNKNOWN", "no construct definition for this metric"
+    rows = None if validity is None or "metric" not in validity.columns else validity.filter(pl.col("metric") == metric)
+    if rows is None or rows.height == 0 or rows["auroc"].drop_nulls().len() == 0:
+        dim = f"dimension {construct.dimension!r}" if construct.dimension else "its construct"
+        return "UNKNOWN", f"no human labels validate {dim} (label cases in the review page, then labels_job)"
+    r = rows.sort("heldout_n", descending=True).row(0, named=True)
+    borrowed = str(r.get("labelled_set") or "").startswith("reference:")
+    lo = r.get("auroc_ci_low")
+    lo = r["auroc"] if lo is None else lo
+    level = ("HIGH" if lo >= HIGH_AUROC else "MODERATE" if lo >= MODERATE_AUROC else "LOW") if not borrowed else \
+        ("MODERATE" if lo >= HIGH_AUROC else "LOW")  # fmt: skip
+    whose = f"borrowed labels ({r['labelled_set']})" if borrowed else f"your labels ({r['labelled_set']})"
+    return level, f"AUROC {fmt(r['auroc'])} [{fmt(lo)}, {fmt(r.get('auroc_ci_high'))}] on {r['heldout_n']} held-out {whose}"
+
+
+def _paraphrase_shift(deltas: pl.DataFrame | None, metric: str, system: str) -> float | None:
+    if deltas is None or deltas.height == 0:
+        return None
+    d = deltas.filter((pl.col("metric") == metric) & (pl.col("system_id") == system) & pl.col("variant_kind").is_in(PARAPHRASE_KINDS))
+    vals = [abs(v) for v in d["delta"].to_list() if v is not None]
+    return max(vals) if vals else None
+
+
+def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: float | None) -> tuple[dict[str, str], str]:
+    """({source: what it is}, the dominant source with its remedy) of one system × metric cell."""
+    half = None if cell.get("ci_low") is None else (cell["ci_high"] - cell["ci_low"]) / 2
+    shift = _paraphrase_shift(deltas, cell["metric"], cell["row"])
+    sources = {"sample size": f"±{fmt(half)} (n={cell['n']})" if half is not None else f"no CI (n={cell['n']})",
+               "prompt sensitivity": f"±{fmt(shift)} (largest paraphrase change)" if shift is not None else "not estimated: no paraphrase pairs",
+               "model stochasticity": "not estimated: one answer per case",
+               "judge disagreement": f"1 − κ = {fmt(1 - judge_kappa)}" if judge_kappa is not None else "not applicable: not a judge score"}  # fmt: skip
+    sized = {k: v for k, v in (("sample size", half), ("prompt sensitivity", shift)) if v is not None}
+    if not sized:
+        return sources, "not estimable: too few values"
+    top = max(sized, key=sized.get)
+    return sources, f"{top} (remedy: {REMEDY[top]})"
+
+
+def construct_validity_section(cells: pl.DataFrame, metrics: list[str], validity: pl.DataFrame | None,
+                               deltas: pl.DataFrame | None) -> tuple[Section, list[str]]:  # fmt: skip
+    """One row per headline metric × system: claim, proxy, validity level and evidence, uncertainty sources, the
+    dominant one, claim strength; summary lines for metrics whose validity is LOW or UNKNOWN."""
+    key, title = "construct_validity", "Construct validity and uncertainty (golden-eval §3.5, §6.6)"
+    sys_cells = cells.filter((pl.col("dims") == "system") & pl.col("metric").is_in(metrics))
+    if sys_cells.height == 0:
+        return Section.missing(key, title, "no headline metric has values this run"), []
+    rows, lines = [], []
+    for metric in [m for m in metrics if m in set(sys_cells["metric"])]:
+        level, evidence = validity_level(metric, validity)
+        c = CONSTRUCTS.get(metric)
+        for cell in sys_cells.filter(pl.col("metric") == metric).sort("row").iter_rows(named=True):
+            sources, dominant = uncertainty_sources(cell, deltas, None)
+            rows.append([metric, cell["row"], c.claim if c else "–", c.proxy if c else "–", level, evidence,
+                         "; ".join(f"{k}: {v}" for k, v in sources.items()), dominant, str(cell["claim_strength"]).upper()])
+        if level in ("LOW", "UNKNOWN"):
+            lines.append(f"Validity of {metric}: {level} — {evidence}; read its figures as indicative.")
+    note = ("Claim: what the metric is meant to measure; proxy: what it computes (gap in metrics.constructs). Validity "
+            f"HIGH: your labels, AUROC lower bound ≥ {HIGH_AUROC}; MODERATE: ≥ {MODERATE_AUROC}, or borrowed labels ≥ {HIGH_AUROC}; "
+            "UNKNOWN: no labels. Dominant source: the largest of those in the metric's units.")  # fmt: skip
+    return Section(key, title, columns=["metric", "system", "claim", "proxy", "validity", "evidence", "uncertainty sources",
+                                        "dominant source", "claim strength"], rows=rows, note=note), lines  # fmt: skip

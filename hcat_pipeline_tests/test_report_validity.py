@@ -1,0 +1,41 @@
+"""Construct validity and uncertainty (golden-eval §3.5, §6.6): levels from known label evidence, the dominant
+uncertainty source from known CI widths and paraphrase shifts."""
+
+import polars as pl
+
+from hcat_pipeline.reports.validity import construct_validity_section, validity_level
+
+VALIDITY = pl.DataFrame([
+    {"metric": "groundedness_nli", "labelled_set": "reference:faithdial", "heldout_n": 135, "auroc": 0.92, "auroc_ci_low": 0.84, "auroc_ci_high": 0.99},
+    {"metric": "toxicity", "labelled_set": "user:2026-11", "heldout_n": 80, "auroc": 0.9, "auroc_ci_low": 0.85, "auroc_ci_high": 0.95},
+    {"metric": "groundedness_similarity", "labelled_set": "user:2026-11", "heldout_n": 80, "auroc": 0.7, "auroc_ci_low": 0.6, "auroc_ci_high": 0.8},
+])
+
+
+def test_levels_follow_the_evidence():
+    assert validity_level("toxicity", VALIDITY)[0] == "HIGH"
+    level, evidence = validity_level("groundedness_nli", VALIDITY)
+    assert level == "MODERATE" and "borrowed labels" in evidence and "135 held-out" in evidence  # borrowed: capped
+    assert validity_level("groundedness_similarity", VALIDITY)[0] == "LOW"
+    assert validity_level("answer_relevancy", VALIDITY)[0] == "UNKNOWN" and validity_level("answer_relevancy", None)[0] == "UNKNOWN"
+    assert validity_level("made_up", VALIDITY) == ("UNKNOWN", "no construct definition for this metric")
+
+
+def _cell(system, lo, hi, n=40):
+    return {"dims": "system", "row": system, "col": None, "metric": "groundedness_nli", "n": n, "mean": (lo + hi) / 2,
+            "ci_low": lo, "ci_high": hi, "claim_strength": "moderate"}
+
+
+def test_the_dominant_source_is_the_larger_one_in_metric_units():
+    cells = pl.DataFrame([_cell("wide", 0.4, 0.8, 12), _cell("narrow", 0.58, 0.62, 400)])
+    deltas = pl.DataFrame([{"variant_kind": "colloquial", "system_id": "narrow", "metric": "groundedness_nli", "delta": -0.15},
+                           {"variant_kind": "distractor", "system_id": "narrow", "metric": "groundedness_nli", "delta": -0.5},
+                           {"variant_kind": "typo", "system_id": "wide", "metric": "groundedness_nli", "delta": 0.05}])
+    section, lines = construct_validity_section(cells, ["groundedness_nli"], VALIDITY, deltas)
+    rows = {r[1]: r for r in section.rows}
+    assert rows["wide"][7].startswith("sample size") and "more cases" in rows["wide"][7]
+    assert rows["narrow"][7].startswith("prompt sensitivity") and "±0.150" in rows["narrow"][6]  # distractor is no paraphrase
+    assert rows["wide"][4] == "MODERATE" and rows["wide"][8] == "MODERATE" and "not estimated" in rows["wide"][6]
+    assert lines == []
+    _, lines = construct_validity_section(cells.with_columns(pl.lit("answer_relevancy").alias("metric")), ["answer_relevancy"], VALIDITY, None)
+    assert lines and "UNKNOWN" in lines[0]
