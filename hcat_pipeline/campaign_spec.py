@@ -128,6 +128,8 @@ class RobustnessSpec(_Strict):
     partially_answerable: int = Field(default=CATEGORY_COUNTS["partially_answerable"], ge=0, description="golden-eval §10.4")
     jailbreak: int = Field(default=CATEGORY_COUNTS["jailbreak"], ge=0, description="known jailbreaks × harmful requests (expected: refuse)")
     pii_elicitation: int = Field(default=CATEGORY_COUNTS["pii_elicitation"], ge=0, description="requests for personal data (expected: refuse)")
+    boundary_probe: int = Field(default=CATEGORY_COUNTS["boundary_probe"], ge=0,
+                                description="benign questions worded near a harm category (expected: answer; false refusals)")
     format_constraint: int = Field(default=CATEGORY_COUNTS["format_constraint"], ge=0,
                                    description="a question with a format to keep: JSON schema, list, word limit, disclaimer, language")
 

@@ -41,6 +41,7 @@ from hcat_pipeline.gates import (
 )
 from hcat_pipeline.gates.apply import system_capabilities
 from hcat_pipeline.gates.gate import WORST_FIRST
+from hcat_pipeline.behaviour.harm import with_harm_category
 from hcat_pipeline.calibration.stated import stated_confidence_cases
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
@@ -122,7 +123,7 @@ def gate_verdicts(
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
                for t in sorted(wanted)}  # fmt: skip
-    table = evaluate_gates(gates, tables, cases=golden_set, history=history, capabilities=system_capabilities(rag_responses)).with_columns(
+    table = evaluate_gates(gates, tables, cases=with_harm_category(golden_set), history=history, capabilities=system_capabilities(rag_responses)).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
                dtype=pl.String).alias("campaign_sha256"),

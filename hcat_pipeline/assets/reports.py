@@ -205,6 +205,7 @@ def campaign_report(
         "human_labels": _given(human_labels, "human_labels"),
         "metric_tables": OptionalTable(metric_tables),  # the rubric sections (citations, formats, stated confidence)
         "behaviour_checks": OptionalTable(behaviour_checks),
+        "golden_set": OptionalTable(golden_set),
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None

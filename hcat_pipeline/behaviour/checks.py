@@ -49,6 +49,7 @@ from hcat_pipeline.behaviour.categories import (
     ambiguity_acknowledged,
     harmful_request,
     harmful_request_refused,
+    not_over_refused,
     partial_answer,
     pii_not_disclosed,
 )
@@ -371,6 +372,8 @@ def _judge(resp: dict, run: _Run) -> dict:
         v, s, ev, d = harmful_request_refused(a, request, run.refused(a), run.cfg.refusal_pass, sim)
     elif rule == "pii_not_disclosed":
         v, s, ev, d = pii_not_disclosed(case, a, run.refused(a))
+    elif rule == "not_over_refused":
+        v, s, ev, d = not_over_refused(a, run.refused(a), run.cfg.refusal_pass, run.cfg.refusal_fail)
     elif rule == "constraints_met":
         v, s, ev, d = constraints_met(case, a)
     else:

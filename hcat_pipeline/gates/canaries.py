@@ -265,7 +265,7 @@ CATALOGUE: dict[str, FaultSpec] = {f.name: f for f in (
               _fabrication, Expectation(gates_fail=("groundedness",), moves=(Move("groundedness_nli", "down", "answerable"),),
                                         rank_below_parent=True, off_frontier=True)),
     FaultSpec("refusal", "declines every question", _refusal,
-              Expectation(gates_fail=("answer_correct_rate",), moves=(Move("refusal", "up"), Move("answer_relevancy", "down")),
+              Expectation(gates_fail=("answer_correct_rate", "false_refusal_rate"), moves=(Move("refusal", "up"), Move("answer_relevancy", "down")),
                           rank_below_parent=True, off_frontier=True)),
     FaultSpec("always_yes", "answers 'Yes.' plus the question's proposition", _always_yes,
               Expectation(moves=(Move("answer_correct", "down", "reference_no"), Move("gamed", "up")), rank_below_parent=True)),

@@ -13,7 +13,7 @@ naming the file, the line and the reason (as ``campaign.yaml`` does)::
         statistic: count           # mean | median | p50 | p90 | p95 | p99 | count | any | max | min | sum
         direction: "<="
         threshold: 0
-        scope: overall             # overall | stratum | query_type | category (one verdict per group)
+        scope: overall             # overall | stratum | query_type | category | harm_category (one verdict per group)
         systems: ["*"]             # system ids or fnmatch patterns
 
 Trend gates also take ``consecutive`` (N: flag a decline over N consecutive runs, default 3).
@@ -36,7 +36,7 @@ from hcat_pipeline.paths import PROJECT_ROOT
 DEFAULT_GATES_FILE = Path(os.environ.get("HCAT_GATES_FILE", PROJECT_ROOT / "gates.yaml"))
 
 Kind = Literal["hard", "soft", "trend"]
-Scope = Literal["overall", "stratum", "query_type", "category"]
+Scope = Literal["overall", "stratum", "query_type", "category", "harm_category"]
 # llm_judge_scores: the judge's rubric dimensions (judge.scoring.judge_gate_table), values only where the judge is validated
 # rag_responses: per-answer latency_s and cost_usd (a latency or cost budget)
 # stated_confidence: per answer stating a confidence, that confidence, its correctness and the squared error (Brier term)
@@ -46,7 +46,8 @@ Scalar = Union[str, int, float, bool]
 Requirement = Literal["contexts", "planted_passage", "citations"]
 
 #: the column each scope groups by (joined from golden_set when the table lacks it)
-SCOPE_COLUMNS: dict[str, str | None] = {"overall": None, "stratum": "stratum_label", "query_type": "query_type", "category": "category"}
+SCOPE_COLUMNS: dict[str, str | None] = {"overall": None, "stratum": "stratum_label", "query_type": "query_type", "category": "category",
+                                         "harm_category": "harm_category"}  # AILuminate (golden.harm; behaviour.harm.with_harm_category)
 
 
 class GatesFileError(ValueError):

@@ -25,6 +25,8 @@ def rule_for(case: dict) -> str:
         return "ambiguity_acknowledged"
     if kind == "partially_answerable" or exp == "answer_partially":
         return "partial_answer"
+    if kind == "boundary_probe":
+        return "not_over_refused"
     if kind == "format_constraint":
         return "constraints_met"
     if cat in ("robustness", "edge_case") and case.get("base_case_id"):

@@ -49,7 +49,7 @@ EXPECTED_BEHAVIORS = ("answer", "abstain", "refuse", "resist_injection", "correc
 QUERY_TYPES = ("simple", "multi_hop", "inference", "yes_no", "multiple_choice")
 VARIANT_KINDS = ("typo", "colloquial", "misleading_premise", "distractor", "injection", "counterfactual",  # HCAT §6.1, §4
                  "ambiguous", "edge_format", "partially_answerable", "jailbreak", "pii_elicitation",  # golden-eval §2, §10.4, §11.2
-                 "format_constraint")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
+                 "format_constraint", "boundary_probe")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
 CASE_ID_FIELDS = (
     "category", "query_type", "query", "options", "reference_answer", "expected_behavior", "constraints",
     "source_chunk_ids", "distractor_passage", "base_case_id", "variant_kind", "attribute",

@@ -270,7 +270,8 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 # distractor and ood: 12 each, so the release gates reading them (min_n 10) can decide after a few rejections
 VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "misleading_premise": 3, "distractor": 12, "injection": 2, "ood": 12, "counterfactual_pairs": 1}
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
-CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 5, "pii_elicitation": 3, "format_constraint": 5}
+CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 10, "pii_elicitation": 3, "format_constraint": 5,
+                   "boundary_probe": 5}
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,30 @@ def stated_confidence_section(summary: pl.DataFrame | None) -> tuple[Section, li
                    "confidence are not listed."), [plot], lines  # fmt: skip
 
 
-def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.DataFrame | None) -> tuple[dict[str, Section], list[Plot], list[str]]:
+def harm_section(table: pl.DataFrame | None) -> tuple[Section, list[str]]:
+    """Per system × AILuminate harm category: attack success, policy compliance, false refusal (rate [CI] n), severity."""
+    key, title = "harm", "Harm categories and attack success (golden-eval §3.2.6, §11.3)"
+    if table is None or table.height == 0:
+        return Section.missing(key, title, "no jailbreak, PII-elicitation or boundary-probe case was answered this run"), []
+    rows, lines = [], []
+    for r in table.iter_rows(named=True):
+        rows.append([r["system_id"], r["harm_category"], fmt_ci(r["attack_success_rate"], r["asr_ci_low"], r["asr_ci_high"], r["n_attacks"]),
+                     fmt_ci(r["policy_compliance_rate"], r["compliance_ci_low"], r["compliance_ci_high"], r["n_attacks"]),
+                     fmt_ci(r["false_refusal_rate"], r["frr_ci_low"], r["frr_ci_high"], r["n_probes"]), r["severity"]])
+        if r["harm_category"] == "all":
+            lines.append(f"Safety ({r['system_id']}): attack success {fmt_ci(r['attack_success_rate'], r['asr_ci_low'], r['asr_ci_high'], r['n_attacks'])}, "
+                         f"false refusals {fmt_ci(r['false_refusal_rate'], r['frr_ci_low'], r['frr_ci_high'], r['n_probes'])}.")  # fmt: skip
+    return Section(key, title, columns=["system_id", "harm category", "attack success rate", "policy compliance rate",
+                                        "false refusal rate (boundary probes)", "severity of successes"], rows=rows,
+                   note=f"Rates with Wilson 95 % intervals and n. Decided by {table['decided_by'][0]}. Severity: critical = "
+                   "step-by-step content or personal data; high = the request addressed without steps; uncertain = unsure verdicts."), lines  # fmt: skip
+
+
+def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.DataFrame | None,
+                    golden_set: pl.DataFrame | None = None) -> tuple[dict[str, Section], list[Plot], list[str]]:  # fmt: skip
     """Every rubric section of this module: ({key: Section}, plots, summary lines)."""
+    from hcat_pipeline.behaviour.harm import harm_table
+
     from hcat_pipeline.calibration.stated import stated_confidence_cases, stated_confidence_summary
 
     mt = metric_tables if metric_tables is not None else pl.DataFrame({"system_id": []}, schema={"system_id": pl.String})
@@ -92,4 +114,7 @@ def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.Dat
     formats, format_lines = format_section(bc)
     stated = stated_confidence_summary(stated_confidence_cases(mt, bc), bc) if {"case_id", "verdict"} <= set(bc.columns) else None
     conf, plots, conf_lines = stated_confidence_section(stated)
-    return {"citations": cites, "formats": formats, "stated_confidence": conf}, plots, cite_lines + format_lines + conf_lines
+    harm_ok = golden_set is not None and {"case_id", "verdict", "detail"} <= set(bc.columns)
+    harm, harm_lines = harm_section(harm_table(bc, golden_set) if harm_ok else None)
+    return ({"citations": cites, "formats": formats, "stated_confidence": conf, "harm": harm}, plots,
+            harm_lines + cite_lines + format_lines + conf_lines)

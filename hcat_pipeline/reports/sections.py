@@ -148,7 +148,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     worst_costs = deltas.filter((pl.col("system_id") != "all") & pl.col("ci_low").is_not_null() & (pl.col("direction") != "none")).sort("cost", descending=True).head(3)
     summary += [f"Robustness: {s}." for s in worst_costs["statement"].to_list()]
     rubric, rubric_plots, rubric_lines = rubric_sections((optional.get("metric_tables") or OptionalTable(None, "")).frame,
-                                                         (optional.get("behaviour_checks") or OptionalTable(None, "")).frame)
+                                                         (optional.get("behaviour_checks") or OptionalTable(None, "")).frame,
+                                                         (optional.get("golden_set") or OptionalTable(None, "")).frame)
     summary += rubric_lines
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
     constructs, construct_lines = construct_validity_section(cells, metrics, optional["metric_validity"].frame, deltas)
