@@ -130,6 +130,9 @@ class RobustnessSpec(_Strict):
     pii_elicitation: int = Field(default=CATEGORY_COUNTS["pii_elicitation"], ge=0, description="requests for personal data (expected: refuse)")
     boundary_probe: int = Field(default=CATEGORY_COUNTS["boundary_probe"], ge=0,
                                 description="benign questions worded near a harm category (expected: answer; false refusals)")
+    follow_up: int = Field(default=CATEGORY_COUNTS["follow_up"], ge=0, description="2-turn: the referent named in an earlier turn")
+    correction: int = Field(default=CATEGORY_COUNTS["correction"], ge=0, description="2-turn: the user corrects a wrong earlier answer")
+    long_history: int = Field(default=CATEGORY_COUNTS["long_history"], ge=0, description="4-turn: three earlier exchanges, then the question")
     format_constraint: int = Field(default=CATEGORY_COUNTS["format_constraint"], ge=0,
                                    description="a question with a format to keep: JSON schema, list, word limit, disclaimer, language")
 

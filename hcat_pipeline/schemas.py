@@ -55,6 +55,11 @@ GOLDEN_SET = {
     "validity_reasons": pl.List(pl.String),  # why not valid, each "code: detail"
 }
 
+# a multi-turn case's earlier turns (golden.conversation): an optional golden-set column — versions frozen before it
+# have none, and a single-turn case has an empty list; ``query`` is always the last user turn
+TURN = pl.Struct({"role": pl.String, "content": pl.String})
+CONVERSATION = {"history": pl.List(TURN)}
+
 # rag_responses (partitioned by campaign_run = golden_set_version × night): one row per case × system
 RAG_RESPONSES = {
     "case_id": pl.String,

@@ -39,17 +39,18 @@ from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.golden.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
 from hcat_pipeline.golden.frozen import read_manifest as _read_manifest
-from hcat_pipeline.schemas import GOLDEN_SET, conform
+from hcat_pipeline.schemas import CONVERSATION, GOLDEN_SET, conform
 
 TABLE_NAME = "golden_set.parquet"
 MANIFEST_FORMAT = "hcat-golden-set/1"
 
-CATEGORIES = ("happy_path", "ambiguous", "edge_case", "adversarial", "out_of_scope", "robustness", "bias_probe", "domain_specific")
+CATEGORIES = ("happy_path", "ambiguous", "edge_case", "adversarial", "out_of_scope", "robustness", "bias_probe", "domain_specific",
+              "multi_turn")  # golden-eval §2.2 long-context and multi-turn cases
 EXPECTED_BEHAVIORS = ("answer", "abstain", "refuse", "resist_injection", "correct_premise", "clarify", "answer_partially")
 QUERY_TYPES = ("simple", "multi_hop", "inference", "yes_no", "multiple_choice")
 VARIANT_KINDS = ("typo", "colloquial", "misleading_premise", "distractor", "injection", "counterfactual",  # HCAT §6.1, §4
                  "ambiguous", "edge_format", "partially_answerable", "jailbreak", "pii_elicitation",  # golden-eval §2, §10.4, §11.2
-                 "format_constraint", "boundary_probe")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
+                 "format_constraint", "boundary_probe", "follow_up", "correction", "long_history")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
 CASE_ID_FIELDS = (
     "category", "query_type", "query", "options", "reference_answer", "expected_behavior", "constraints",
     "source_chunk_ids", "distractor_passage", "base_case_id", "variant_kind", "attribute",
@@ -95,6 +96,8 @@ def _canonical(value) -> str:
 def case_id_for(case: dict) -> str:
     """Stable id: SHA-256 of the defining fields (not provenance), e.g. ``gc-3f2a9c0d1b7e4a55``."""
     key = {f: case.get(f) or ([] if f in LIST_COLUMNS else None) for f in CASE_ID_FIELDS}
+    if case.get("history"):  # only a multi-turn case carries its turns in the id: single-turn ids stay as they were
+        key["history"] = [[t["role"], t["content"]] for t in case["history"]]
     return "gc-" + short_hash(_canonical(key), n=16)
 
 
@@ -135,8 +138,8 @@ def case_from_query(row: dict, corpus_hash: str | None = None) -> dict:
 
 def cases_frame(cases: list[dict], extra_schema: dict | None = None) -> pl.DataFrame:
     """The golden-set table of ``cases`` (contract columns first, then extras), sorted by case_id."""
-    schema = {**GOLDEN_SET, **(extra_schema or {})}
-    rows = [{c: case.get(c) for c in schema} for case in cases]
+    schema = {**GOLDEN_SET, **CONVERSATION, **(extra_schema or {})}
+    rows = [{c: (case.get(c) or [] if c in CONVERSATION else case.get(c)) for c in schema} for case in cases]
     frame = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
     dupes = frame.filter(pl.col("case_id").is_duplicated())["case_id"].unique().to_list()
     if dupes:
@@ -363,13 +366,25 @@ def _as_float(value, name: str, problems: list[str]):
         return None
 
 
+def _history(value, problems: list[str]) -> list[dict]:
+    """A multi-turn case's earlier turns: [{role: user | assistant, content}], alternating, ending with the assistant."""
+    if value in (None, []):
+        return []
+    ok = isinstance(value, list) and all(isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
+                                         and t["content"].strip() for t in value)  # fmt: skip
+    if not ok or [t["role"] for t in value] != ["user", "assistant"] * (len(value) // 2) or len(value) % 2:
+        problems.append("history must be a list of {role, content} turns, user and assistant alternating, ending with the assistant")
+        return []
+    return [{"role": t["role"], "content": t["content"]} for t in value]
+
+
 def validate_case(row: dict) -> tuple[dict, list[str]]:
     """A normalised case from an imported row, and the list of problems (empty when valid)."""
     problems: list[str] = []
-    unknown = sorted(set(row) - set(GOLDEN_SET))
+    unknown = sorted(set(row) - set(GOLDEN_SET) - set(CONVERSATION))
     if unknown:
         problems.append(f"unknown column(s) {unknown}")
-    case = {}
+    case = {"history": _history(row.get("history"), problems)}
     for c, t in GOLDEN_SET.items():
         v = row.get(c)
         if c in LIST_COLUMNS:

@@ -19,6 +19,8 @@ Rule-built from the happy-path bases and the corpus, offline, deterministic for 
   to keep (JSON schema, list length, word limit, required disclaimer, language): ``golden.formats``; ``constraints_met``.
 - ``boundary_probe`` (golden-eval §11.2 "boundary probes"; ``adversarial``, expected ``answer``): the base question in
   wording that brushes a harm category but asks nothing harmful (``golden.harm``); ``not_over_refused``.
+- ``follow_up`` / ``correction`` / ``long_history`` (golden-eval §2.2 multi-turn; category ``multi_turn``, expected
+  ``answer``): conversations with the earlier turns in ``history``, scored on the last (``golden.conversation``).
 - ``pii_elicitation`` (HCAT §4 privacy, §11.1 data exfiltration; ``adversarial``, expected ``refuse``): a request for
   customers' or staff's personal data. ``pii_not_disclosed``.
 
@@ -35,9 +37,10 @@ import numpy as np
 
 from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.claims import READING, bare_name
+from hcat_pipeline.golden.conversation import conversation_cases
 from hcat_pipeline.golden.formats import format_cases
 from hcat_pipeline.golden.harm import HARM_REQUESTS, boundary_probe_cases, requests_in_order  # noqa: F401 (HARM_REQUESTS re-exported)
-from hcat_pipeline.golden.robustness import CATEGORY_COUNTS, absent_topics, rng_for
+from hcat_pipeline.golden.robustness import CATEGORY_COUNTS, absent_topics, contradict_sentence, rng_for
 from hcat_pipeline.golden.selection import content_words
 
 CATEGORY_KINDS = tuple(CATEGORY_COUNTS)
@@ -263,6 +266,10 @@ def build_category_cases(
     fresh_first = sorted(order, key=lambda b: b["case_id"] in used)
     probes, f = boundary_probe_cases(fresh_first, counts["boundary_probe"], seed, new_case, variant_case)
     cases, failures = cases + probes, failures + f
+    used |= {c["base_case_id"] for c in probes}
+    talk, f = conversation_cases(sorted(order, key=lambda b: b["case_id"] in used), counts, rng_for(seed, "conversation"), new_case,
+                                 variant_case, contradict_sentence)
+    cases, failures = cases + talk, failures + f
     cases += jailbreak_cases(counts["jailbreak"], seed, new_case, chash)
     cases += pii_elicitation_cases(order, counts["pii_elicitation"], seed, new_case, chash)
     return cases, failures

@@ -271,7 +271,7 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "misleading_premise": 3, "distractor": 12, "injection": 2, "ood": 12, "counterfactual_pairs": 1}
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 10, "pii_elicitation": 3, "format_constraint": 5,
-                   "boundary_probe": 5}
+                   "boundary_probe": 5, "follow_up": 2, "correction": 2, "long_history": 2}
 
 
 @dataclass(frozen=True)

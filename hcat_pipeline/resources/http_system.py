@@ -1,6 +1,7 @@
 """HttpRagSystem: a user's own RAG service as a system under test, over HTTP.
 
-Configurable URL, JSON request template (``{{query}}``, ``{{case_id}}``, ``{{options}}`` slots,
+Configurable URL, JSON request template (``{{query}}``, ``{{case_id}}``, ``{{options}}``, ``{{history}}`` — a multi-turn
+case's earlier turns — and ``{{messages}}`` — those turns plus the query as the last user message — slots,
 filled without breaking JSON escaping), JSON paths for the answer and the returned contexts, an
 auth header whose secret is read from an environment variable (never stored in config), a timeout,
 a concurrency limit (a semaphore shared by every caller of this resource) and retries with
@@ -101,7 +102,9 @@ class HttpRagSystem(_HttpFields):
 
     def request_body(self, case: dict):
         template = json.loads(self.request_template)
-        values = {"query": case["query"], "case_id": case["case_id"], "options": list(case.get("options") or [])}
+        history = [{"role": t["role"], "content": t["content"]} for t in case.get("history") or []]
+        values = {"query": case["query"], "case_id": case["case_id"], "options": list(case.get("options") or []),
+                  "history": history, "messages": [*history, {"role": "user", "content": case["query"]}]}
         return fill_template(template, values)
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:

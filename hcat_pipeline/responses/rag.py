@@ -233,14 +233,14 @@ class RagPipeline:
         """Retrieve for many cases at once (one batched query embedding for dense / hybrid)."""
         if not cases:
             return
-        got = self.retriever.retrieve_batch([c["query"] for c in cases], self.cfg.top_k,
+        got = self.retriever.retrieve_batch([retrieval_query(c) for c in cases], self.cfg.top_k,
                                             [c.get("source_chunk_ids") or [] for c in cases])
         self._prefetched.update({c["case_id"]: p for c, p in zip(cases, got)})
 
     def passages(self, case: dict) -> list[Passage]:
         ps = self._prefetched.pop(case["case_id"], None)
         if ps is None:
-            ps = self.retriever.retrieve(case["query"], self.cfg.top_k, case.get("source_chunk_ids") or [])
+            ps = self.retriever.retrieve(retrieval_query(case), self.cfg.top_k, case.get("source_chunk_ids") or [])
         if self.cfg.inject_distractors and self.cfg.retriever != "closed_book":
             ps = inject_distractor(ps, case.get("distractor_passage"), self.cfg.seed, case["case_id"])
         return ps
@@ -257,13 +257,28 @@ class RagPipeline:
         }
         t0 = time.perf_counter()
         try:
-            r = self.llm.generate(prompt, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature, seed=self.cfg.seed)
+            r = self.llm.generate(conversation_messages(case, prompt), max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
+                                  seed=self.cfg.seed)
         except Exception as e:  # LLMCallFailed after the resource's retries, or anything else: a value
             rec.update(error=error_text(e), latency_s=time.perf_counter() - t0)
             return rec
         rec.update(answer=r.text.strip(), latency_s=float(r.latency_s), input_tokens=int(r.input_tokens),
                    output_tokens=int(r.output_tokens), cost_usd=None if r.cost_usd is None else float(r.cost_usd))
         return rec
+
+
+def retrieval_query(case: dict) -> str:
+    """What a reference system retrieves for: the question, with a multi-turn case's earlier user turns before it (the
+    referent of "that method" is in them)."""
+    earlier = [t["content"] for t in case.get("history") or [] if t.get("role") == "user"]
+    return " ".join([*earlier, case["query"]])
+
+
+def conversation_messages(case: dict, prompt: str) -> str | list[dict]:
+    """The LLM input: the prompt alone, or a multi-turn case's earlier turns as chat messages and then the prompt
+    (passages + last question) as the last user message (golden-eval §2.2; scored on that last turn)."""
+    history = [{"role": t["role"], "content": t["content"]} for t in case.get("history") or []]
+    return [*history, {"role": "user", "content": prompt}] if history else prompt
 
 
 @dataclass
