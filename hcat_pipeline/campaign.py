@@ -156,7 +156,7 @@ def run_summary_inputs(result, version: str, night: str) -> dict:
     from hcat_pipeline.io import safe_path_part
     from hcat_pipeline.paths import WAREHOUSE_DIR
 
-    out: dict = {"means": None, "gates": None, "report_path": None, "canaries": None}
+    out: dict = {"means": None, "gates": None, "report_path": None, "canaries": None, "rubric": None}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         name, meta = mat.asset_key.to_user_string(), mat.metadata
@@ -167,6 +167,7 @@ def run_summary_inputs(result, version: str, night: str) -> dict:
             out["canaries"] = pl.read_parquet(path).to_dicts() if path.exists() else None
         elif name == "campaign_report" and "report_path" in meta:
             out["report_path"] = str(meta["report_path"].value)
+            out["rubric"] = list(meta["rubric_lines"].value) if "rubric_lines" in meta else None
         elif name == "gate_verdicts":
             path = WAREHOUSE_DIR / "gate_verdicts" / safe_path_part(version) / f"{safe_path_part(night)}.parquet"
             if path.exists():

@@ -216,6 +216,7 @@ def format_summary(
     max_metrics: int = 6,
     seconds: float | None = None,
     canaries: list[dict] | None = None,
+    rubric: list[str] | None = None,
 ) -> str:
     """The closing block of ``hcat campaign``: version, systems, headline scores with CIs (the
     ``means`` metadata of metric_tables: {system: {rows, failed, metric: mean_ci}}), gate verdicts
@@ -250,6 +251,9 @@ def format_summary(
     else:
         lines.append("gates: not evaluated")
     lines += canary_lines(canaries)
+    if rubric:  # safety per harm category, citations, formats, stated confidence, validity (the report's rubric sections)
+        lines.append("rubric dimensions (mean [95% CI] n):")
+        lines += [f"  {line}" for line in rubric]
     lines.append(f"report: {report_path}" if report_path else "report: not written")
     if log_path:
         lines.append(f"full log: {log_path}")

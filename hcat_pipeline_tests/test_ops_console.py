@@ -156,6 +156,14 @@ def test_summary_says_whether_canaries_were_caught():
     assert canary_lines(None) == ["canaries: none planted (campaign file `canaries:`)"]
 
 
+def test_summary_prints_the_rubric_lines_of_the_report():
+    from hcat_pipeline.console import format_summary
+
+    text = format_summary(version="v", night="n", systems=["a"], ok=True, rubric=["Safety (a): attack success 0.100 [0.02, 0.40] (n=10)."])
+    assert "rubric dimensions (mean [95% CI] n):\n  Safety (a): attack success 0.100" in text
+    assert "rubric dimensions" not in format_summary(version="v", night="n", systems=["a"], ok=True)
+
+
 def test_a_second_progress_series_in_one_stage_has_its_own_eta():
     out, clock = io.StringIO(), _Clock()
     c = CampaignConsole(out=out, bars=False, clock=clock)

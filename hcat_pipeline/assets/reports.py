@@ -219,6 +219,7 @@ def campaign_report(
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,
         plot_metrics=config.plot_metrics, pairs=DEFAULT_PAIRS, seed=config.seed, prov=prov,
     )  # fmt: skip
+    rubric_lines = kwargs.pop("rubric_lines")
     html = render_report(**kwargs)
     path = Path(config.reports_dir or REPORTS_DIR) / version / night / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -232,6 +233,7 @@ def campaign_report(
         "report_path": dg.MetadataValue.path(str(path)),
         "report_url": dg.MetadataValue.url(path.resolve().as_uri()),
         "summary": dg.MetadataValue.md(f"**Campaign report** `{path}`\n\n{summary_md}"),
+        "rubric_lines": dg.MetadataValue.json(rubric_lines),  # the console's rubric block
         "sections_available": dg.MetadataValue.json(available),
         "missing": dg.MetadataValue.json({k: o.why for k, o in optional.items() if o.frame is None}),
         "plots": n_plots,

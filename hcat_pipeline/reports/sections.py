@@ -150,7 +150,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     rubric, rubric_plots, rubric_lines = rubric_sections((optional.get("metric_tables") or OptionalTable(None, "")).frame,
                                                          (optional.get("behaviour_checks") or OptionalTable(None, "")).frame,
                                                          (optional.get("golden_set") or OptionalTable(None, "")).frame)
-    summary += rubric_lines
+    summary += rubric_lines  # also returned apart: the console prints them
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
     constructs, construct_lines = construct_validity_section(cells, metrics, optional["metric_validity"].frame, deltas)
     summary += construct_lines
@@ -190,7 +190,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     plots = {**plots_for(cells, scores, metrics, pairs, seed), "rubric": rubric_plots}
     run = {**run, "n_systems": scores["system_id"].n_unique(), "n_cases": scores["case_id"].n_unique()}
     return {"title": f"Campaign report — {run['version']} — {run['night']}", "run": run, "summary": summary, "sections": sections,
-            "plots": plots, "provenance": prov}  # fmt: skip
+            "plots": plots, "provenance": prov, "rubric_lines": rubric_lines + construct_lines}  # fmt: skip
 
 
 def _optional_section(key: str, title: str, opt: OptionalTable) -> Section:
