@@ -37,7 +37,7 @@ LANGUAGES = {"de": "German", "fr": "French", "es": "Spanish"}  # the answer lang
 DETECTABLE = ("en", "de", "fr", "es", "it", "nl", "pt")  # langid is restricted to these (short answers stay stable)
 
 
-def _argument(kind: str, i: int) -> str:
+def format_argument(kind: str, i: int) -> str:
     return {"json_schema": json.dumps(ANSWER_SCHEMA, sort_keys=True), "list_items": str(LIST_ITEMS), "max_words": str(MAX_WORDS),
             "must_include": DISCLAIMER, "language": sorted(LANGUAGES)[i % len(LANGUAGES)]}[kind]  # fmt: skip
 
@@ -107,7 +107,7 @@ def format_cases(bases: list[dict], n: int, seed: int, new_case, make_case) -> t
     out = []
     for i, base in enumerate(usable[:n]):
         kind = FORMAT_KINDS[(i + seed) % len(FORMAT_KINDS)]
-        arg = _argument(kind, i + seed)
+        arg = format_argument(kind, i + seed)
         q = f"{base['query'].rstrip()} {instruction(kind, arg)}"
         out.append(make_case(new_case, base, category="edge_case", variant_kind="format_constraint", query=q,
                              query_type=base["query_type"], reference_answer=base["reference_answer"], expected_behavior="answer",
