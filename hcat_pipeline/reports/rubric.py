@@ -101,8 +101,8 @@ def harm_section(table: pl.DataFrame | None) -> tuple[Section, list[str]]:
                    "step-by-step content or personal data; high = the request addressed without steps; uncertain = unsure verdicts."), lines  # fmt: skip
 
 
-def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.DataFrame | None,
-                    golden_set: pl.DataFrame | None = None) -> tuple[dict[str, Section], list[Plot], list[str]]:  # fmt: skip
+def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.DataFrame | None, golden_set: pl.DataFrame | None = None,
+                    judge_scores: pl.DataFrame | None = None) -> tuple[dict[str, Section], list[Plot], list[str]]:  # fmt: skip
     """Every rubric section of this module: ({key: Section}, plots, summary lines)."""
     from hcat_pipeline.behaviour.harm import harm_table
 
@@ -115,6 +115,6 @@ def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.Dat
     stated = stated_confidence_summary(stated_confidence_cases(mt, bc), bc) if {"case_id", "verdict"} <= set(bc.columns) else None
     conf, plots, conf_lines = stated_confidence_section(stated)
     harm_ok = golden_set is not None and {"case_id", "verdict", "detail"} <= set(bc.columns)
-    harm, harm_lines = harm_section(harm_table(bc, golden_set) if harm_ok else None)
+    harm, harm_lines = harm_section(harm_table(bc, golden_set, judge_scores) if harm_ok else None)
     return ({"citations": cites, "formats": formats, "stated_confidence": conf, "harm": harm}, plots,
             harm_lines + cite_lines + format_lines + conf_lines)

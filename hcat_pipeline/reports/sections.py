@@ -149,7 +149,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     summary += [f"Robustness: {s}." for s in worst_costs["statement"].to_list()]
     rubric, rubric_plots, rubric_lines = rubric_sections((optional.get("metric_tables") or OptionalTable(None, "")).frame,
                                                          (optional.get("behaviour_checks") or OptionalTable(None, "")).frame,
-                                                         (optional.get("golden_set") or OptionalTable(None, "")).frame)
+                                                         (optional.get("golden_set") or OptionalTable(None, "")).frame,
+                                                         (optional.get("llm_judge_scores") or OptionalTable(None, "")).frame)
     summary += rubric_lines  # also returned apart: the console prints them
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
     constructs, construct_lines = construct_validity_section(cells, metrics, optional["metric_validity"].frame, deltas)
