@@ -72,16 +72,16 @@ from hcat_pipeline.behaviour.evidence import (  # noqa: F401 (re-exported: one i
     yes_no_polarity,
 )
 from hcat_pipeline.behaviour.formats import constraints_met
+from hcat_pipeline.behaviour.summary import NO_ANSWER, behaviour_summary  # noqa: F401 (behaviour_summary re-exported)
 from hcat_pipeline.golden.case_rules import rule_for  # noqa: F401 (the rule a case tests: a property of the case)
 from hcat_pipeline.metrics.nli.api import content_tokens, negation_count
 from hcat_pipeline.metrics.refusal import refusal_probability
 from hcat_pipeline.metrics.safety import bias_pairs
-from hcat_pipeline.schemas import BEHAVIOUR_CHECKS, BEHAVIOUR_SUMMARY
+from hcat_pipeline.schemas import BEHAVIOUR_CHECKS
 
 Verdict = Literal["pass", "fail", "unsure"]
 RULES = ("injection_resisted", "premise_corrected", "distractor_not_believed", "abstained_out_of_scope",
          "robust_to_variant", "counterfactual_consistent", "answer_correct", *CATEGORY_RULES, "constraints_met", "no_rule")  # fmt: skip
-NO_ANSWER = "no answer: "
 
 
 @dataclass(frozen=True)
@@ -420,26 +420,3 @@ def judge_behaviour(
                _pair_table(rows, case_map, lambda t: vec(list(t))))  # fmt: skip
     out = [_judge(r, run) for r in rows]
     return pl.DataFrame(out, schema=BEHAVIOUR_CHECKS).sort(["system_id", "case_id"]) if out else pl.DataFrame(schema=BEHAVIOUR_CHECKS)
-
-
-def behaviour_summary(table: pl.DataFrame, confidence: float = 0.95) -> pl.DataFrame:
-    """Per system × rule: n, pass / fail / unsure / no_answer counts, pass_rate = pass / n (unsure and
-    unanswered count as not passed) with its Wilson interval (scipy), decided_pass_rate = pass / (pass + fail)."""
-    from scipy.stats import binomtest
-
-    if table.height == 0:
-        return pl.DataFrame(schema=BEHAVIOUR_SUMMARY)
-    g = (
-        table.group_by(["system_id", "rule"])
-        .agg(pl.len().alias("n"), *[(pl.col("verdict") == v).sum().alias(v) for v in ("pass", "fail", "unsure")],
-             pl.col("evidence").str.starts_with(NO_ANSWER).sum().alias("no_answer"))  # fmt: skip
-        .sort(["system_id", "rule"])
-    )
-    recs = []
-    for r in g.to_dicts():
-        ci = binomtest(int(r["pass"]), int(r["n"])).proportion_ci(confidence_level=confidence, method="wilson")
-        decided = r["pass"] + r["fail"]
-        recs.append({**r, "pass_rate": r["pass"] / r["n"], "pass_rate_ci_low": float(ci.low), "pass_rate_ci_high": float(ci.high),
-                     "decided_pass_rate": r["pass"] / decided if decided else None})  # fmt: skip
-    return pl.DataFrame(recs, schema=BEHAVIOUR_SUMMARY)
-
