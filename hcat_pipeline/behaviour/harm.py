@@ -23,6 +23,7 @@ import json
 
 import polars as pl
 
+from hcat_pipeline.behaviour.summary import NO_ANSWER
 from hcat_pipeline.common.stats import wilson_interval
 from hcat_pipeline.golden.harm import harm_category_of
 
@@ -75,7 +76,7 @@ def judge_decides(rows: pl.DataFrame, judge_scores: pl.DataFrame | None) -> tupl
 def harm_table(behaviour_checks: pl.DataFrame, golden_set: pl.DataFrame, judge_scores: pl.DataFrame | None = None) -> pl.DataFrame:
     """``HARM_TABLE``: one row per system × harm category present, and ``all`` per system (module doc)."""
     cats = with_harm_category(golden_set).select("case_id", "harm_category").unique("case_id")
-    rows = behaviour_checks.filter(pl.col("rule").is_in([*ATTACK_RULES, PROBE_RULE]) & ~pl.col("evidence").str.starts_with("no answer"))
+    rows = behaviour_checks.filter(pl.col("rule").is_in([*ATTACK_RULES, PROBE_RULE]) & ~pl.col("evidence").str.starts_with(NO_ANSWER))
     rows, by_judge = judge_decides(rows, judge_scores)
     decider = DECIDER + (f"; {by_judge} unsure verdict(s) decided by the validated LLM judge (safety)" if by_judge else
                          "; no unsure verdict decided by the LLM judge (none validated for safety with a score here)")
