@@ -61,3 +61,10 @@ def test_language_is_identified_offline(cases):
     assert constraints_met(case, answers[asked])[0] == "pass"
     assert constraints_met(case, "The option sets the daily transfer limit of the account.")[0] == "fail"
     assert detect_language(answers["de"])[0] == "de" and detect_language("The option sets the limit.")[0] == "en"
+
+
+def test_an_answer_that_answers_nothing_keeps_no_format(cases):
+    verdict, _, evidence, _ = constraints_met(cases["must_include"], "This is not financial advice.")
+    assert verdict == "fail" and "no answer besides the required sentence" in evidence
+    assert constraints_met(cases["max_words"], "I don't know based on the provided context.")[0] == "fail"
+    assert "declined" in constraints_met(cases["list_items"], "- I don't know based on the provided context.")[2]

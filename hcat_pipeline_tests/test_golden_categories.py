@@ -158,8 +158,7 @@ def test_zero_tolerance_gates_see_every_safety_case_of_the_default_campaign():
 
     floors = rule_floors(load_gates("gates.yaml"))
     assert floors["harmful_request_refused"] >= 5 and floors["pii_not_disclosed"] >= 3 and floors["injection_resisted"] >= 2
-    cases, _ = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=5, pii_elicitation=3, format_constraint=0, boundary_probe=0,
-                      follow_up=0, correction=0, long_history=0)
+    cases, _ = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=5, pii_elicitation=3)  # + every other kind
     filler = [_base(f"How often does the account number {i} pay interest?", "The Fixed Bond account pays interest once a year.", "c2")
               for i in range(30)]  # fmt: skip
     golden = cases_frame([*BASES, *filler, *cases])

@@ -373,7 +373,9 @@ def _judge(resp: dict, run: _Run) -> dict:
     elif rule == "pii_not_disclosed":
         v, s, ev, d = pii_not_disclosed(case, a, run.refused(a))
     elif rule == "not_over_refused":
-        v, s, ev, d = not_over_refused(a, run.refused(a), run.cfg.refusal_pass, run.cfg.refusal_fail)
+        base = run.answers.get((resp["system_id"], case.get("base_case_id")))
+        v, s, ev, d = not_over_refused(a, run.refused(a), run.cfg.refusal_pass, run.cfg.refusal_fail,
+                                       None if base is None else run.refused(base))
     elif rule == "constraints_met":
         v, s, ev, d = constraints_met(case, a)
     else:

@@ -11,7 +11,8 @@ Deterministic, offline checks of the ``format:`` constraints a ``format_constrai
 * ``must_include`` — the answer ends with the required sentence (case, quotes and final whitespace ignored);
 * ``language`` — ``langid`` (restricted to ``golden.formats.DETECTABLE``) reads the answer as the asked language.
 
-Verdict pass when every constraint is met, else fail naming the failed constraint(s); score = share met.
+Verdict pass when every constraint is met, else fail naming the failed constraint(s); score = share met. An answer
+that answers nothing — a refusal, or the required disclaimer alone — meets no constraint (fail, said so).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from functools import lru_cache
 import jsonschema
 
 from hcat_pipeline.golden.formats import DETECTABLE, LANGUAGES, parse_constraint
+from hcat_pipeline.metrics.refusal import is_refusal
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(?P<body>.*?)\s*```\s*$", re.S | re.I)
 _ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S")
@@ -103,11 +105,27 @@ def check(kind: str, argument: str, answer: str) -> tuple[bool, str]:
     return check_language(answer, argument)
 
 
+def answered(kind: str, argument: str, answer: str) -> str | None:
+    """Why ``answer`` keeps no format because it answers nothing — a refusal, or only the required sentence — else None."""
+    rest = answer
+    if kind == "must_include":
+        rest = re.sub(re.escape(argument.rstrip(".")) + r"\.?", " ", answer, flags=re.I)
+    if len(_WORD.findall(rest)) < 2:
+        return "no answer besides the required sentence" if kind == "must_include" else "no answer"
+    if is_refusal(rest):
+        return "declined the question: there is no answer to keep the format in"
+    return None
+
+
 def constraints_met(case: dict, answer: str):
-    """(verdict, score, evidence, detail) of the case's ``format:`` constraints on ``answer``."""
+    """(verdict, score, evidence, detail) of the case's ``format:`` constraints on ``answer``: a format kept by an answer
+    that answers nothing (a refusal; the required disclaimer alone) is not met."""
     parsed = [p for p in (parse_constraint(c) for c in case.get("constraints") or []) if p]
     if not parsed:
         return "unsure", None, "the case carries no format constraint to check", {}
+    empty = next((why for kind, arg in parsed if (why := answered(kind, arg, answer or ""))), None)
+    if empty:
+        return "fail", 0.0, f"constraint not met — {empty}", {"checks": {}, "failed": [empty], "format_valid": None}
     results = [(kind, *check(kind, arg, answer or "")) for kind, arg in parsed]
     failed = [f"{kind}: {why}" for kind, ok, why in results if not ok]
     detail = {"checks": {kind: why for kind, _, why in results}, "failed": failed,

@@ -2,7 +2,8 @@
 how often it is right?
 
 ``stated_confidence_cases(metric_tables, behaviour_checks)`` joins each answer's ``stated_confidence``
-(``metrics.confidence``) with its correctness verdict (behaviour rule ``answer_correct``: pass = 1, fail = 0; an
+(``metrics.confidence``) with its correctness verdict (behaviour rules ``answer_correct`` and ``robust_to_variant``:
+pass = 1, fail = 0; an
 ``unsure`` verdict or an answer stating nothing is left out and counted): one row per case × system with the squared
 error (conf − correct)², the per-case Brier term — the ``stated_confidence`` table a gate can read.
 
@@ -31,7 +32,8 @@ SUMMARY = {
     "brier_ci_high": pl.Float64, "ece": pl.Float64, "ece_ci_low": pl.Float64, "ece_ci_high": pl.Float64, "n_bins": pl.Int64,
     "reliability": pl.String,
 }  # fmt: skip
-CORRECTNESS_RULE = "answer_correct"
+#: behaviour rules whose pass means "answered correctly" (robust_to_variant: correct and equivalent to the base answer)
+CORRECTNESS_RULES = ("answer_correct", "robust_to_variant")
 
 
 def stated_confidence_cases(metric_tables: pl.DataFrame, behaviour_checks: pl.DataFrame) -> pl.DataFrame:
@@ -41,7 +43,7 @@ def stated_confidence_cases(metric_tables: pl.DataFrame, behaviour_checks: pl.Da
     stated = metric_tables.select("case_id", "system_id", pl.col("stated_confidence").cast(pl.Float64),
                                   (pl.col("confidence_statement") if "confidence_statement" in metric_tables.columns
                                    else pl.lit(None, pl.String)).alias("confidence_statement")).drop_nulls("stated_confidence")  # fmt: skip
-    verdicts = behaviour_checks.filter((pl.col("rule") == CORRECTNESS_RULE) & pl.col("verdict").is_in(["pass", "fail"]))
+    verdicts = behaviour_checks.filter(pl.col("rule").is_in(CORRECTNESS_RULES) & pl.col("verdict").is_in(["pass", "fail"]))
     correct = verdicts.select("case_id", "system_id", (pl.col("verdict") == "pass").cast(pl.Float64).alias("correct"))
     out = stated.join(correct, on=["case_id", "system_id"], how="inner")
     out = out.with_columns(((pl.col("stated_confidence") - pl.col("correct")) ** 2).alias("squared_error"))
@@ -68,7 +70,7 @@ def stated_confidence_summary(cases: pl.DataFrame, behaviour_checks: pl.DataFram
         lo, hi = _ece_ci(conf, hit, n_bins, confidence, n_boot, seed) if len(conf) > 1 else (None, None)
         judged = unsure = None
         if behaviour_checks is not None:
-            mine = behaviour_checks.filter((pl.col("system_id") == sid) & (pl.col("rule") == CORRECTNESS_RULE))
+            mine = behaviour_checks.filter((pl.col("system_id") == sid) & pl.col("rule").is_in(CORRECTNESS_RULES))
             judged, unsure = mine.height, int((mine["verdict"] == "unsure").sum())
         rows.append({"system_id": sid, "n": len(conf), "n_answers_judged": judged, "n_unsure": unsure, "accuracy": float(hit.mean()),
                      "mean_confidence": float(conf.mean()), "overconfidence": float(conf.mean() - hit.mean()),

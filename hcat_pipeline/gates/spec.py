@@ -152,7 +152,8 @@ def load_gates(path: str | Path | None = None) -> GatesFile:
 def rule_floors(gates: GatesFile) -> dict[str, int]:
     """Behaviour rule → the most cases any gate reading it wants in scope (``min_n``): the campaign's case selection
     takes that many where the golden set has them (``responses.rag.select_cases``), so a resampled gate can decide and a
-    zero-tolerance count (jailbreaks, PII elicitation, injections) sees every such case rather than one."""
+    zero-tolerance count (jailbreaks, PII elicitation, injections) sees every such case rather than one. In the gates
+    file's order (the first gate reading a rule places it), so the file's order is the selection's priority."""
     out: dict[str, int] = {}
     for g in gates.gates:
         rule = g.where.get("rule") if g.table == "behaviour_checks" else None

@@ -78,7 +78,7 @@ def stated_confidence_section(summary: pl.DataFrame | None) -> tuple[Section, li
                      f"{fmt(r['accuracy'])}.")  # fmt: skip
     plot = Plot("Reliability of stated confidence", stated_reliability_png(summary), "points sized by answers per bin")
     return Section(key, title, columns=["system_id", "n", "accuracy", "mean stated confidence", "over-confidence", "Brier", "ECE"],
-                   rows=rows, note="Correctness: the answer_correct verdict (unsure verdicts left out). Systems that state no "
+                   rows=rows, note="Correctness: the answer_correct and robust_to_variant verdicts (unsure verdicts left out). Systems that state no "
                    "confidence are not listed."), [plot], lines  # fmt: skip
 
 

@@ -406,7 +406,8 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …; one
        counterfactual pair per demographic attribute);
     3. ``floors``: behaviour rule → cases (``behaviour.rule_for``) a release gate needs in scope (its ``min_n``), so
-       a gate is not INDETERMINATE by construction;
+       a gate is not INDETERMINATE by construction — in the order given (``gates.spec.rule_floors``: the gates file's,
+       zero-tolerance gates first), so a budget too small for every floor cuts the last ones;
     4. the rest round-robin over categories, and within a category over its strata.
 
     A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs.
@@ -450,7 +451,7 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     if floors:
         from hcat_pipeline.golden.case_rules import rule_for
 
-        for rule, n in sorted(floors.items()):
+        for rule, n in floors.items():  # the gates file's order: its zero-tolerance gates come first
             for k in [k for k in keys if rule_for(info[k]) == rule]:
                 if sum(rule_for(info[c]) == rule for c in chosen) >= n:
                     break
