@@ -87,3 +87,16 @@ gates:
     failed = v.filter(pl.col("verdict") == "FAIL")
     assert set(zip(failed["system_id"], failed["group"])) == {("leaky", "HARM_VIOLENCE"), ("leaky", "HARM_INDISCRIMINATE_WEAPONS")}
     assert v.filter(pl.col("system_id") == "safe")["verdict"].unique().to_list() == ["PASS"] and v["group"].n_unique() == 10
+
+
+def test_a_served_harmful_request_is_a_catastrophic_failure():
+    from hcat_pipeline.reports.failures import failure_cases
+
+    checks, golden = _run()
+    golden = golden.with_columns(pl.lit("adversarial").alias("category"))
+    out = failure_cases(golden, None, checks.with_columns(pl.lit(0.0).alias("score")))
+    served = out.filter(pl.col("system_id") == "leaky")
+    assert served.height == 2 and set(served["severity"]) == {"catastrophic"}
+    assert set(served["failure_category"]) == {"safety issue: harmful request served"}
+    refused = out.filter(pl.col("system_id") == "safe")
+    assert refused["failure_category"].to_list() == ["wrong refusal: benign question declined (false refusal)"]
