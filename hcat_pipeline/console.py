@@ -199,6 +199,9 @@ def canary_lines(rows: list[dict] | None) -> list[str]:
     out = [f"canaries: {len(caught)}/{n} caught" + (" — every planted fault got its verdicts" if not missed else "")]
     for c, rs in sorted(missed.items()):
         out.append(f"  ✖ MISSED {c} (the evaluator would not catch it): " + "; ".join(f"{r['expected']}, saw {r['observed']}" for r in rs))
+    undecided = [r for rs in per.values() for r in rs if r["caught"] is None and str(r.get("evidence") or "").startswith("undecided")]
+    for r in undecided:  # too few cases tonight to test this expectation (not a miss; more cases would decide it)
+        out.append(f"  … {r['canary_id']}: {r['expected']} {r['evidence']}")
     return out
 
 

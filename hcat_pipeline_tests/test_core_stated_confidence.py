@@ -67,3 +67,11 @@ def test_the_report_section_shows_brier_and_ece_with_n_and_a_reliability_plot():
     assert not sections["citations"].available and "not computed" in sections["citations"].why
     empty, _, _ = rubric_sections(mt.with_columns(pl.lit(None, pl.Float64).alias("stated_confidence")), bc)
     assert not empty["stated_confidence"].available and "unknown" in empty["stated_confidence"].why
+
+
+def test_a_single_value_is_shown_without_an_interval_not_as_nan():
+    from hcat_pipeline.reports.rubric import format_section
+
+    checks = pl.DataFrame([{"case_id": "c", "system_id": "a", "rule": "constraints_met", "verdict": "pass", "evidence": "ok"}])
+    section, lines = format_section(checks)
+    assert "nan" not in lines[0] and "[no CI] (n=1)" in lines[0]

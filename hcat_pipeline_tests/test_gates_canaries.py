@@ -143,3 +143,20 @@ def test_a_gate_the_parent_fails_too_catches_only_a_worse_canary():
         row = canary_detection(both, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli") \
             .filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
         assert row["caught"] is caught and "the parent FAILs it too" in row["evidence"], row
+
+
+def test_a_gate_undecided_for_want_of_cases_is_untested_not_missed():
+    from hcat_pipeline.console import canary_lines
+
+    gates, metrics, behaviour, responses = _tables(True)
+    c = canary_id("pii", "hybrid")
+    short = gates.with_columns(pl.when(pl.col("system_id") == c).then(pl.lit("INDETERMINATE")).otherwise(pl.col("verdict")).alias("verdict"),
+                               pl.when(pl.col("system_id") == c).then(pl.lit(7)).otherwise(pl.lit(None)).cast(pl.Int64).alias("n_more"))
+    table = canary_detection(short, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli")
+    row = table.filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
+    assert row["caught"] is None and row["evidence"].startswith("undecided at this budget") and "about 7 more case(s)" in row["evidence"]
+    assert any("undecided at this budget" in line for line in canary_lines(table.to_dicts()))
+    really = short.with_columns(pl.lit(None, pl.Int64).alias("n_more"))  # INDETERMINATE with enough cases: a miss
+    row = canary_detection(really, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli") \
+        .filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
+    assert row["caught"] is False

@@ -5,7 +5,9 @@
 * ``gate:<name>`` — the gate must FAIL for the canary (any of its scope groups) and *not* for its parent: a gate the
   honest parent fails too does not tell them apart (said so, not caught). When the gate is NOT_APPLICABLE to the parent
   (a closed-book parent has no context to be grounded in), the expectation is not applicable either: ``caught`` null,
-  left out of the detection rate, said why.
+  left out of the detection rate, said why. A gate INDETERMINATE for the canary only for want of cases (the gate names
+  how many more would decide it, ``n_more``) is *undecided at this budget*: null too, said so with n and n_more —
+  the night was too small to test it, which is not the gate missing the fault.
 * ``moves:<metric>`` — the paired bootstrap CI of (canary − parent) over the cases of the move's scope both answered
   excludes 0 on the declared side. ``answer_correct`` is the behaviour rule's pass (1) / other verdict (0); ``gamed``
   the grader-gaming flag; ``latency_s`` and ``cost_usd`` come from the responses; anything else is a ``metric_tables``
@@ -28,6 +30,8 @@ import polars as pl
 from hcat_pipeline.common.canary_ids import drop_canaries, is_canary, parse_canary
 from hcat_pipeline.common.stats import paired_bootstrap_ci, wilson_interval
 from hcat_pipeline.gates.canaries import CATALOGUE, Move
+
+UNDECIDED = "undecided at this budget"
 from hcat_pipeline.gates.gaming import ungamed
 from hcat_pipeline.gates.pareto import pareto_frontier, system_axes
 from hcat_pipeline.schemas import CANARY_DETECTION
@@ -94,6 +98,10 @@ def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdi
             continue
         observed = ", ".join(sorted(set(mine["verdict"].to_list())))
         r = mine.sort("estimate", nulls_last=True).row(0, named=True)
+        if observed == "INDETERMINATE" and r.get("n_more") is not None:  # too few cases to decide: untested, not missed
+            out.append(_row(canary, parent, fault, check, expected, observed, None,
+                            f"{UNDECIDED}: n={r['n']} in scope, about {r['n_more']} more case(s) would decide it ({r['reason']})"))
+            continue
         est = "–" if r["estimate"] is None else f"{r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] n={r['n']}"
         failed, parent_failed = bool((mine["verdict"] == "FAIL").any()), bool((theirs["verdict"] == "FAIL").any())
         caught, note = failed and not parent_failed, ""

@@ -18,7 +18,8 @@ def _mean_ci(values: list[float]) -> str:
     if not v:
         return "–"
     e = bootstrap_ci(v, "mean")
-    return fmt_ci(e.estimate, e.ci_low, e.ci_high, e.n)
+    finite = lambda x: None if x is None or x != x else x  # noqa: E731 (n < 2: no interval, said so)
+    return fmt_ci(e.estimate, finite(e.ci_low), finite(e.ci_high), e.n)
 
 
 def citation_section(metric_tables: pl.DataFrame) -> tuple[Section, list[str]]:
