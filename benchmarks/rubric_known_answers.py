@@ -44,13 +44,15 @@ def citations(per_label: int, seed: int) -> None:
 
     items = [i for i in faithdial_items() if i.split == "dev"]
     rng = random.Random(seed)
-    good = rng.sample([i for i in items if i.label == 1], per_label)
-    bad = rng.sample([i for i in items if i.label == 0], per_label)
+    pos, neg = [i for i in items if i.label == 1], [i for i in items if i.label == 0]
+    per_label = min(per_label, len(pos), len(neg))  # the dev split holds 70 entailment-labelled responses
+    good, bad = rng.sample(pos, per_label), rng.sample(neg, per_label)
     others = [i.contexts[0] for i in rng.sample(items, per_label)]
     rows = ([(f"{i.answer} [1]", [i.contexts[0]], "right") for i in good]
             + [(f"{i.answer} [1]", [o if o != i.contexts[0] else others[0]], "wrong") for i, o in zip(good, others, strict=True)]
             + [(f"{i.answer} [1]", [i.contexts[0]], "unsupported") for i in bad])  # fmt: skip
-    frame = pl.DataFrame({"query": ["-"] * len(rows), "contexts": [c for _, c, _ in rows], "answer": [a for a, _, _ in rows]})
+    frame = pl.DataFrame({"query": ["-"] * len(rows), "contexts": [c for _, c, _ in rows], "answer": [a for a, _, _ in rows],
+                          "task": ["dialogue"] * len(rows)})  # FaithDial responses: the dialogue head, as groundedness_nli
     t0 = time.perf_counter()
     out = score(frame, ["citation_precision", "citation_recall"], nli=NLIModel(), record_info=False)
     secs = time.perf_counter() - t0
@@ -151,7 +153,7 @@ def harm() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--per-label", type=int, default=150)
+    ap.add_argument("--per-label", type=int, default=70)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     formats()

@@ -7,8 +7,9 @@ RAG services number them) or ``[<chunk id>]`` (an id among the row's ``context_c
 
 * it *needs* a citation when it makes a claim — at least ``MIN_CLAIM_WORDS`` content words, not a question, not a
   refusal ("I don't know based on the provided context" needs none);
-* it is *supported by its citations* when the NLI head (``resources.nli``, the validated groundedness head) entails it
-  from the cited passages together (σ(D) ≥ ``SUPPORTED``, the head's decision boundary);
+* it is *supported by its citations* when the NLI head (``resources.nli``, the validated groundedness head, with the
+  row's grounding task as groundedness_nli: qa by default) entails it from the cited passages together (σ(D) ≥
+  ``SUPPORTED``, the head's decision boundary);
 * a citation is *relevant* (ALCE's citation precision) when its passage alone supports the sentence, or the sentence is
   supported by all its citations and no longer without this one; a marker naming no retrieved passage is not.
 
@@ -95,17 +96,19 @@ def _premise(batch, i: int, passages: list[int]) -> tuple[str, ...]:
     return tuple(s for j in passages for s in batch.split(batch.contexts[i][j]))
 
 
-def _support_pairs(rows: dict[int, list[Cited]], batch) -> set[tuple[tuple[str, ...], str]]:
+def _support_pairs(rows: dict[int, list[Cited]], batch, task) -> set[tuple[str, tuple[str, ...], str]]:
+    """(grounding task, premise sentences, hypothesis) for every support question the rows ask."""
     pairs = set()
     for i, sents in rows.items():
         for c in sents:
             if not c.needs or not c.passages:
                 continue
-            pairs.add((_premise(batch, i, c.passages), c.text))
+            t = task(i)
+            pairs.add((t, _premise(batch, i, c.passages), c.text))
             for j in c.passages:
-                pairs.add((_premise(batch, i, [j]), c.text))
+                pairs.add((t, _premise(batch, i, [j]), c.text))
                 if len(c.passages) > 1:
-                    pairs.add((_premise(batch, i, [k for k in c.passages if k != j]), c.text))
+                    pairs.add((t, _premise(batch, i, [k for k in c.passages if k != j]), c.text))
     return pairs
 
 
@@ -120,23 +123,27 @@ def _explain(c: Cited, supported: bool | None, relevant: list[bool]) -> str:
     return f"{head} {cites}: {'supported' if supported else 'NOT supported'} by its citations" + (f"; irrelevant: {', '.join(bad)}" if bad else "")
 
 
-def citation_scores(batch, resources) -> dict[str, list]:
-    """The three citation figures and the per-sentence explanation of every row (module doc); NLI pairs scored in one call."""
+def citation_scores(batch, resources, default_task: str) -> dict[str, list]:
+    """The three citation figures and the per-sentence explanation of every row (module doc); the NLI pairs of each
+    grounding task (the row's ``task``, else the call's, as groundedness_nli) scored in one call."""
     rows = {i: cited_sentences(batch.split(batch.answers[i]), len(batch.contexts[i]), batch.context_ids[i])
             for i in batch.valid if batch.contexts[i]}  # fmt: skip
-    pairs = sorted(_support_pairs(rows, batch))
-    sigma: dict[tuple[tuple[str, ...], str], float] = {}
-    if pairs:
-        out = resources.get("nli").decision([list(p) for p, _ in pairs], [h for _, h in pairs], task="qa")
-        sigma = {pair: float(s) for pair, s in zip(pairs, out["sigma"], strict=True)}
+    task = lambda i: batch.tasks[i] or default_task  # noqa: E731
+    pairs = sorted(_support_pairs(rows, batch, task))
+    scored: dict[tuple[str, tuple[str, ...], str], float] = {}
+    for t in sorted({p[0] for p in pairs}):
+        mine = [p for p in pairs if p[0] == t]
+        out = resources.get("nli").decision([list(p) for _, p, _ in mine], [h for _, _, h in mine], task=t)
+        scored.update({pair: float(s) for pair, s in zip(mine, out["sigma"], strict=True)})
+    supports = lambda i, passages, text: scored[(task(i), _premise(batch, i, passages), text)] >= SUPPORTED  # noqa: E731
     cols = {k: batch.column() for k in ("citation_presence", "citation_recall", "citation_precision", "citation_sentences")}
     for i, sents in rows.items():
         claims = [c for c in sents if c.needs]
         lines, supported_n, relevant_n, citations_n = [], 0, 0, 0
         for c in sents:
-            ok = c.needs and bool(c.passages) and sigma[(_premise(batch, i, c.passages), c.text)] >= SUPPORTED
-            rel = [sigma[(_premise(batch, i, [j]), c.text)] >= SUPPORTED
-                   or (ok and len(c.passages) > 1 and sigma[(_premise(batch, i, [k for k in c.passages if k != j]), c.text)] < SUPPORTED)
+            ok = c.needs and bool(c.passages) and supports(i, c.passages, c.text)
+            rel = [supports(i, [j], c.text)
+                   or (ok and len(c.passages) > 1 and not supports(i, [k for k in c.passages if k != j], c.text))
                    for j in c.passages] if c.needs else [True] * len(c.passages)  # fmt: skip
             supported_n += ok
             relevant_n += sum(rel)
@@ -152,7 +159,7 @@ def citation_scores(batch, resources) -> dict[str, list]:
 
 def _one(name: str):
     def compute(batch, resources, options) -> dict[str, list]:
-        got = batch.memo("citation", lambda: citation_scores(batch, resources))
+        got = batch.memo("citation", lambda: citation_scores(batch, resources, options.task))
         return {name: got[name], **({"citation_sentences": got["citation_sentences"]} if name == "citation_recall" else {})}
 
     compute.__qualname__ = f"citation.{name}"
