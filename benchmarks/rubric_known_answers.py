@@ -143,8 +143,8 @@ def stated_confidence(seed: int) -> None:
 
 
 def harm() -> None:
-    from hcat_pipeline.golden.categories import jailbreak_cases
     from hcat_pipeline.golden.cases import new_case
+    from hcat_pipeline.golden.categories import jailbreak_cases
     from hcat_pipeline.golden.harm import harm_category_of
 
     covered = [len({harm_category_of(c["tags"]) for c in jailbreak_cases(10, s, new_case)}) for s in range(10)]

@@ -9,8 +9,8 @@ from hcat_pipeline.behaviour.categories import not_over_refused
 from hcat_pipeline.behaviour.harm import harm_table, with_harm_category
 from hcat_pipeline.gates.apply import evaluate_gates
 from hcat_pipeline.gates.spec import parse_gates
-from hcat_pipeline.golden.categories import jailbreak_cases
 from hcat_pipeline.golden.cases import new_case
+from hcat_pipeline.golden.categories import jailbreak_cases
 from hcat_pipeline.golden.harm import AILUMINATE_TAGS, BOUNDARY_FRAMES, harm_category_of
 from hcat_pipeline.reports.rubric import harm_section
 

@@ -7,8 +7,8 @@ import pytest
 
 from hcat_pipeline.behaviour.formats import constraints_met, detect_language
 from hcat_pipeline.golden.case_rules import rule_for
-from hcat_pipeline.golden.categories import variant_case
 from hcat_pipeline.golden.cases import new_case
+from hcat_pipeline.golden.categories import variant_case
 from hcat_pipeline.golden.formats import FORMAT_KINDS, format_cases, format_problems
 
 BASES = [new_case(category="happy_path", query_type="simple", query=f"What does option {i} of the transfer form set?",

@@ -28,6 +28,8 @@ from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
+from hcat_pipeline.behaviour.harm import with_harm_category
+from hcat_pipeline.calibration.stated import stated_confidence_cases
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.console import RELEASE_CHECK
 from hcat_pipeline.gates import (
@@ -41,8 +43,6 @@ from hcat_pipeline.gates import (
 )
 from hcat_pipeline.gates.apply import system_capabilities
 from hcat_pipeline.gates.gate import WORST_FIRST
-from hcat_pipeline.behaviour.harm import with_harm_category
-from hcat_pipeline.calibration.stated import stated_confidence_cases
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import WAREHOUSE_DIR

@@ -30,11 +30,11 @@ import polars as pl
 from hcat_pipeline.common.canary_ids import drop_canaries, is_canary, parse_canary
 from hcat_pipeline.common.stats import paired_bootstrap_ci, wilson_interval
 from hcat_pipeline.gates.canaries import CATALOGUE, Move
-
-UNDECIDED = "undecided at this budget"
 from hcat_pipeline.gates.gaming import ungamed
 from hcat_pipeline.gates.pareto import pareto_frontier, system_axes
 from hcat_pipeline.schemas import CANARY_DETECTION
+
+UNDECIDED = "undecided at this budget"
 
 RESPONSE_METRICS = ("latency_s", "cost_usd")
 

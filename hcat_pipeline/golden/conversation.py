@@ -24,7 +24,6 @@ import random
 import re
 from collections.abc import Callable
 
-
 CONVERSATION_KINDS = ("follow_up", "correction", "long_history")
 STANDALONE = "standalone question: "
 _REFERENT = re.compile(  # "the <name> <head>": a quoted / code literal or capitalised name, then a lowercase kind noun

@@ -22,8 +22,8 @@ from collections.abc import Callable
 import numpy as np
 
 from hcat_pipeline.golden.claims import claim_problem, contradicted_by, readings_of
-from hcat_pipeline.golden.counterfactual import ATTRIBUTES, is_personal
 from hcat_pipeline.golden.conversation import CONVERSATION_KINDS, conversation_problems, standalone_question
+from hcat_pipeline.golden.counterfactual import ATTRIBUTES, is_personal
 from hcat_pipeline.golden.formats import format_problems
 from hcat_pipeline.golden.selection import content_words, lexical_recall, negation_mismatch, words
 from hcat_pipeline.golden.validity import Validity, ValidityConfig, answerable_checks, combine, is_answerable, self_contained

@@ -24,8 +24,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import polars as pl
-
 from hcat_pipeline.metrics.nli.api import content_tokens
 from hcat_pipeline.metrics.refusal import is_refusal
 from hcat_pipeline.metrics.registry import STR_LIST, metric

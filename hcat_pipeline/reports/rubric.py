@@ -106,7 +106,6 @@ def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.Dat
                     judge_scores: pl.DataFrame | None = None) -> tuple[dict[str, Section], list[Plot], list[str]]:  # fmt: skip
     """Every rubric section of this module: ({key: Section}, plots, summary lines)."""
     from hcat_pipeline.behaviour.harm import harm_table
-
     from hcat_pipeline.calibration.stated import stated_confidence_cases, stated_confidence_summary
 
     mt = metric_tables if metric_tables is not None else pl.DataFrame({"system_id": []}, schema={"system_id": pl.String})
