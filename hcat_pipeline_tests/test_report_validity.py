@@ -28,14 +28,17 @@ def _cell(system, lo, hi, n=40):
 
 def test_the_dominant_source_is_the_larger_one_in_metric_units():
     cells = pl.DataFrame([_cell("wide", 0.4, 0.8, 12), _cell("narrow", 0.58, 0.62, 400)])
-    deltas = pl.DataFrame([{"variant_kind": "colloquial", "system_id": "narrow", "metric": "groundedness_nli", "delta": -0.15},
-                           {"variant_kind": "distractor", "system_id": "narrow", "metric": "groundedness_nli", "delta": -0.5},
-                           {"variant_kind": "typo", "system_id": "wide", "metric": "groundedness_nli", "delta": 0.05}])
+    deltas = pl.DataFrame([{"variant_kind": "colloquial", "system_id": "narrow", "metric": "groundedness_nli", "delta": -0.15,
+                            "ci_low": -0.25, "ci_high": -0.05, "n_pairs": 12},
+                           {"variant_kind": "distractor", "system_id": "narrow", "metric": "groundedness_nli", "delta": -0.5,
+                            "ci_low": -0.6, "ci_high": -0.4, "n_pairs": 12},
+                           {"variant_kind": "typo", "system_id": "wide", "metric": "groundedness_nli", "delta": 0.30,
+                            "ci_low": -0.1, "ci_high": 0.7, "n_pairs": 2}])
     section, lines = construct_validity_section(cells, ["groundedness_nli"], VALIDITY, deltas)
     rows = {r[1]: r for r in section.rows}
     assert rows["wide"][7].startswith("sample size") and "more cases" in rows["wide"][7]
     assert rows["narrow"][7].startswith("prompt sensitivity") and "±0.150" in rows["narrow"][6]  # distractor is no paraphrase
-    assert rows["wide"][4] == "MODERATE" and rows["wide"][8] == "MODERATE" and "not estimated" in rows["wide"][6]
+    assert rows["wide"][4] == "MODERATE" and rows["wide"][8] == "MODERATE" and "not established" in rows["wide"][6]  # 2 pairs: noise
     assert lines == []
     _, lines = construct_validity_section(cells.with_columns(pl.lit("answer_relevancy").alias("metric")), ["answer_relevancy"], VALIDITY, None)
     assert lines and "UNKNOWN" in lines[0]

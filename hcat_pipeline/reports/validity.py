@@ -10,8 +10,9 @@ Per headline metric: its claim and proxy (``metrics.constructs``) and the validi
 * UNKNOWN: no labels for the metric's dimension (a rule or a metric without a construct definition).
 
 Per headline metric × system: the uncertainty sources this run can estimate, in the metric's units —
-*sample size* (the half-width of the bootstrap CI of the mean), *prompt sensitivity* (the largest |paired change|
-under the paraphrase variants, ``robustness_deltas`` typo / colloquial), *judge disagreement* (only for an LLM-judge
+*sample size* (the half-width of the bootstrap CI of the mean), *prompt sensitivity* (the largest |mean paired change|
+under the paraphrase variants, ``robustness_deltas`` typo / colloquial, counted only when its paired CI excludes 0 —
+one pair's change is noise, shown but not compared), *judge disagreement* (only for an LLM-judge
 dimension: 1 − κ of the audit, shown, not in metric units); *model stochasticity* is not estimated (one answer per
 case; a temperature-0 local system repeats itself exactly) — and the dominant one, with the remedy §6.6 names. The
 claim strength (STRONG / MODERATE / WEAK / INSUFFICIENT) is the weakness cell's, the one gates use.
@@ -50,26 +51,38 @@ def validity_level(metric: str, validity: pl.DataFrame | None) -> tuple[str, str
     return level, f"AUROC {fmt(r['auroc'])} [{fmt(lo)}, {fmt(r.get('auroc_ci_high'))}] on {r['heldout_n']} held-out {whose}"
 
 
-def _paraphrase_shift(deltas: pl.DataFrame | None, metric: str, system: str) -> float | None:
+def _paraphrase_shift(deltas: pl.DataFrame | None, metric: str, system: str) -> tuple[float | None, str]:
+    """(the largest established paraphrase shift |Δ| — its paired CI excludes 0 — or None, what was seen)."""
     if deltas is None or deltas.height == 0:
-        return None
-    d = deltas.filter((pl.col("metric") == metric) & (pl.col("system_id") == system) & pl.col("variant_kind").is_in(PARAPHRASE_KINDS))
-    vals = [abs(v) for v in d["delta"].to_list() if v is not None]
-    return max(vals) if vals else None
+        return None, "not estimated: no paraphrase pairs"
+    d = deltas.filter((pl.col("metric") == metric) & (pl.col("system_id") == system) & pl.col("variant_kind").is_in(PARAPHRASE_KINDS)
+                      & pl.col("delta").is_not_null())  # fmt: skip
+    if d.height == 0:
+        return None, "not estimated: no paraphrase pairs"
+    cols = set(d.columns)
+    rows = d.to_dicts()
+    shown = "; ".join(f"{r['variant_kind']} Δ {r['delta']:+.3f}" + (f" (n_pairs={r['n_pairs']})" if "n_pairs" in cols else "") for r in rows)
+    known = [abs(r["delta"]) for r in rows if {"ci_low", "ci_high"} <= cols and r["ci_low"] is not None and r["ci_high"] is not None
+             and (r["ci_low"] > 0 or r["ci_high"] < 0)]  # fmt: skip
+    if not known:
+        return None, f"{shown}: not established (every paired CI includes 0)"
+    return max(known), f"±{fmt(max(known))} established ({shown})"
 
 
 def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: float | None) -> tuple[dict[str, str], str]:
     """({source: what it is}, the dominant source with its remedy) of one system × metric cell."""
     half = None if cell.get("ci_low") is None else (cell["ci_high"] - cell["ci_low"]) / 2
-    shift = _paraphrase_shift(deltas, cell["metric"], cell["row"])
+    shift, shift_text = _paraphrase_shift(deltas, cell["metric"], cell["row"])
     sources = {"sample size": f"±{fmt(half)} (n={cell['n']})" if half is not None else f"no CI (n={cell['n']})",
-               "prompt sensitivity": f"±{fmt(shift)} (largest paraphrase change)" if shift is not None else "not estimated: no paraphrase pairs",
+               "prompt sensitivity": shift_text,
                "model stochasticity": "not estimated: one answer per case",
                "judge disagreement": f"1 − κ = {fmt(1 - judge_kappa)}" if judge_kappa is not None else "not applicable: not a judge score"}  # fmt: skip
     sized = {k: v for k, v in (("sample size", half), ("prompt sensitivity", shift)) if v is not None}
     if not sized:
         return sources, "not estimable: too few values"
     top = max(sized, key=sized.get)
+    if sized[top] == 0:
+        return sources, "none measurable: the figure does not vary over these cases (±0)"
     return sources, f"{top} (remedy: {REMEDY[top]})"
 
 
