@@ -75,3 +75,19 @@ def test_a_single_value_is_shown_without_an_interval_not_as_nan():
     checks = pl.DataFrame([{"case_id": "c", "system_id": "a", "rule": "constraints_met", "verdict": "pass", "evidence": "ok"}])
     section, lines = format_section(checks)
     assert "nan" not in lines[0] and "[no CI] (n=1)" in lines[0]
+
+
+def test_a_system_stating_no_confidence_is_not_applicable_not_a_gate_that_could_not_run():
+    from hcat_pipeline.gates.apply import evaluate_gates, system_capabilities
+    from hcat_pipeline.gates.spec import load_gates
+
+    gate = [g for g in load_gates("gates.yaml").gates if g.name == "stated_confidence_brier"]
+    responses = pl.DataFrame([{"case_id": "c0", "system_id": "plain", "answer": "Monthly.", "contexts": ["x"], "error": None},
+                              {"case_id": "c0", "system_id": "hedging", "answer": "I think monthly.", "contexts": ["x"], "error": None}])
+    caps = system_capabilities(responses)
+    empty = stated_confidence_cases(*_tables({"plain": [("Monthly.", True)]}))
+    v = evaluate_gates(gate, {"stated_confidence": empty}, capabilities=caps)
+    assert "*" not in v["system_id"].to_list() and len(v) == 2
+    by = {r["system_id"]: r for r in v.iter_rows(named=True)}
+    assert by["plain"]["verdict"] == "NOT_APPLICABLE" and "states no confidence" in by["plain"]["reason"]
+    assert by["hedging"]["verdict"] == "INDETERMINATE" and by["hedging"]["n"] == 0

@@ -27,6 +27,7 @@ from hcat_pipeline.common.stats import bootstrap_ci, paired_bootstrap_ci, statis
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
 from hcat_pipeline.metrics.citation import has_citation
+from hcat_pipeline.metrics.confidence import stated_confidence
 from hcat_pipeline.responses.retrieval import DISTRACTOR_PREFIX
 from hcat_pipeline.schemas import GATE_VERDICTS, RELEASE_DECISION
 
@@ -108,13 +109,16 @@ _LACKS = {"contexts": "the system returns no retrieved passages, so a metric of 
           "planted_passage": "the case's planted passage could not be put into this system's retrieval (an http / imported / "
                              "closed-book system), so there is nothing to believe or resist",
           "citations": "the system cites no passage in any answer ('[2]'), so the quality of its citations cannot be measured "
-                       "(its citation_presence still shows it)"}  # fmt: skip
+                       "(its citation_presence still shows it)",
+          "stated_confidence": "the system states no confidence in any answer, so its calibration is unknown (not measured, "
+                               "not perfect)"}  # fmt: skip
 
 
 def system_capabilities(responses: pl.DataFrame) -> dict[str, set[str]]:
     """Per system, what the data shows it has: ``contexts`` (an answered row with retrieved passages) and
     ``planted_passage`` (a row whose context holds a planted distractor passage, chunk id ``distractor:…``) and
-    ``citations`` (an answer with passages that cites one, "[2]": ``metrics.citation.has_citation``)."""
+    ``citations`` (an answer with passages that cites one, "[2]": ``metrics.citation.has_citation``) and
+    ``stated_confidence`` (an answer stating a confidence: ``metrics.confidence.stated_confidence``)."""
     out: dict[str, set[str]] = {}
     cols = set(responses.columns)
     for rec in responses.select([c for c in ("system_id", "contexts", "context_chunk_ids", "error", "answer") if c in cols]).iter_rows(named=True):
@@ -123,6 +127,8 @@ def system_capabilities(responses: pl.DataFrame) -> dict[str, set[str]]:
             caps.add("contexts")
             if has_citation(rec.get("answer")):
                 caps.add("citations")
+        if rec.get("error") is None and stated_confidence(rec.get("answer"))[0] is not None:
+            caps.add("stated_confidence")
         if any(str(c).startswith(DISTRACTOR_PREFIX) for c in rec.get("context_chunk_ids") or ()):
             caps.add("planted_passage")
     return out
@@ -147,7 +153,10 @@ def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.Dat
         past = [(label, _with_scope(_filter(f, gate), gate, cases)) for label, f in past if gate.metric in f.columns]
     except KeyError as e:
         return [_row(gate, ALL, "*", None, error=str(e.args[0]))]
-    systems = sorted(s for s in frame["system_id"].unique().to_list() if s is not None and gate.selects(s))
+    present = set(frame["system_id"].unique().to_list())
+    if gate.requires and capabilities is not None:  # a system without what the gate reads has no rows: NOT_APPLICABLE, said why
+        present |= set(capabilities)
+    systems = sorted(s for s in present if s is not None and gate.selects(s))
     if not systems:
         return [_row(gate, ALL, "*", None, error=f"no system of this run matches {gate.systems}")]
     groups = sorted(scoped["_group"].unique().to_list()) or [ALL]

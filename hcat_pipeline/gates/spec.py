@@ -43,7 +43,7 @@ Scope = Literal["overall", "stratum", "query_type", "category", "harm_category"]
 Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores", "rag_responses", "stated_confidence"]
 GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
 Scalar = Union[str, int, float, bool]
-Requirement = Literal["contexts", "planted_passage", "citations"]
+Requirement = Literal["contexts", "planted_passage", "citations", "stated_confidence"]
 
 #: the column each scope groups by (joined from golden_set when the table lacks it)
 SCOPE_COLUMNS: dict[str, str | None] = {"overall": None, "stratum": "stratum_label", "query_type": "query_type", "category": "category",
@@ -68,7 +68,7 @@ class GateSpec(BaseModel):
     requires: list[Requirement] = Field(
         default_factory=list, description="what a system must have for this gate to apply: contexts (it returns retrieved "
         "passages) | planted_passage (its retrieval was given the case's planted passage) | citations (its answers cite "
-        "passages, '[2]'); without it: NOT_APPLICABLE")
+        "passages, '[2]') | stated_confidence (its answers state a confidence); without it: NOT_APPLICABLE")
     statistic: GateStatistic = "mean"
     direction: Literal[">=", ">", "<=", "<"] = ">="
     threshold: float
