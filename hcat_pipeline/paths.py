@@ -10,6 +10,9 @@ DATA_DIR = Path(os.environ.get("HCAT_DATA_DIR", PROJECT_ROOT / "data"))
 WAREHOUSE_DIR = Path(os.environ.get("HCAT_WAREHOUSE_DIR", DATA_DIR / "warehouse"))
 CORPUS_DIR = DATA_DIR / "corpus"
 GOLDEN_SETS_DIR = Path(os.environ.get("HCAT_GOLDEN_SETS_DIR", DATA_DIR / "golden_sets"))
+LABELS_DIR = Path(os.environ.get("HCAT_LABELS_DIR", DATA_DIR / "labels"))  # human label files; the store in _store/
+CURATION_DIR = Path(os.environ.get("HCAT_CURATION_DIR", DATA_DIR / "curation"))  # review page: curation decisions per version
+REVIEW_URL = os.environ.get("HCAT_REVIEW_URL", "http://127.0.0.1:8765")  # where `hcat review` serves (the report links to it)
 REPORTS_DIR = Path(os.environ.get("HCAT_REPORTS_DIR", DATA_DIR / "reports"))  # campaign reports: <version>/<night>/report.html
 # caches outside the repo survive fresh clones on the same machine and are rebuilt when missing
 CACHE_DIR = Path(os.environ.get("HCAT_CACHE_DIR", Path.home() / ".cache" / "hcat_pipeline"))

@@ -429,6 +429,11 @@ LABEL_AGREEMENT = {
     "n_items": pl.Int64,
     "n_raters": pl.Int64,
     "note": pl.String,
+    "kappa_ci_low": pl.Float64,  # 95 % bootstrap over items
+    "kappa_ci_high": pl.Float64,
+    "alpha": pl.Float64,  # Krippendorff's α on every item with ≥ 2 ratings
+    "alpha_ci_low": pl.Float64,
+    "alpha_ci_high": pl.Float64,
 }
 
 # violation_campaign: per checker version (assets.violations)

@@ -28,9 +28,8 @@ from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANIN
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import DATA_DIR
+from hcat_pipeline.paths import LABELS_DIR
 
-LABELS_DIR = Path(os.environ.get("HCAT_LABELS_DIR", DATA_DIR / "labels"))
 STORE_SUBDIR = "_store"
 QUEUE_FILE = "review_queue.csv"
 

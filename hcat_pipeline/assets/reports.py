@@ -39,7 +39,7 @@ from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR
-from hcat_pipeline.reports.campaign_report import render_report
+from hcat_pipeline.reports.campaign_report import render_report, review_link
 from hcat_pipeline.reports.failures import failure_cases as failure_table
 from hcat_pipeline.reports.robustness import robustness_deltas as deltas_table
 from hcat_pipeline.reports.sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
@@ -161,7 +161,7 @@ def weakness_report(
     group_name="reports",
     ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",
                                                           "metric_validity", "exam_report", "canary_detection", "calibrators",
-                                                          "human_labels")},  # fmt: skip
+                                                          "human_labels", "review_queue")},  # fmt: skip
     description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
     "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
 )
@@ -187,6 +187,7 @@ def campaign_report(
     canary_detection: Optional[pl.DataFrame],
     calibrators: Optional[pl.DataFrame],
     human_labels: Optional[pl.DataFrame],
+    review_queue: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     rag_responses, metric_tables, behaviour_checks, retrieval_metrics, gate_verdicts, calibrated_scores, llm_judge_scores = (
@@ -214,7 +215,8 @@ def campaign_report(
     prov = provenance(golden_set, table_sha256(golden_set), manifest, rag_responses, metric_tables, settings)
     drop = ["golden_set_version", "night", "campaign_sha256"]
     kwargs = build_report(
-        run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context)},
+        run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context),
+             "review": review_link(review_queue, version, night)},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,
         plot_metrics=config.plot_metrics, pairs=DEFAULT_PAIRS, seed=config.seed, prov=prov,

@@ -11,6 +11,12 @@ An item is one ``(case_id, system_id)`` response; a rater's latest judgement of 
   ``n_items`` says how many;
 - κ is null when no item has two raters, or when every rating falls in one category (chance
   agreement is then 1 and κ is undefined); ``note`` says which.
+- Krippendorff's α (``krippendorff`` package; nominal on a binary scale, ordinal otherwise) on every item
+  with two or more ratings, whatever the number of raters per item (missing ratings allowed).
+- Both with a 95 % percentile bootstrap CI over items (``N_BOOT`` resamples, seeded: the same labels
+  give the same interval); a resample where the figure is undefined is left out.
+
+``disagreements``: the items whose raters' latest labels differ, with who said what.
 
 ``consensus_labels``: one label per item and dimension (the median ``label_index`` of the raters'
 latest judgements; on an even split the lower median), with ``n_raters``, the share of raters who
@@ -21,15 +27,18 @@ from __future__ import annotations
 
 from collections import Counter
 
+import krippendorff
 import numpy as np
 import polars as pl
 from sklearn.metrics import cohen_kappa_score
 
 from hcat_pipeline.schemas import LABEL_AGREEMENT as AGREEMENT_SCHEMA
 
-__all__ = ["agreement", "consensus_labels", "latest_per_rater", "AGREEMENT_SCHEMA"]
+__all__ = ["agreement", "consensus_labels", "disagreements", "latest_per_rater", "AGREEMENT_SCHEMA"]
 
 ITEM = ["case_id", "system_id"]
+N_BOOT = 1000
+CI_LEVEL = 0.95
 
 
 def latest_per_rater(labels: pl.DataFrame) -> pl.DataFrame:
@@ -66,7 +75,9 @@ def _kappa_row(dim: str, frame: pl.DataFrame) -> dict:
         if len(set(a.tolist()) | set(b.tolist())) < 2:
             row["note"] = "every rating in one category: κ undefined"
         else:
-            row["kappa"] = float(cohen_kappa_score(a, b, labels=list(range(k)), weights="quadratic" if ordinal else None))
+            weights = "quadratic" if ordinal else None
+            row["kappa"] = float(cohen_kappa_score(a, b, labels=list(range(k)), weights=weights))
+            row.update(_bootstrap_ci(len(a), lambda i: cohen_kappa_score(a[i], b[i], labels=list(range(k)), weights=weights), "kappa"))
         return row
     from statsmodels.stats.inter_rater import fleiss_kappa
 
@@ -86,14 +97,76 @@ def _kappa_row(dim: str, frame: pl.DataFrame) -> dict:
         row["note"] = "every rating in one category: κ undefined"
     else:
         row["kappa"] = float(fleiss_kappa(table, method="fleiss"))
+        row.update(_bootstrap_ci(items.height, lambda i: fleiss_kappa(table[i], method="fleiss"), "kappa"))
     return row
+
+
+def _bootstrap_ci(n: int, stat, name: str) -> dict:
+    """Percentile bootstrap CI of ``stat(indices)`` over ``n`` items; resamples where it is undefined are skipped."""
+    rng = np.random.default_rng(0)
+    values = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(N_BOOT):
+            try:
+                v = float(stat(rng.integers(0, n, n)))
+            except (ValueError, ZeroDivisionError):
+                continue
+            if np.isfinite(v):
+                values.append(v)
+    if len(values) < N_BOOT // 2:  # mostly undefined (e.g. nearly every rating in one category): no interval
+        return {f"{name}_ci_low": None, f"{name}_ci_high": None}
+    tail = (1 - CI_LEVEL) / 2 * 100
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return {f"{name}_ci_low": float(lo), f"{name}_ci_high": float(hi)}
+
+
+def _alpha_row(frame: pl.DataFrame) -> dict:
+    """Krippendorff's α with its bootstrap CI on the items with ≥ 2 ratings (raters × items, missing = NaN)."""
+    out = {"alpha": None, "alpha_ci_low": None, "alpha_ci_high": None}
+    multi = frame.group_by(ITEM).agg(pl.len().alias("n")).filter(pl.col("n") >= 2)
+    rated = frame.join(multi.select(ITEM), on=ITEM, how="semi").sort([*ITEM, "rater"])
+    if multi.height == 0 or rated["label_index"].n_unique() < 2:
+        return out
+    wide = rated.pivot(on="rater", index=ITEM, values="label_index", sort_columns=True)
+    data = wide.drop(ITEM).to_numpy().astype(float).T  # raters × items
+    level = "nominal" if frame["scale"][0] == "binary" else "ordinal"
+    domain = np.arange(int(frame["n_levels"][0]), dtype=float)
+    def alpha(i: np.ndarray) -> float:
+        return krippendorff.alpha(reliability_data=data[:, i], level_of_measurement=level, value_domain=domain)
+
+    out["alpha"] = float(alpha(np.arange(data.shape[1])))
+    out.update(_bootstrap_ci(data.shape[1], alpha, "alpha"))
+    return out
 
 
 def agreement(labels: pl.DataFrame) -> pl.DataFrame:
     """Inter-rater agreement per dimension (see module docstring); columns ``AGREEMENT_SCHEMA``."""
     latest = latest_per_rater(labels)
-    rows = [_kappa_row(dim, latest.filter(pl.col("dimension") == dim)) for dim in sorted(set(latest["dimension"].to_list()))]
+    rows = []
+    for dim in sorted(set(latest["dimension"].to_list())):
+        frame = latest.filter(pl.col("dimension") == dim)
+        rows.append({**_kappa_row(dim, frame), **_alpha_row(frame)})
     return pl.DataFrame(rows, schema=AGREEMENT_SCHEMA)
+
+
+def disagreements(labels: pl.DataFrame) -> pl.DataFrame:
+    """Items and dimensions whose raters' latest labels differ: ``case_id, system_id, dimension, n_raters, labels``
+    (``"alice=1, bob=0"``, rater order), ``spread`` (highest − lowest label)."""
+    latest = latest_per_rater(labels)
+    keys = [*ITEM, "dimension"]
+    return (
+        latest.sort("rater")
+        .group_by(keys, maintain_order=True)
+        .agg(pl.len().alias("n_raters"), pl.col("rater"), pl.col("label"), (pl.col("label").max() - pl.col("label").min()).alias("spread"))
+        .filter((pl.col("n_raters") >= 2) & (pl.col("spread") > 0))
+        .with_columns(
+            pl.struct("rater", "label")
+            .map_elements(lambda s: ", ".join(f"{r}={v}" for r, v in zip(s["rater"], s["label"], strict=True)), return_dtype=pl.String)
+            .alias("labels")
+        )
+        .drop("rater", "label")
+        .sort(keys)
+    )
 
 
 def consensus_labels(labels: pl.DataFrame) -> pl.DataFrame:

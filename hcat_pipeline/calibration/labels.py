@@ -57,6 +57,7 @@ __all__ = [
     "Scale",
     "parse_scale",
     "read_label_file",
+    "validate_label",
 ]
 
 REQUIRED_COLUMNS = ("case_id", "system_id", "dimension", "label", "rater", "labelled_at")
@@ -183,6 +184,11 @@ def _validate(raw: dict, scales_seen: dict[str, tuple[str, int]], line: int) -> 
     row["label_index"] = label - scale.lo
     row["n_levels"] = scale.n_levels
     return row
+
+
+def validate_label(raw: dict) -> dict:
+    """One judgement (a dict with the label-file columns) → the validated row; ValueError with the reason."""
+    return _validate(raw, {}, 1)
 
 
 def _records(path: Path, kind: str):

@@ -129,10 +129,11 @@ def label_sufficiency(
             if a:
                 more[c] = more.get(c, 0) + a
         spread = ", ".join(f"{a} of class {c}" for c, a in added.items() if a)
-        reasons.append(
-            f"Stage 2 hold-out has {holdout} labels, a finite q̂ at α={alpha} needs n ≥ 1/α − 1, i.e. {need}: "
-            f"add {spread} (q̂ = +∞ until then: every label in every set)"
-        )
+        if spread:  # else the labels each class lacks already fill the hold-out
+            reasons.append(
+                f"Stage 2 hold-out has {holdout} labels, a finite q̂ at α={alpha} needs n ≥ 1/α − 1, i.e. {need}: "
+                f"add {spread} (q̂ = +∞ until then: every label in every set)"
+            )
     return LabelSufficiency(
         sufficient=not reasons,
         alpha=alpha,

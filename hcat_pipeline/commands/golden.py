@@ -84,25 +84,14 @@ def _import_args(p: argparse.ArgumentParser) -> None:
 
 
 def validity_check(chunks_path: str, keep_invalid: bool):
-    """check(frame) for ``import_cases``: the golden.validity columns on every case; invalid rows are problems unless
-    ``keep_invalid``. Cases whose chunks cannot be resolved are checked without a source (verdict at best unsure)."""
+    """``golden.case_checks.import_check`` over the chunks table at ``chunks_path`` (empty when there is none)."""
+    import polars as pl
 
-    def check(frame):
-        import polars as pl
+    from hcat_pipeline.golden.case_checks import import_check
+    from hcat_pipeline.resources.embedding import EmbeddingModel
 
-        from hcat_pipeline.golden.case_checks import check_rows
-        from hcat_pipeline.golden.cases import cases_frame
-        from hcat_pipeline.resources.embedding import EmbeddingModel
-
-        text = dict(pl.read_parquet(chunks_path, columns=["chunk_id", "text"]).iter_rows()) if Path(chunks_path).exists() else {}
-        checked = check_rows(frame.to_dicts(), text, EmbeddingModel().embed)
-        problems = [] if keep_invalid else [
-            (0, f"case {r['case_id']}: invalid ({r['validity_score']:.2f}): {'; '.join(r['validity_reasons'])}")
-            for r in checked if r["validity_verdict"] == "invalid"
-        ]  # fmt: skip
-        return cases_frame(checked), problems
-
-    return check
+    text = dict(pl.read_parquet(chunks_path, columns=["chunk_id", "text"]).iter_rows()) if Path(chunks_path).exists() else {}
+    return import_check(text, EmbeddingModel().embed, keep_invalid)
 
 
 @command("import-cases", "validate curated CSV / JSONL cases (format and case validity) and freeze them as a new version (all or nothing)", _import_args)

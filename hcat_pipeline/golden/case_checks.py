@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hcat_pipeline.golden.cases import cases_frame
 from hcat_pipeline.golden.validity import (
     HARD,
     VERDICTS,
@@ -112,3 +113,20 @@ def check_rows(rows: list[dict], chunk_text: dict[str, str], embed: Embed, confi
 def sources_for(rows: list[dict], chunk_text: dict[str, str]) -> dict[str, str]:
     """case_id → the text of its cited chunks (``source_chunk_ids`` in ``chunk_text``; an id not found adds nothing)."""
     return {r["case_id"]: "\n".join(chunk_text.get(c, "") for c in r.get("source_chunk_ids") or []) for r in rows}
+
+
+def import_check(chunk_text: dict[str, str], embed: Embed, keep_invalid: bool = False):
+    """``check(frame)`` for ``cases.import_cases`` (``hcat import-cases``, the review page's curated versions): the
+    validity columns on every case; an invalid case is a problem ``(0, reason)`` unless ``keep_invalid``. Cases whose
+    chunks cannot be resolved are checked without a source (verdict at best unsure)."""
+
+    def check(frame):
+        checked = check_rows(frame.to_dicts(), chunk_text, embed)
+        problems = [] if keep_invalid else [
+            (0, f"case {r['case_id']}: invalid ({r['validity_score']:.2f}): {'; '.join(r['validity_reasons'])}")
+            for r in checked if r["validity_verdict"] == "invalid"
+        ]  # fmt: skip
+        return cases_frame(checked), problems
+
+    return check
+

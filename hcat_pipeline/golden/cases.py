@@ -284,7 +284,7 @@ EXPORT_COLUMNS = tuple(c for c in GOLDEN_SET if c != "version")
 def export_cases(frame: pl.DataFrame, path: str | Path) -> Path:
     """Write cases as CSV (list columns as JSON arrays) or JSONL, by the file suffix."""
     path = Path(path)
-    cols = [c for c in EXPORT_COLUMNS if c in frame.columns]
+    cols = [c for c in (*EXPORT_COLUMNS, *CONVERSATION) if c in frame.columns]  # a multi-turn case keeps its turns
     out = frame.select(cols)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".jsonl":
@@ -296,7 +296,8 @@ def export_cases(frame: pl.DataFrame, path: str | Path) -> Path:
             w = csv.writer(f)
             w.writerow(cols)
             for row in out.iter_rows(named=True):
-                w.writerow([json.dumps(row[c], ensure_ascii=False) if c in LIST_COLUMNS else ("" if row[c] is None else row[c]) for c in cols])
+                w.writerow([json.dumps(row[c] or [], ensure_ascii=False) if c in (*LIST_COLUMNS, *CONVERSATION)
+                            else ("" if row[c] is None else row[c]) for c in cols])  # fmt: skip
     else:
         raise ValueError(f"{path}: export as .csv or .jsonl")
     return path
@@ -327,7 +328,12 @@ def _read_rows(path: Path) -> tuple[list[tuple[int, dict]], list[tuple[int, str]
                     continue
                 row = {}
                 for k, v in rec.items():
-                    if k in LIST_COLUMNS:
+                    if k in CONVERSATION:
+                        try:
+                            row[k] = json.loads(v) if v and v.strip() else []
+                        except json.JSONDecodeError:
+                            row[k] = v  # reported by the row check: not a list of turns
+                    elif k in LIST_COLUMNS:
                         if v is None or not v.strip():
                             row[k] = []
                             continue
@@ -462,7 +468,8 @@ def read_curated_cases(path: str | Path) -> pl.DataFrame:
     return cases_frame(cases)
 
 
-def import_cases(path: str | Path, version: str, golden_dir: str | Path, created_at: str | None = None, check=None) -> dict:
+def import_cases(path: str | Path, version: str, golden_dir: str | Path, created_at: str | None = None, check=None,
+                 provenance: dict | None = None) -> dict:  # fmt: skip
     """Validate a curated CSV / JSONL and freeze it as ``version`` (all or nothing); return the manifest.
 
     ``check(frame) -> (frame with validity columns, [(row, problem)])``: the case validity checks (``hcat import-cases``
@@ -474,5 +481,5 @@ def import_cases(path: str | Path, version: str, golden_dir: str | Path, created
             raise CaseImportError(str(path), sorted(problems))
     return freeze_version(
         frame, version, golden_dir, inputs_sha256=file_sha256(Path(path)), created_at=created_at, source="curated",
-        provenance={"imported_from": Path(path).name},
+        provenance={"imported_from": Path(path).name, **(provenance or {})},
     )  # fmt: skip

@@ -19,6 +19,7 @@ import polars as pl
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from hcat_pipeline.common.images import png_data_uri
+from hcat_pipeline.paths import REVIEW_URL
 
 TEMPLATE = "campaign_report.html.j2"
 MAX_CELL_CHARS = 300
@@ -94,6 +95,15 @@ def frame_section(key: str, title: str, frame: pl.DataFrame | None, why_missing:
 def environment() -> Environment:
     return Environment(loader=PackageLoader("hcat_pipeline.reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)  # fmt: skip
+
+
+def review_link(queue: pl.DataFrame | None, version: str, night: str, base_url: str = REVIEW_URL) -> dict | None:
+    """The report's "label these items" link to ``hcat review`` for this run's review queue (None when there is none)."""
+    if queue is None or queue.height == 0:
+        return None
+    dims = {d: int(n) for d, n in queue.group_by("dimension").len().sort("dimension").iter_rows()}
+    return {"url": f"{base_url}/label?queue={version}/{night}", "n": queue.height,
+            "answers": queue.select("case_id", "system_id").unique().height, "dimensions": dims}  # fmt: skip
 
 
 def render_report(*, title: str, run: dict, summary: list[str], sections: dict[str, Section], plots: dict[str, list[Plot]],

@@ -130,6 +130,9 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     summary += gate_lines
     if run.get("judge_note"):
         summary.append(f"LLM judge: {run['judge_note']}.")
+    if run.get("review"):
+        r = run["review"]
+        summary.append(f"Human labels wanted: {r['n']} items ({r['answers']} answers) in the review queue — `hcat review`, {r['url']}.")
     if "; short: " in prov.get("golden-set strata", ""):
         summary.append(f"Golden set: {prov['golden-set strata']}.")
     canary = optional.get("canary_detection") or OptionalTable(None, "canary_detection is not materialized for this run")

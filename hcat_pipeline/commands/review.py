@@ -1,0 +1,122 @@
+"""`hcat review` (the labelling / curation page on loopback), `hcat labelstudio-export`, `hcat labelstudio-import`."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from hcat_pipeline.commands import command
+from hcat_pipeline.paths import CURATION_DIR, GOLDEN_SETS_DIR, LABELS_DIR, REVIEW_URL, WAREHOUSE_DIR
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--queue", default="", help="a review queue (.parquet stored by the review_queue asset, or its CSV export); "
+                   "default: the latest stored run's")  # fmt: skip
+    p.add_argument("--labels-dir", default=str(LABELS_DIR), help=f"label files and the store (default {LABELS_DIR})")
+    p.add_argument("--warehouse", default=str(WAREHOUSE_DIR), help=f"stored assets (default {WAREHOUSE_DIR})")
+
+
+def _review_args(p: argparse.ArgumentParser) -> None:
+    url = urlparse(REVIEW_URL)
+    _common(p)
+    p.add_argument("--golden-dir", default=str(GOLDEN_SETS_DIR), help=f"golden-set versions (default {GOLDEN_SETS_DIR})")
+    p.add_argument("--curation-dir", default=str(CURATION_DIR), help=f"curation decisions (default {CURATION_DIR})")
+    p.add_argument("--chunks", default=str(WAREHOUSE_DIR / "chunks.parquet"), help="chunks table the validity checks resolve sources with")
+    p.add_argument("--host", default=url.hostname or "127.0.0.1", help="interface (default loopback only)")
+    p.add_argument("--port", type=int, default=url.port or 8765, help="port (default from HCAT_REVIEW_URL, 8765)")
+    p.add_argument("--rater", default="", help="rater name shown by default (each browser can set its own)")
+
+
+def settings_from(args: argparse.Namespace):
+    from hcat_pipeline.review.views import ReviewSettings
+
+    def check_factory():
+        from hcat_pipeline.commands.golden import validity_check
+
+        return validity_check(args.chunks, keep_invalid=False)
+
+    return ReviewSettings(labels_dir=Path(args.labels_dir), warehouse=Path(args.warehouse), golden_dir=Path(args.golden_dir),
+                          curation_dir=Path(args.curation_dir), queue=Path(args.queue) if args.queue else None, rater=args.rater,
+                          check_factory=check_factory)  # fmt: skip
+
+
+@command("review", "serve the review page (label answers, curate cases, see agreement) on loopback", _review_args)
+def _review(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from hcat_pipeline.review.app import create_app
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"note: serving on {args.host}: anyone who can reach it can label under any name", file=sys.stderr)
+    print(f"hcat review: http://{args.host}:{args.port}/label  (Ctrl-C stops it)")
+    uvicorn.run(create_app(settings_from(args)), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _export_args(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--out", required=True, help="folder for tasks_<scale>.json and config_<scale>.xml (one Label Studio project per scale)")
+
+
+@command("labelstudio-export", "export the review queue as Label Studio tasks + labeling config", _export_args)
+def _ls_export(args: argparse.Namespace) -> int:
+    from hcat_pipeline.review.items import QueueError, find_queue, load_queue
+    from hcat_pipeline.review.labelstudio import export_tasks, labeling_config
+
+    try:
+        path = Path(args.queue) if args.queue else find_queue(args.warehouse)
+        if path is None:
+            raise QueueError(f"no stored review queue under {args.warehouse}: run a campaign first, or pass --queue FILE")
+        groups = export_tasks(load_queue(path))
+    except QueueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for scale, tasks in groups.items():
+        tag = scale.replace(":", "_")
+        (out / f"tasks_{tag}.json").write_text(json.dumps(tasks, ensure_ascii=False, indent=1), encoding="utf-8")
+        (out / f"config_{tag}.xml").write_text(labeling_config(scale), encoding="utf-8")
+        print(f"{len(tasks)} task(s) on the {scale} scale -> {out / f'tasks_{tag}.json'} (labeling config {out / f'config_{tag}.xml'})")
+    return 0
+
+
+def _import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("export", help="a Label Studio project's JSON export (Export → JSON)")
+    p.add_argument("--users", default="", help="optional JSON {user id: rater name} for exports that give completed_by as an id")
+    p.add_argument("--labels-dir", default=str(LABELS_DIR), help=f"where the label file is written and imported (default {LABELS_DIR})")
+
+
+@command("labelstudio-import", "import a Label Studio JSON export as a label file into the label store", _import_args)
+def _ls_import(args: argparse.Namespace) -> int:
+    from hcat_pipeline.calibration.store import LabelStore
+    from hcat_pipeline.review.labelstudio import annotations_to_labels, read_export
+
+    try:
+        tasks = read_export(args.export)
+        users = json.loads(Path(args.users).read_text(encoding="utf-8")) if args.users else {}
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rows, problems, cancelled = annotations_to_labels(tasks, users)
+    for task_id, reason in problems:
+        print(f"  task {task_id}: {reason}", file=sys.stderr)
+    if problems:
+        print(f"error: {len(problems)} annotation(s) cannot become labels: nothing imported", file=sys.stderr)
+        return 1
+    labels_dir = Path(args.labels_dir)
+    labels_dir.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    path = labels_dir / f"labelstudio_{hashlib.sha256(text.encode()).hexdigest()[:12]}.jsonl"
+    path.write_text(text, encoding="utf-8")
+    res = LabelStore(labels_dir / "_store").import_file(path)
+    if res.status == "rejected":
+        path.unlink()  # a file the store refuses would be retried (and refused) by every labels_job run
+    print(f"{len(rows)} label(s) from {len(tasks)} task(s) ({cancelled} skipped annotation(s) left out) -> {path.name}: {res.message}")
+    for e in res.errors.head(20).iter_rows(named=True):
+        print(f"  line {e['line']}: {e['reason']}", file=sys.stderr)
+    return 0 if res.status in ("imported", "unchanged") else 1

@@ -1,0 +1,142 @@
+"""Curating a golden-set version on the review page: accept / reject with a reason / edit, then freeze.
+
+Decisions are appended to ``<curation_dir>/<base version>.decisions.jsonl`` (who, when, what; the latest
+decision on a case counts), so a half-done curation survives a closed tab and two reviewers see each
+other's calls. Freezing applies them to the base version and hands the result to ``cases.import_cases``
+— the path ``hcat import-cases`` takes: the same format and validity checks, all or nothing, a new
+frozen version directory (``source: curated``) that the ``golden_set_version_sensor`` picks up.
+
+- a rejected case leaves; so do its variants (a variant without its base is not a case), listed;
+- an edited question or reference makes a new case (a new ``case_id`` from its content: labels and
+  scores of the old case never attach to the new one); its variants follow it to the new id;
+- the curated file is kept next to the decisions (``<new version>.curated.jsonl``) for the record.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from hcat_pipeline.golden.cases import case_id_for, export_cases, import_cases, load_version
+
+__all__ = ["Action", "CurationLog", "Curated", "apply_decisions", "freeze_curated"]
+
+Action = Literal["accept", "reject", "edit", "undo"]
+ACTIONS: tuple[str, ...] = Action.__args__
+EDITABLE = ("query", "reference_answer")
+VALIDITY_COLUMNS = ("validity_score", "validity_verdict", "validity_reasons")
+
+
+class CurationLog:
+    """The decisions on one base version (append-only JSONL, one line per decision)."""
+
+    def __init__(self, curation_dir: str | Path, base_version: str):
+        self.dir = Path(curation_dir)
+        self.base_version = base_version
+        self.path = self.dir / f"{base_version}.decisions.jsonl"
+
+    @contextmanager
+    def _locked(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with (self.dir / ".lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def record(self, case_id: str, action: str, rater: str, reason: str = "", edits: dict | None = None, known: set[str] | None = None) -> dict:
+        """Append a decision; ValueError saying what is wrong (nothing written)."""
+        reason, edits = (reason or "").strip(), {k: (v or "").strip() for k, v in (edits or {}).items()}
+        if action not in ACTIONS:
+            raise ValueError(f"action {action!r} is not one of {list(ACTIONS)}")
+        if known is not None and case_id not in known:
+            raise ValueError(f"case {case_id!r} is not in version {self.base_version}")
+        if action == "reject" and not reason:
+            raise ValueError("a rejection needs a reason (what is wrong with the case)")
+        if action == "edit":
+            if set(edits) - set(EDITABLE) or not edits:
+                raise ValueError(f"an edit changes {' and/or '.join(EDITABLE)}, got {sorted(edits)}")
+            if "query" in edits and not edits["query"]:
+                raise ValueError("the edited question is empty")
+        entry = {"case_id": case_id, "action": action, "reason": reason or None, "edits": edits if action == "edit" else {},
+                 "rater": rater, "at": datetime.now(UTC).isoformat(timespec="microseconds")}  # fmt: skip
+        with self._locked(), self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        return entry
+
+    def entries(self) -> list[dict]:
+        if not self.path.is_file():
+            return []
+        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def decisions(self) -> dict[str, dict]:
+        """The latest decision per case (an ``undo`` removes it)."""
+        out: dict[str, dict] = {}
+        for e in self.entries():
+            if e["action"] == "undo":
+                out.pop(e["case_id"], None)
+            else:
+                out[e["case_id"]] = e
+        return out
+
+
+@dataclass
+class Curated:
+    frame: pl.DataFrame
+    rejected: dict[str, str] = field(default_factory=dict)  # case_id → reason
+    cascaded: dict[str, str] = field(default_factory=dict)  # variant case_id → why it left with its base
+    renamed: dict[str, str] = field(default_factory=dict)  # edited case: old id → new id
+    accepted: int = 0
+
+    @property
+    def summary(self) -> dict:
+        return {"cases": self.frame.height, "accepted": self.accepted, "rejected": len(self.rejected),
+                "left_with_their_base": len(self.cascaded), "edited": len(self.renamed)}  # fmt: skip
+
+
+def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict]) -> Curated:
+    """The base version's cases with the decisions applied (see the module docstring)."""
+    rows = frame.to_dicts()
+    rejected = {cid: d["reason"] for cid, d in decisions.items() if d["action"] == "reject"}
+    cascaded = {r["case_id"]: f"its base case {r['base_case_id']} was rejected" for r in rows if r.get("base_case_id") in rejected}
+    renamed: dict[str, str] = {}
+    kept = []
+    for r in rows:
+        if r["case_id"] in rejected or r["case_id"] in cascaded:
+            continue
+        d = decisions.get(r["case_id"])
+        if d and d["action"] == "edit":
+            r = {**r, **d["edits"], **dict.fromkeys(VALIDITY_COLUMNS)}
+            r["validity_reasons"] = []
+            new_id = case_id_for(r)
+            renamed[r["case_id"]], r["case_id"] = new_id, new_id
+        kept.append(r)
+    for r in kept:
+        if r.get("base_case_id") in renamed:
+            r["base_case_id"] = renamed[r["base_case_id"]]
+    accepted = sum(1 for d in decisions.values() if d["action"] == "accept")
+    out = pl.DataFrame(kept, schema=frame.schema) if kept else frame.clear()
+    return Curated(out, rejected, cascaded, renamed, accepted)
+
+
+def freeze_curated(log: CurationLog, golden_dir: str | Path, new_version: str, check: Callable | None, rater: str) -> dict:
+    """Apply the log's decisions to its base version and freeze the result as ``new_version`` through
+    ``import_cases`` (``CaseImportError`` / ``GoldenSetError`` / ``ValueError`` when refused: nothing written)."""
+    base, _ = load_version(log.base_version, golden_dir)
+    curated = apply_decisions(base, log.decisions())
+    if curated.frame.height == 0:
+        raise ValueError("every case was rejected: nothing to freeze")
+    path = log.dir / f"{new_version}.curated.jsonl"
+    export_cases(curated.frame, path)
+    provenance = {"curated_from": log.base_version, "curated_by": rater, "curation_decisions": log.path.name, **curated.summary,
+                  "rejected_reasons": curated.rejected, "left_with_their_base": curated.cascaded, "edited_ids": curated.renamed}  # fmt: skip
+    return import_cases(path, new_version, golden_dir, check=check, provenance=provenance)

@@ -1,0 +1,155 @@
+// hcat review: the page's only script (no build step). Labels and decisions are POSTed as JSON; the server answers
+// {status, message}; a 409 carries the label another tab saved first, and nothing is overwritten without asking.
+"use strict";
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+
+function say(text, kind = "ok") {
+  const s = $("#status");
+  s.textContent = text;
+  s.className = kind;
+}
+
+function rater() {
+  return ($("#rater").value || "").trim();
+}
+
+$("#rater").addEventListener("change", () => {
+  document.cookie = "hcat_rater=" + encodeURIComponent(rater()) + "; path=/; SameSite=Strict";
+  location.reload();
+});
+
+async function post(url, body) {
+  let res;
+  try {
+    res = await fetch(url, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  } catch (e) {
+    return {status: "error", message: "the review server did not answer (" + e + "): nothing was saved, try again"};
+  }
+  const data = await res.json().catch(() => ({status: "error", message: "the server answered " + res.status}));
+  data.http = res.status;
+  return data;
+}
+
+// ---------------------------------------------------------------- labelling
+const item = $("#item");
+let focusIdx = 0;
+
+function dims() { return $$("fieldset.dim"); }
+
+function focusDim(i) {
+  const all = dims();
+  if (!all.length) return;
+  focusIdx = Math.max(0, Math.min(i, all.length - 1));
+  all.forEach((d, j) => d.classList.toggle("focus", j === focusIdx));
+  all[focusIdx].focus({preventScroll: false});
+}
+
+function go(delta) {
+  const i = Number(item.dataset.index) + delta;
+  if (i < 0 || i >= Number(item.dataset.n)) { say(i < 0 ? "this is the first answer" : "this is the last answer in the queue"); return; }
+  location.href = "/label?item=" + i + (item.dataset.queue ? "&queue=" + encodeURIComponent(item.dataset.queue) : "");
+}
+
+async function saveLabel(fs, value, force) {
+  if (!rater()) { say("type your rater name at the top right first", "bad"); $("#rater").focus(); return false; }
+  const body = {rater: rater(), case_id: item.dataset.case, system_id: item.dataset.system, dimension: fs.dataset.dimension,
+                label: Number(value), scale: fs.dataset.scale, comment: $("input.note", fs).value || null,
+                seen: force !== undefined ? force : fs.dataset.seen};
+  const r = await post("/api/labels", body);
+  if (r.status === "saved") {
+    fs.dataset.seen = r.row_hash;
+    $$("button.choice", fs).forEach(b => b.classList.toggle("chosen", b.dataset.value === String(value)));
+    $(".saved", fs).textContent = "your label: " + value + " (" + r.message + ")";
+    fs.classList.add("done");
+    say(fs.dataset.dimension + " = " + value + " saved");
+    return true;
+  }
+  if (r.status === "conflict") {
+    const keep = !confirm(r.message + "\n\nThe other label: " + r.current.label + (r.current.comment ? " (" + r.current.comment + ")" : "") +
+                          "\nYours: " + value + "\n\nOK = save yours over it, Cancel = keep the other label");
+    if (keep) {
+      fs.dataset.seen = r.current.row_hash;
+      $$("button.choice", fs).forEach(b => b.classList.toggle("chosen", b.dataset.value === String(r.current.label)));
+      $(".saved", fs).textContent = "your label: " + r.current.label + " (from another tab)";
+      say("kept the label saved in the other tab", "bad");
+      return true;
+    }
+    return saveLabel(fs, value, r.current.row_hash);
+  }
+  say(r.message || "not saved", "bad");
+  return false;
+}
+
+async function label(value) {
+  const all = dims();
+  const fs = all[focusIdx];
+  const ok = $$("button.choice", fs).some(b => b.dataset.value === String(value));
+  if (!ok) { say("no label " + value + " on the " + fs.dataset.scale + " scale of " + fs.dataset.dimension, "bad"); return; }
+  if (!(await saveLabel(fs, value))) return;
+  const next = all.findIndex((d, j) => j > focusIdx && !d.classList.contains("done"));
+  if (next >= 0) focusDim(next);
+  else if (all.every(d => d.classList.contains("done"))) setTimeout(() => go(1), 150);
+}
+
+if (item) {
+  dims().forEach((fs, j) => {
+    if ($(".saved", fs).textContent.trim()) fs.classList.add("done");
+    fs.addEventListener("focusin", () => { focusIdx = j; dims().forEach((d, k) => d.classList.toggle("focus", k === j)); });
+    $$("button.choice", fs).forEach(b => b.addEventListener("click", () => { focusIdx = j; label(b.dataset.value); }));
+  });
+  const first = dims().findIndex(d => !d.classList.contains("done"));
+  focusDim(first >= 0 ? first : 0);
+  document.addEventListener("keydown", (e) => {
+    if (e.target.matches("input, textarea, select")) {
+      if (e.key === "Escape" || e.key === "Enter") { e.preventDefault(); e.target.blur(); focusDim(focusIdx); }
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (/^[0-9]$/.test(e.key)) { e.preventDefault(); label(e.key); }
+    else if (e.key === "j" || e.key === "ArrowRight") go(1);
+    else if (e.key === "k" || e.key === "ArrowLeft") go(-1);
+    else if (e.key === "n") { e.preventDefault(); $("input.note", dims()[focusIdx]).focus(); }
+    else if (e.key === "Tab") { e.preventDefault(); focusDim((focusIdx + (e.shiftKey ? -1 : 1) + dims().length) % dims().length); }
+  });
+}
+
+// ---------------------------------------------------------------- curation
+async function decide(tr, action, reason, edits) {
+  if (!rater()) { say("type your rater name at the top right first", "bad"); $("#rater").focus(); return; }
+  const r = await post("/api/curation", {rater: rater(), version: tr.dataset.version, case_id: tr.dataset.case, action, reason: reason || "", edits: edits || {}});
+  if (r.status !== "saved") { say(r.message, "bad"); return; }
+  say(tr.dataset.case + ": " + action + " saved");
+  location.reload();
+}
+
+$$("#cases tr[data-case]").forEach(tr => {
+  $(".accept", tr).addEventListener("click", () => decide(tr, "accept"));
+  $(".reject", tr).addEventListener("click", () => {
+    const box = $("input.reason", tr);
+    if (box.hidden) { box.hidden = false; box.focus(); return; }
+    decide(tr, "reject", box.value);
+  });
+  $("input.reason", tr).addEventListener("keydown", (e) => { if (e.key === "Enter") decide(tr, "reject", e.target.value); });
+  $(".open-edit", tr).addEventListener("click", () => { $(".edit", tr).hidden = false; $(".edit-query", tr).focus(); });
+  $(".save-edit", tr).addEventListener("click", () => decide(tr, "edit", "", {query: $(".edit-query", tr).value, reference_answer: $(".edit-reference", tr).value}));
+  const undo = $(".undo", tr);
+  if (undo) undo.addEventListener("click", () => decide(tr, "undo"));
+});
+
+const freezeButton = $("#freeze");
+if (freezeButton) freezeButton.addEventListener("click", async () => {
+  if (!rater()) { say("type your rater name at the top right first", "bad"); return; }
+  const out = $("#freeze-result");
+  out.textContent = "checking the cases (format and validity) …";
+  freezeButton.disabled = true;
+  const r = await post("/api/curation/freeze", {rater: rater(), version: freezeButton.dataset.version, new_version: $("#new-version").value.trim()});
+  freezeButton.disabled = false;
+  if (r.status === "frozen") {
+    out.textContent = "frozen: version " + r.version + " (" + r.n_cases + " cases, source " + r.source + ", sha256 " + r.content_sha256.slice(0, 16) + "…)";
+    say("curated version " + r.version + " frozen");
+  } else {
+    out.textContent = r.message + (r.problems ? "\n" + r.problems.join("\n") : "");
+    say(r.message, "bad");
+  }
+});

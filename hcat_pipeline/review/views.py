@@ -1,0 +1,145 @@
+"""What each screen of the review page shows, as plain dicts for the templates (no web framework here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from hcat_pipeline.calibration.agreement import agreement, disagreements
+from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
+from hcat_pipeline.review.curation import CurationLog, apply_decisions
+from hcat_pipeline.review.items import (
+    Item,
+    QueueError,
+    build_items,
+    find_queue,
+    highlight,
+    load_queue,
+    metric_tables_for,
+    stored_queue,
+)
+from hcat_pipeline.review.labelling import PageLabels, progress, stratum_coverage
+
+__all__ = ["ReviewSettings", "Queue", "label_view", "agreement_view", "curate_view", "progress_view"]
+
+
+@dataclass
+class ReviewSettings:
+    labels_dir: Path
+    warehouse: Path
+    golden_dir: Path
+    curation_dir: Path
+    store_dir: Path | None = None
+    queue: Path | None = None  # None: the latest stored review_queue
+    rater: str = ""
+    check_factory: Callable[[], Callable] | None = None  # the validity check for freezing (built on first use)
+
+    @property
+    def labels(self) -> PageLabels:
+        return PageLabels(self.labels_dir, self.store_dir)
+
+
+@dataclass
+class Queue:
+    path: Path
+    frame: pl.DataFrame
+    items: list[Item]
+
+    @classmethod
+    def load(cls, settings: ReviewSettings, name: str | None = None) -> Queue:
+        """``name`` (``<version>/<night>``) picks a stored run's queue; else ``--queue`` or the latest stored one."""
+        path = stored_queue(settings.warehouse, name) if name else settings.queue or find_queue(settings.warehouse)
+        if path is None:
+            raise QueueError(f"no stored review queue under {settings.warehouse}/review_queue: run a campaign first, or pass --queue FILE")
+        frame = load_queue(path)
+        return cls(path, frame, build_items(frame, metric_tables_for(path, settings.warehouse)))
+
+    @property
+    def param(self) -> str:
+        """The ``?queue=`` value naming this queue in links ("" for the default one)."""
+        return self.name if self.path.suffix == ".parquet" else ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.parent.name}/{self.path.stem}" if self.path.suffix == ".parquet" else self.path.name
+
+
+def _fmt(v) -> str:
+    return "–" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None) -> dict:
+    """The labelling screen: item ``index`` (default the first with a dimension ``rater`` has not labelled)."""
+    mine = labels.filter(pl.col("rater") == rater) if labels.height else labels
+    latest = {} if not mine.height else {
+        (r["case_id"], r["system_id"], r["dimension"]): r for r in mine.sort("labelled_at").iter_rows(named=True)
+    }  # fmt: skip
+    todo = [i for i, it in enumerate(queue.items) if any((it.case_id, it.system_id, r["dimension"]) not in latest for r in it.rows)]
+    if index is None:
+        index = todo[0] if todo else 0
+    index = max(0, min(index, len(queue.items) - 1)) if queue.items else 0
+    view = {"queue": queue.name, "queue_param": queue.param, "n_items": len(queue.items), "index": index, "todo": len(todo), "item": None, "rater": rater,
+            "progress": progress(queue.frame, labels, rater)}  # fmt: skip
+    if not queue.items:
+        return view
+    it = queue.items[index]
+    answer_flags = [f for f in it.flags if f.where == "answer"]
+    passage_flags = [f for f in it.flags if f.where == "passages"]
+    dims = []
+    for r in it.rows:
+        cur = latest.get((it.case_id, it.system_id, r["dimension"]))
+        dims.append({**r, "current": None if cur is None else cur["label"], "seen": "" if cur is None else cur["row_hash"],
+                     "comment": "" if cur is None else (cur["comment"] or ""), "raw_score_text": _fmt(r["raw_score"]),
+                     "calibrated_text": _fmt(r["calibrated_probability"])})  # fmt: skip
+    view["item"] = {
+        "case_id": it.case_id, "system_id": it.system_id, "priority": it.priority, "stratum": it.stratum, "query_type": it.query_type,
+        "query": it.query, "reference": it.reference, "reference_open": any(r["dimension"] == "behaviour_answer_correct" for r in it.rows),
+        "answer": highlight(it.answer, answer_flags), "passages": [highlight(p, passage_flags) for p in it.passages],
+        "flags": [{"sentence": f.sentence, "where": f.where, "why": f.why} for f in it.flags],
+        "scores": [{"metric": k, "score": _fmt(v), "explanation": it.explanations.get(k, "")} for k, v in it.scores.items()]
+        or [{"metric": k, "score": "", "explanation": v} for k, v in it.explanations.items()],
+        "dimensions": dims,
+    }  # fmt: skip
+    return view
+
+
+def progress_view(queue: Queue, labels: pl.DataFrame, rater: str) -> dict:
+    return {"queue": queue.name, "rater": rater, "progress": progress(queue.frame, labels, rater),
+            "coverage": stratum_coverage(queue.frame, labels)}  # fmt: skip
+
+
+def agreement_view(labels: pl.DataFrame) -> dict:
+    if not labels.height:
+        return {"rows": [], "disagreements": [], "raters": []}
+    rows = [{k: _fmt(v) if isinstance(v, float) else v for k, v in r.items()} for r in agreement(labels).iter_rows(named=True)]
+    return {"rows": rows, "disagreements": disagreements(labels).to_dicts(), "raters": sorted(set(labels["rater"].to_list()))}
+
+
+def curate_view(settings: ReviewSettings, version: str | None, verdict: str | None) -> dict:
+    versions = list_versions(settings.golden_dir)
+    version = version or latest_version(settings.golden_dir)
+    view = {"versions": versions, "version": version, "cases": [], "verdict": verdict or "", "summary": None}
+    if version is None:
+        return view
+    frame, manifest = load_version(version, settings.golden_dir)
+    log = CurationLog(settings.curation_dir, version)
+    decisions = log.decisions()
+    view["summary"] = apply_decisions(frame, decisions).summary
+    view["source"] = manifest.get("source")
+    counts = frame.group_by("validity_verdict").len().sort("validity_verdict").to_dicts()
+    view["verdict_counts"] = [{"verdict": r["validity_verdict"] or "not checked", "n": r["len"]} for r in counts]
+    order = {"invalid": 0, "unsure": 1, None: 2, "valid": 3}
+    rows = sorted(frame.iter_rows(named=True), key=lambda r: (order.get(r["validity_verdict"], 2), r["validity_score"] or 0, r["case_id"]))
+    for r in rows:
+        if verdict and (r["validity_verdict"] or "not checked") != verdict:
+            continue
+        view["cases"].append({
+            "case_id": r["case_id"], "category": r["category"], "query_type": r["query_type"], "query": r["query"],
+            "reference_answer": r["reference_answer"] or "", "expected_behavior": r["expected_behavior"],
+            "verdict": r["validity_verdict"] or "not checked", "score": _fmt(r["validity_score"]), "reasons": r["validity_reasons"] or [],
+            "base_case_id": r["base_case_id"], "decision": decisions.get(r["case_id"]),
+        })  # fmt: skip
+    return view

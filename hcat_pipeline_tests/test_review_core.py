@@ -1,0 +1,156 @@
+"""The review page's core: labels saved without overwriting anyone's, agreement with intervals, coverage per stratum,
+one answer a screen with the flagged sentences, curation frozen the way import-cases freezes."""
+
+import datetime as dt
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from hcat_pipeline.calibration.agreement import agreement, disagreements
+from hcat_pipeline.calibration.labels import read_label_file
+from hcat_pipeline.golden.cases import CaseImportError, list_versions, load_version
+from hcat_pipeline.review.curation import CurationLog, apply_decisions, freeze_curated
+from hcat_pipeline.review.items import Flag, QueueError, build_items, highlight, load_queue, metric_tables_for, stored_queue
+from hcat_pipeline.review.labelling import PageLabels, progress, stratum_coverage
+from hcat_pipeline_tests.review_data import NIGHT, VERSION, make_project
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_project(tmp_path)
+
+
+def test_a_label_lands_in_the_store_and_a_stale_tab_cannot_overwrite_it(project):
+    labels = PageLabels(project.labels_dir)
+    first = labels.save("alice", "c1", "hybrid", "groundedness", 1, "binary", "fine")
+    assert first.status == "saved" and first.version == "v000001"
+    stored = labels.store.labels()
+    assert stored.height == 1 and stored["rater"][0] == "alice" and stored["comment"][0] == "fine"
+    assert (dt.datetime.now(dt.UTC) - stored["labelled_at"][0]).total_seconds() < 60
+    # a second tab that loaded the page before the first label: its save names no label (seen="") → conflict, nothing written
+    stale = labels.save("alice", "c1", "hybrid", "groundedness", 0, "binary", seen="")
+    assert stale.status == "conflict" and stale.current["label"] == 1 and stale.current["row_hash"] == first.row_hash
+    assert labels.store.labels().height == 1 and len(labels.file_for("alice").read_text().splitlines()) == 1
+    # the reviewer saw the other label and chose theirs: a re-label (both kept, the latest counts)
+    again = labels.save("alice", "c1", "hybrid", "groundedness", 0, "binary", seen=first.row_hash)
+    assert again.status == "saved" and labels.latest("alice")["label"].to_list() == [0] and labels.store.labels().height == 2
+    # another rater is not a conflict
+    assert labels.save("bob", "c1", "hybrid", "groundedness", 1, "binary").status == "saved"
+    # the rater's file is a label file like any other: the label_file_sensor / human_labels import it as it is
+    good, errors = read_label_file(labels.file_for("alice"))
+    assert errors.height == 0 and good["label"].to_list() == [1, 0]
+
+
+@pytest.mark.parametrize(("rater", "label", "scale", "why"), [
+    ("al ice", 1, "binary", "rater 'al ice'"), ("alice", 3, "binary", "label 3 outside the binary scale"),
+    ("alice", 1, "ordinal:1-3", "is stored with scale binary"), ("alice", 1, "sometimes", "neither 'binary' nor"),
+])  # fmt: skip
+def test_bad_labels_are_refused_with_the_reason_and_nothing_is_written(project, rater, label, scale, why):
+    labels = PageLabels(project.labels_dir)
+    assert labels.save("bob", "c0", "oracle", "groundedness", 1, "binary").status == "saved"
+    res = labels.save(rater, "c1", "hybrid", "groundedness", label, scale)
+    assert res.status == "rejected" and why in res.message
+    assert labels.store.labels().height == 1 and not labels.file_for("alice").exists()
+
+
+def _two_raters(a: list[int], b: list[int]) -> pl.DataFrame:
+    at = dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
+    rows = [{"case_id": f"c{i}", "system_id": "s", "dimension": "groundedness", "label": v, "scale": "binary", "rater": r,
+             "labelled_at": at, "label_index": v, "n_levels": 2} for r, vals in (("alice", a), ("bob", b)) for i, v in enumerate(vals)]  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def test_agreement_gives_cohens_kappa_and_krippendorffs_alpha_with_intervals_and_lists_the_disagreements():
+    a = [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 0, 1, 1]
+    b = [1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 0, 1]
+    row = agreement(_two_raters(a, b)).row(0, named=True)
+    # by hand: p_o = 17/20; p_e = (12·11 + 8·9) / 400 = 0.51 → κ = (0.85 − 0.51) / 0.49
+    assert row["method"] == "cohen" and row["n_items"] == 20 and row["kappa"] == pytest.approx((0.85 - 0.51) / 0.49)
+    assert row["kappa_ci_low"] < row["kappa"] < row["kappa_ci_high"] and row["kappa_ci_high"] - row["kappa_ci_low"] > 0.1
+    # Krippendorff's α (nominal, 2 raters, no missing) = 1 − (n−1)·D_o / D_e over the 40 pairable values
+    values = np.array(a + b)
+    n1 = values.sum()
+    n0 = len(values) - n1
+    d_o = 2 * sum(x != y for x, y in zip(a, b, strict=True))
+    alpha = 1 - (len(values) - 1) * d_o / (2 * n0 * n1)
+    assert row["alpha"] == pytest.approx(alpha) and row["alpha_ci_low"] < alpha < row["alpha_ci_high"]
+    assert agreement(_two_raters(a, b)).equals(agreement(_two_raters(a, b)))  # seeded bootstrap: the same interval
+    dis = disagreements(_two_raters(a, b))
+    assert dis["case_id"].to_list() == ["c18", "c5", "c9"]  # the three items where a and b differ
+    assert dis.filter(pl.col("case_id") == "c5")["labels"][0] == "alice=1, bob=0"
+
+
+def test_one_answer_a_screen_with_the_flagged_sentence_marked(project):
+    queue = load_queue(stored_queue(project.warehouse, f"{VERSION}/{NIGHT}"))
+    items = build_items(queue, metric_tables_for(project.queue_path, project.warehouse))
+    assert len(items) == 10 and [i.priority for i in items] == sorted(i.priority for i in items)
+    hybrid = next(i for i in items if i.system_id == "hybrid")
+    assert hybrid.reference and len(hybrid.passages) == 2 and hybrid.scores["groundedness_nli"] == 0.4
+    assert [f.why for f in hybrid.flags] == ["least grounded sentence (NLI)"]
+    marked = [s for s in highlight(hybrid.answer, hybrid.flags) if s["why"]]
+    assert [s["text"] for s in marked] == ["It was added in Python 2.0."]
+    # whitespace differences (a passage's line breaks) do not hide a flagged sentence
+    segs = highlight("Intro.\nThe pass\n   statement does nothing. End.", [Flag("The pass statement does nothing.", "passages", "x")])
+    assert [s["text"] for s in segs if s["why"]] == ["The pass\n   statement does nothing."] and "".join(s["text"] for s in segs).startswith("Intro.")
+    with pytest.raises(QueueError, match="no stored review queue"):
+        stored_queue(project.warehouse, f"{VERSION}/2020-01-01")
+    with pytest.raises(QueueError, match="<golden-set version>/<night>"):
+        stored_queue(project.warehouse, "../../etc/passwd")
+
+
+def test_progress_and_the_labels_each_stratum_still_needs(project):
+    queue = load_queue(project.queue_path)
+    labels = PageLabels(project.labels_dir)
+    stratum0 = queue.filter(pl.col("stratum") == "0").head(3)
+    for r in stratum0.iter_rows(named=True):
+        assert labels.save("alice", r["case_id"], r["system_id"], "groundedness", 1, "binary").status == "saved"
+    prog = progress(queue, labels.store.labels(), "alice")
+    assert prog["queued"] == 10 and prog["mine"] == 3 and prog["anyone"] == 3
+    assert {r["stratum"]: r["mine"] for r in prog["by_stratum"]} == {"0": 3, "1": 0}
+    assert progress(queue, labels.store.labels(), "bob")["mine"] == 0
+    cov = {r["stratum"]: r for r in stratum_coverage(queue, labels.store.labels())}
+    # 3 labels, all of class 1: a fit needs ≥ 10 of each class in Stage 1; what it needs in all is spread over the 2 strata
+    assert not cov["0"]["sufficient"] and cov["0"]["target"] == cov["1"]["target"] > 3
+    assert cov["0"]["have"] == 3 and cov["0"]["more"] == cov["0"]["target"] - 3 and cov["1"]["more"] == cov["1"]["target"]
+
+
+def test_curation_rejects_edits_and_freezes_a_curated_version_the_sensor_sees(project):
+    from dagster import DagsterInstance, RunRequest, SensorResult, build_sensor_context
+
+    from hcat_pipeline.sensors import build_golden_set_sensor
+
+    base, _ = load_version(VERSION, project.golden_dir)
+    variant = base.filter(pl.col("base_case_id").is_not_null()).row(0, named=True)
+    parent, other = variant["base_case_id"], base.filter(pl.col("base_case_id").is_null() & (pl.col("case_id") != variant["base_case_id"]))
+    edited = other["case_id"][0]
+    log = CurationLog(project.curation_dir, VERSION)
+    known = set(base["case_id"].to_list())
+    with pytest.raises(ValueError, match="needs a reason"):
+        log.record(parent, "reject", "alice", "", known=known)
+    with pytest.raises(ValueError, match="not in version"):
+        log.record("gc-nope", "accept", "alice", known=known)
+    log.record(parent, "reject", "alice", "the reference copies the source verbatim", known=known)
+    log.record(edited, "edit", "alice", edits={"query": other["query"][0].replace("What", "Which thing")}, known=known)
+    log.record(other["case_id"][1], "accept", "bob", known=known)
+    cur = apply_decisions(base, log.decisions())
+    assert cur.rejected == {parent: "the reference copies the source verbatim"} and variant["case_id"] in cur.cascaded
+    assert cur.summary == {"cases": base.height - 2, "accepted": 1, "rejected": 1, "left_with_their_base": 1, "edited": 1}
+    assert edited not in cur.frame["case_id"].to_list() and cur.renamed[edited] in cur.frame["case_id"].to_list()
+    # a check that refuses → nothing frozen, the problems said
+    refuse = lambda frame: (frame, [(0, "case x: invalid (0.10): not_self_contained")])  # noqa: E731
+    with pytest.raises(CaseImportError, match="not_self_contained"):
+        freeze_curated(log, project.golden_dir, "curated-1", refuse, "alice")
+    assert list_versions(project.golden_dir) == [VERSION]
+    manifest = freeze_curated(log, project.golden_dir, "curated-1", None, "alice")
+    assert manifest["source"] == "curated" and manifest["n_cases"] == base.height - 2
+    prov = manifest["provenance"]
+    assert prov["curated_from"] == VERSION and prov["rejected_reasons"] == cur.rejected and prov["curated_by"] == "alice"
+    frozen, _ = load_version("curated-1", project.golden_dir)
+    assert sorted(frozen["case_id"].to_list()) == sorted(cur.frame["case_id"].to_list())
+    assert json.loads((project.curation_dir / f"{VERSION}.decisions.jsonl").read_text().splitlines()[0])["rater"] == "alice"
+    with build_sensor_context(instance=DagsterInstance.ephemeral()) as ctx:
+        ctx.instance.add_dynamic_partitions("golden_set_version", [VERSION])
+        res = build_golden_set_sensor(str(project.golden_dir))(ctx)
+    assert isinstance(res, SensorResult) and [r.partition_key for r in res.run_requests if isinstance(r, RunRequest)] == ["curated-1"]
