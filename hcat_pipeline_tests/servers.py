@@ -139,3 +139,34 @@ def user_rag_server(rag: UserRag):
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def review_server(args: list[str], timeout_s: float = 60.0):
+    """``hcat review`` (the real command, a subprocess) on a free loopback port; yields its base URL."""
+    port = free_port()
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, "-m", "hcat_pipeline.cli", "review", "--port", str(port), *args],
+                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"hcat review exited: {log.read().decode(errors='replace')[-2000:]}")
+            try:
+                httpx.get(f"{base}/favicon.ico", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("hcat review did not start in time")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -70,7 +70,9 @@ def reference_label_scores(
              for m in metrics]
         )  # fmt: skip
         frames.append(long.with_columns(pl.lit(REFERENCE_SETS[name].label_source).alias("label_source")))
-    out = pl.concat(frames) if frames else pl.DataFrame()
+    out = pl.concat(frames) if frames else pl.DataFrame(schema={  # no reference set configured: campaign labels only
+        "set": pl.String, "item_id": pl.String, "dimension": pl.String, "label": pl.Int64, "split": pl.String, "metric": pl.String,
+        "score": pl.Float64, "label_source": pl.String})  # fmt: skip
     manifest = reference_manifest()
     context.add_output_metadata({
         "dagster/row_count": out.height,

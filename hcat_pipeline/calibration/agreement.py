@@ -25,6 +25,7 @@ gave the consensus, and ``tie`` (a split vote: consider leaving those items out 
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 
 import krippendorff
@@ -105,7 +106,8 @@ def _bootstrap_ci(n: int, stat, name: str) -> dict:
     """Percentile bootstrap CI of ``stat(indices)`` over ``n`` items; resamples where it is undefined are skipped."""
     rng = np.random.default_rng(0)
     values = []
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a resample with one category: κ undefined (sklearn warns), skipped below
         for _ in range(N_BOOT):
             try:
                 v = float(stat(rng.integers(0, n, n)))

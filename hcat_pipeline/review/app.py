@@ -23,7 +23,7 @@ from hcat_pipeline.golden.cases import CaseImportError, GoldenSetError, list_ver
 from hcat_pipeline.review.curation import CurationLog, freeze_curated
 from hcat_pipeline.review.items import QueueError
 from hcat_pipeline.review.labelling import RATER_RE
-from hcat_pipeline.review.views import Queue, ReviewSettings, agreement_view, curate_view, label_view, progress_view
+from hcat_pipeline.review.views import Queue, ReviewSettings, agreement_view, curate_view, find_item, label_view, progress_view
 
 __all__ = ["create_app", "ReviewSettings"]
 
@@ -100,8 +100,14 @@ def create_app(settings: ReviewSettings) -> FastAPI:
         return RedirectResponse("/label")
 
     @app.get("/label")
-    def label_page(request: Request, item: int | None = None, queue_name: str | None = Query(None, alias="queue")):
-        view = label_view(queue(queue_name), settings.labels.store.labels(), rater_of(request), item)
+    def label_page(request: Request, item: int | None = None, queue_name: str | None = Query(None, alias="queue"),
+                   case: str | None = None, system: str | None = None):  # fmt: skip
+        q = queue(queue_name)
+        if case is not None:
+            item = find_item(q, case, system)
+            if item is None:
+                return page(request, "error.html.j2", message=f"answer {case} / {system or 'any system'} is not in the review queue {q.name}")
+        view = label_view(q, settings.labels.store.labels(), rater_of(request), item)
         return page(request, "label.html.j2", **view)
 
     @app.get("/progress")

@@ -23,7 +23,7 @@ from hcat_pipeline.review.items import (
 )
 from hcat_pipeline.review.labelling import PageLabels, progress, stratum_coverage
 
-__all__ = ["ReviewSettings", "Queue", "label_view", "agreement_view", "curate_view", "progress_view"]
+__all__ = ["ReviewSettings", "Queue", "find_item", "label_view", "agreement_view", "curate_view", "progress_view"]
 
 
 @dataclass
@@ -69,6 +69,11 @@ class Queue:
 
 def _fmt(v) -> str:
     return "–" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def find_item(queue: Queue, case_id: str, system_id: str | None) -> int | None:
+    """The screen of an answer (the first of the case when no system is given), or None."""
+    return next((i for i, it in enumerate(queue.items) if it.case_id == case_id and system_id in (None, it.system_id)), None)
 
 
 def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None) -> dict:
@@ -127,7 +132,8 @@ def curate_view(settings: ReviewSettings, version: str | None, verdict: str | No
     frame, manifest = load_version(version, settings.golden_dir)
     log = CurationLog(settings.curation_dir, version)
     decisions = log.decisions()
-    view["summary"] = apply_decisions(frame, decisions).summary
+    curated = apply_decisions(frame, decisions)
+    view["summary"] = curated.summary
     view["source"] = manifest.get("source")
     counts = frame.group_by("validity_verdict").len().sort("validity_verdict").to_dicts()
     view["verdict_counts"] = [{"verdict": r["validity_verdict"] or "not checked", "n": r["len"]} for r in counts]
@@ -140,6 +146,7 @@ def curate_view(settings: ReviewSettings, version: str | None, verdict: str | No
             "case_id": r["case_id"], "category": r["category"], "query_type": r["query_type"], "query": r["query"],
             "reference_answer": r["reference_answer"] or "", "expected_behavior": r["expected_behavior"],
             "verdict": r["validity_verdict"] or "not checked", "score": _fmt(r["validity_score"]), "reasons": r["validity_reasons"] or [],
-            "base_case_id": r["base_case_id"], "decision": decisions.get(r["case_id"]),
+            "base_case_id": r["base_case_id"], "decision": decisions.get(r["case_id"]), "cascaded": curated.cascaded.get(r["case_id"]),
+            "new_id": curated.renamed.get(r["case_id"]),
         })  # fmt: skip
     return view

@@ -132,7 +132,13 @@ $$("#cases tr[data-case]").forEach(tr => {
   });
   $("input.reason", tr).addEventListener("keydown", (e) => { if (e.key === "Enter") decide(tr, "reject", e.target.value); });
   $(".open-edit", tr).addEventListener("click", () => { $(".edit", tr).hidden = false; $(".edit-query", tr).focus(); });
-  $(".save-edit", tr).addEventListener("click", () => decide(tr, "edit", "", {query: $(".edit-query", tr).value, reference_answer: $(".edit-reference", tr).value}));
+  $(".save-edit", tr).addEventListener("click", () => {
+    const edits = {};  // only what changed: an untouched field is not an edit
+    if ($(".edit-query", tr).value !== $(".edit-query", tr).defaultValue) edits.query = $(".edit-query", tr).value;
+    if ($(".edit-reference", tr).value !== $(".edit-reference", tr).defaultValue) edits.reference_answer = $(".edit-reference", tr).value;
+    if (!Object.keys(edits).length) { say("nothing changed: edit the question or the reference first", "bad"); return; }
+    decide(tr, "edit", "", edits);
+  });
   const undo = $(".undo", tr);
   if (undo) undo.addEventListener("click", () => decide(tr, "undo"));
 });
