@@ -39,12 +39,17 @@ def test_report_is_written_with_sections_and_missing_inputs_explained(report):
     meta = report["meta"]["campaign_report"]
     assert meta["report_path"].value == str(report["path"])
     assert "Release gates:" in meta["summary"].value and "Failures" in meta["summary"].value
+    assert "Human labels wanted: 2 items (2 answers) in the review queue — `hcat review`" in meta["summary"].value
     # gates first: the gate table precedes every other table
     assert html.index('id="table-gates"') < html.index('id="table-headline"') < html.index('id="table-weakest"')
     for key in ("rankings", "pareto", "validity", "calibrated"):
         assert f'id="missing-{key}"' in html and "not available: " in html
     assert "typo costs dense" in html and "PERSON: John" in html and "gs-test" in html
-    assert "http://" not in html and "https://" not in html  # nothing to fetch
+    from hcat_pipeline.paths import REVIEW_URL
+
+    assert html.count(REVIEW_URL) == 2  # the summary line and its link: "label these items" on the local review page
+    rest = html.replace(REVIEW_URL, "")
+    assert "http://" not in rest and "https://" not in rest  # nothing to fetch
 
 
 def test_report_renders_in_headless_chromium_without_network(report, tmp_path):
@@ -70,6 +75,8 @@ def test_report_renders_in_headless_chromium_without_network(report, tmp_path):
             widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
             assert len(widths) == report["meta"]["campaign_report"]["plots"].value > 0
             assert all(w > 0 for w in widths), widths
+            link = page.locator("#review-link a")  # "label these 2 items" → the review page for this run's queue
+            assert link.inner_text() == "label these 2 items" and link.get_attribute("href").endswith(f"/label?queue={VERSION}/{NIGHT}")
             first = page.locator("figure img").first
             first.scroll_into_view_if_needed()
             assert first.is_visible() and first.bounding_box()["width"] > 100

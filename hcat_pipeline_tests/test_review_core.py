@@ -154,3 +154,42 @@ def test_curation_rejects_edits_and_freezes_a_curated_version_the_sensor_sees(pr
         ctx.instance.add_dynamic_partitions("golden_set_version", [VERSION])
         res = build_golden_set_sensor(str(project.golden_dir))(ctx)
     assert isinstance(res, SensorResult) and [r.partition_key for r in res.run_requests if isinstance(r, RunRequest)] == ["curated-1"]
+
+
+def test_two_saves_at_the_same_moment_on_the_same_label_one_wins_the_other_is_told(project):
+    from concurrent.futures import ThreadPoolExecutor
+
+    labels = PageLabels(project.labels_dir)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda v: labels.save("alice", "c1", "hybrid", "groundedness", v, "binary", seen=""), [0, 1]))
+    assert sorted(r.status for r in results) == ["conflict", "saved"]
+    assert labels.store.labels().height == 1 and len(labels.file_for("alice").read_text().splitlines()) == 1
+
+
+def test_the_page_answers_bad_requests_with_what_is_wrong(project):
+    from fastapi.testclient import TestClient
+
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.views import ReviewSettings
+
+    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                              curation_dir=project.curation_dir)  # fmt: skip
+    client = TestClient(create_app(settings))
+    ok = {"rater": "alice", "case_id": "c1", "system_id": "hybrid", "dimension": "groundedness", "label": 1}
+    assert client.post("/api/labels", json=ok).json()["status"] == "saved"
+    r = client.post("/api/labels", json={**ok, "label": "yes"})
+    assert r.status_code == 400 and "label" in r.json()["message"] and "integer" in r.json()["message"]
+    r = client.post("/api/labels", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["message"].startswith("bad request")
+    r = client.post("/api/labels", json={**ok, "label": 0})  # the page showed no label: another tab's is there now
+    assert r.status_code == 409 and r.json()["current"]["label"] == 1
+    r = client.post("/api/curation", json={"rater": "alice", "version": "nope", "case_id": "x", "action": "accept"})
+    assert r.status_code == 400 and "no frozen golden-set version 'nope'" in r.json()["message"]
+    r = client.post("/api/curation", json={"rater": "alice", "version": VERSION, "case_id": project.case_ids[0], "action": "delete"})
+    assert r.status_code == 400 and "is not one of" in r.json()["message"]
+    r = client.post("/api/curation/freeze", json={"rater": "alice", "version": VERSION, "new_version": "../evil"})
+    assert r.status_code == 400 and "not frozen" in r.json()["message"] and list_versions(project.golden_dir) == [VERSION]
+    page = client.get("/label?queue=gs-review/1999-01-01")
+    assert page.status_code == 404 and "no stored review queue for gs-review/1999-01-01" in page.text
+    assert client.get(f"/label?queue={VERSION}/{NIGHT}&case={project.case_ids[0]}&system=oracle").status_code == 200
+    assert "is not in the review queue" in client.get(f"/label?queue={VERSION}/{NIGHT}&case=gc-none").text

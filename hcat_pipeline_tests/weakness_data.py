@@ -120,6 +120,11 @@ def store_run(wh, tables: dict[str, pl.DataFrame]) -> None:
     verdicts = evaluate_gates(load_gates(DEFAULT_GATES_FILE), frames, cases=tables["golden_set"], history={})
     (wh / "gate_verdicts" / VERSION).mkdir(parents=True, exist_ok=True)
     verdicts.write_parquet(wh / "gate_verdicts" / VERSION / f"{NIGHT}.parquet")
+    # the run's review queue (two answers of the first case): the report links to the review page for it
+    first = tables["rag_responses"].head(2).select("case_id", "system_id")
+    queue = first.with_columns(pl.lit("groundedness").alias("dimension"), pl.Series("priority", [1, 2]))
+    (wh / "review_queue" / VERSION).mkdir(parents=True, exist_ok=True)
+    queue.write_parquet(wh / "review_queue" / VERSION / f"{NIGHT}.parquet")
 
 
 def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int):
@@ -131,7 +136,8 @@ def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int)
     from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 
     upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in (*UPSTREAM, "gate_verdicts", "system_rankings", "pareto_frontier",
-                                                                       "calibrated_scores", "llm_judge_scores", "canary_detection")]  # fmt: skip
+                                                                       "calibrated_scores", "llm_judge_scores", "canary_detection",
+                                                                       "review_queue")]  # fmt: skip
     upstream += [dg.AssetSpec("golden_set", partitions_def=golden_set_version),
                  *[dg.AssetSpec(k) for k in ("metric_validity", "exam_report", "calibrators", "human_labels")]]
     cfg = {"reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir)}
