@@ -130,9 +130,11 @@ def _flags(m: dict, dimensions: set[str]) -> list[Flag]:
     """The sentences the metrics of the queued ``dimensions`` flagged (a flag no queued dimension reads is noise)."""
     out = []
     if "groundedness" in dimensions:
+        hows = {}  # the NLI and the similarity metric often flag the same sentence: one flag naming both
         for col, how in (("least_grounded_sentence_nli", "NLI"), ("least_grounded_sentence", "similarity")):
             if m.get(col):
-                out.append(Flag(m[col], "answer", f"least grounded sentence ({how})"))
+                hows.setdefault(m[col], []).append(how)
+        out += [Flag(s, "answer", f"least grounded sentence ({', '.join(h)})") for s, h in hows.items()]
     if "toxicity" in dimensions and m.get("toxicity_top_sentence"):
         out.append(Flag(m["toxicity_top_sentence"], "answer", f"most toxic sentence ({m.get('toxicity') or 0:.2f})"))
     if "completeness" in dimensions:
