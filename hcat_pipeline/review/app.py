@@ -12,14 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-from fastapi import FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, Field
 
-from hcat_pipeline.golden.cases import CaseImportError, GoldenSetError, list_versions
+from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
 from hcat_pipeline.review.curation import CurationLog, freeze_curated
 from hcat_pipeline.review.items import QueueError
 from hcat_pipeline.review.labelling import RATER_RE
@@ -62,105 +62,131 @@ def _bad(message: str, status: int = 400, **extra) -> JSONResponse:
                         status_code=status)  # fmt: skip
 
 
+def _settings(request: Request) -> ReviewSettings:
+    return request.app.state.settings
+
+
+def _queue(request: Request, name: str | None) -> Queue:
+    """The queue ``name`` (``<version>/<night>``; None: the default one), loaded once per server."""
+    cache = request.app.state.queues
+    if (name or "") not in cache:
+        cache[name or ""] = Queue.load(_settings(request), name)
+    return cache[name or ""]
+
+
+def _rater(request: Request) -> str:
+    r = request.query_params.get("rater") or request.cookies.get(RATER_COOKIE) or _settings(request).rater
+    return r if RATER_RE.match(r or "") else ""
+
+
+def _page(request: Request, name: str, status_code: int = 200, **ctx):
+    ctx = {"rater": _rater(request), "page": name.split(".")[0], **ctx}
+    return request.app.state.templates.TemplateResponse(request, name, ctx, status_code=status_code)
+
+
+pages = APIRouter()
+api = APIRouter(prefix="/api")
+
+
+@pages.get("/favicon.ico")
+def favicon():
+    return Response(status_code=204)
+
+
+@pages.get("/")
+def home():
+    return RedirectResponse("/label")
+
+
+@pages.get("/label")
+def label_page(request: Request, item: int | None = None, queue_name: str | None = Query(None, alias="queue"),
+               case: str | None = None, system: str | None = None):  # fmt: skip
+    q = _queue(request, queue_name)
+    if case is not None:
+        item = find_item(q, case, system)
+        if item is None:
+            return _page(request, "error.html.j2", 404, message=f"answer {case} / {system or 'any system'} is not in the review queue {q.name}")
+    return _page(request, "label.html.j2", **label_view(q, _settings(request).labels.store.labels(), _rater(request), item))
+
+
+@pages.get("/progress")
+def progress_page(request: Request, queue_name: str | None = Query(None, alias="queue")):
+    return _page(request, "progress.html.j2", **progress_view(_queue(request, queue_name), _settings(request).labels.store.labels(), _rater(request)))
+
+
+@pages.get("/agreement")
+def agreement_page(request: Request):
+    return _page(request, "agreement.html.j2", **agreement_view(_settings(request).labels.store.labels()))
+
+
+@pages.get("/curate")
+def curate_page(request: Request, version: str | None = None, verdict: str | None = None):
+    settings = _settings(request)
+    if version is not None and version not in list_versions(settings.golden_dir):
+        return _page(request, "error.html.j2", 404, message=f"no frozen golden-set version {version!r} in {settings.golden_dir}")
+    return _page(request, "curate.html.j2", **curate_view(settings, version, verdict))
+
+
+@api.post("/labels")
+def save_label(request: Request, body: LabelIn):
+    res = _settings(request).labels.save(body.rater, body.case_id, body.system_id, body.dimension, body.label, body.scale, body.comment,
+                                         body.seen)  # fmt: skip
+    if res.status == "conflict":
+        return _bad(res.message, 409, current=res.current)
+    if res.status != "saved":
+        return _bad(res.message)
+    return {"status": "saved", "message": res.message, "row_hash": res.row_hash, "version": res.version}
+
+
+@api.post("/curation")
+def decide(request: Request, body: DecisionIn):
+    settings = _settings(request)
+    if not RATER_RE.match(body.rater):
+        return _bad("set your rater name first (top right)")
+    if body.version not in list_versions(settings.golden_dir):
+        return _bad(f"no frozen golden-set version {body.version!r}")
+    known = set(pl.read_parquet(Path(settings.golden_dir, body.version, TABLE_NAME), columns=["case_id"])["case_id"].to_list())
+    try:
+        entry = CurationLog(settings.curation_dir, body.version).record(body.case_id, body.action, body.rater, body.reason, body.edits, known)
+    except ValueError as e:
+        return _bad(str(e))
+    return {"status": "saved", "decision": entry}
+
+
+@api.post("/curation/freeze")
+def freeze(request: Request, body: FreezeIn):
+    settings, state = _settings(request), request.app.state
+    if not RATER_RE.match(body.rater):
+        return _bad("set your rater name first (top right)")
+    if state.check is None and settings.check_factory is not None:
+        state.check = settings.check_factory()  # loads the embedding model: on the first freeze, not at start-up
+    try:
+        manifest = freeze_curated(CurationLog(settings.curation_dir, body.version), settings.golden_dir, body.new_version, state.check, body.rater)
+    except CaseImportError as e:
+        return _bad(f"not frozen: {len(e.errors)} problem(s), nothing written", problems=[f"row {n}: {p}" for n, p in e.errors])
+    except (GoldenSetError, ValueError, FileNotFoundError) as e:
+        return _bad(f"not frozen: {e}")
+    return {"status": "frozen", "version": manifest["version"], "n_cases": manifest["n_cases"],
+            "content_sha256": manifest["content_sha256"], "source": manifest.get("source")}  # fmt: skip
+
+
+async def _invalid_request(request: Request, exc: RequestValidationError):
+    what = "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors())
+    return _bad(f"bad request: {what}")
+
+
+async def _no_queue(request: Request, exc: QueueError):
+    return _page(request, "error.html.j2", 404, message=str(exc))
+
+
 def create_app(settings: ReviewSettings) -> FastAPI:
+    """The review page over ``settings`` (folders, the default queue, the validity check for freezing)."""
     app = FastAPI(title="hcat review", docs_url=None, redoc_url=None, openapi_url=None)
-    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    app.state.settings, app.state.queues, app.state.check = settings, {}, None
+    app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    state: dict = {}
-
-    def queue(name: str | None = None) -> Queue:
-        key = ("queue", name or "")
-        if key not in state:
-            state[key] = Queue.load(settings, name)
-        return state[key]
-
-    def rater_of(request: Request) -> str:
-        r = request.query_params.get("rater") or request.cookies.get(RATER_COOKIE) or settings.rater
-        return r if RATER_RE.match(r or "") else ""
-
-    def page(request: Request, name: str, **ctx):
-        return templates.TemplateResponse(request, name, {"rater": rater_of(request), "page": name.split(".")[0], **ctx})
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError):
-        what = "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors())
-        return _bad(f"bad request: {what}")
-
-    @app.exception_handler(QueueError)
-    async def _no_queue(request: Request, exc: QueueError):
-        return templates.TemplateResponse(request, "error.html.j2", {"rater": rater_of(request), "page": "error", "message": str(exc)},
-                                          status_code=404)  # fmt: skip
-
-    @app.get("/favicon.ico")
-    def favicon():
-        return Response(status_code=204)
-
-    @app.get("/")
-    def home():
-        return RedirectResponse("/label")
-
-    @app.get("/label")
-    def label_page(request: Request, item: int | None = None, queue_name: str | None = Query(None, alias="queue"),
-                   case: str | None = None, system: str | None = None):  # fmt: skip
-        q = queue(queue_name)
-        if case is not None:
-            item = find_item(q, case, system)
-            if item is None:
-                return page(request, "error.html.j2", message=f"answer {case} / {system or 'any system'} is not in the review queue {q.name}")
-        view = label_view(q, settings.labels.store.labels(), rater_of(request), item)
-        return page(request, "label.html.j2", **view)
-
-    @app.get("/progress")
-    def progress_page(request: Request, queue_name: str | None = Query(None, alias="queue")):
-        return page(request, "progress.html.j2", **progress_view(queue(queue_name), settings.labels.store.labels(), rater_of(request)))
-
-    @app.get("/agreement")
-    def agreement_page(request: Request):
-        return page(request, "agreement.html.j2", **agreement_view(settings.labels.store.labels()))
-
-    @app.get("/curate")
-    def curate_page(request: Request, version: str | None = None, verdict: str | None = None):
-        if version is not None and version not in list_versions(settings.golden_dir):
-            return page(request, "error.html.j2", message=f"no frozen golden-set version {version!r} in {settings.golden_dir}")
-        return page(request, "curate.html.j2", **curate_view(settings, version, verdict))
-
-    @app.post("/api/labels")
-    def save_label(body: LabelIn):
-        res = settings.labels.save(body.rater, body.case_id, body.system_id, body.dimension, body.label, body.scale, body.comment, body.seen)
-        if res.status == "conflict":
-            return _bad(res.message, 409, current=res.current)
-        if res.status != "saved":
-            return _bad(res.message)
-        return {"status": "saved", "message": res.message, "row_hash": res.row_hash, "version": res.version}
-
-    @app.post("/api/curation")
-    def decide(body: DecisionIn):
-        if not RATER_RE.match(body.rater):
-            return _bad("set your rater name first (top right)")
-        if body.version not in list_versions(settings.golden_dir):
-            return _bad(f"no frozen golden-set version {body.version!r}")
-        log = CurationLog(settings.curation_dir, body.version)
-        known = set(pl.read_parquet(Path(settings.golden_dir, body.version, "golden_set.parquet"), columns=["case_id"])["case_id"].to_list())
-        try:
-            entry = log.record(body.case_id, body.action, body.rater, body.reason, body.edits, known)
-        except ValueError as e:
-            return _bad(str(e))
-        return {"status": "saved", "decision": entry}
-
-    @app.post("/api/curation/freeze")
-    def freeze(body: FreezeIn):
-        if not RATER_RE.match(body.rater):
-            return _bad("set your rater name first (top right)")
-        if "check" not in state and settings.check_factory is not None:
-            state["check"] = settings.check_factory()
-        log = CurationLog(settings.curation_dir, body.version)
-        try:
-            manifest = freeze_curated(log, settings.golden_dir, body.new_version, state.get("check"), body.rater)
-        except CaseImportError as e:
-            return _bad(f"not frozen: {len(e.errors)} problem(s), nothing written", problems=[f"row {n}: {p}" for n, p in e.errors])
-        except (GoldenSetError, ValueError, FileNotFoundError) as e:
-            return _bad(f"not frozen: {e}")
-        return {"status": "frozen", "version": manifest["version"], "n_cases": manifest["n_cases"],
-                "content_sha256": manifest["content_sha256"], "source": manifest.get("source")}  # fmt: skip
-
+    app.include_router(pages)
+    app.include_router(api)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(QueueError, _no_queue)
     return app
