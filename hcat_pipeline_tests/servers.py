@@ -20,30 +20,25 @@ def free_port() -> int:
 
 
 @contextmanager
-def llama_openai_server(model_path: str, timeout_s: float = 120.0):
-    """``python -m llama_cpp.server`` on the packaged GGUF, bound to 127.0.0.1; yields its base URL."""
-    port = free_port()
-    log = tempfile.TemporaryFile()  # llama.cpp logs a lot on stderr: a pipe would fill and block it
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", model_path, "--host", "127.0.0.1", "--port", str(port),
-         "--n_threads", "2", "--n_ctx", "2048", "--model_alias", "local-qwen"],
-        stdout=subprocess.DEVNULL, stderr=log,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
+def _process_server(cmd: list[str], ready_url: str, name: str, timeout_s: float, ok=lambda r: True):
+    """Start ``cmd``, wait until ``ready_url`` answers (``ok(response)``), stop it afterwards; its log goes to a temporary
+    file (a pipe would fill and block a chatty server) and is shown when it exits early."""
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             if proc.poll() is not None:
                 log.seek(0)
-                raise RuntimeError(f"llama_cpp.server exited: {log.read().decode(errors='replace')[-2000:]}")
+                raise RuntimeError(f"{name} exited: {log.read().decode(errors='replace')[-2000:]}")
             try:
-                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                if ok(httpx.get(ready_url, timeout=2)):
                     break
             except httpx.HTTPError:
-                time.sleep(0.5)
+                time.sleep(0.3)
         else:
-            raise RuntimeError("llama_cpp.server did not start in time")
-        yield base
+            raise RuntimeError(f"{name} did not start in time")
+        yield
     finally:
         proc.terminate()
         try:
@@ -51,6 +46,17 @@ def llama_openai_server(model_path: str, timeout_s: float = 120.0):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@contextmanager
+def llama_openai_server(model_path: str, timeout_s: float = 120.0):
+    """``python -m llama_cpp.server`` on the packaged GGUF, bound to 127.0.0.1; yields its base URL."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", model_path, "--host", "127.0.0.1", "--port", str(port),
+           "--n_threads", "2", "--n_ctx", "2048", "--model_alias", "local-qwen"]  # fmt: skip
+    with _process_server(cmd, f"{base}/models", "llama_cpp.server", timeout_s, ok=lambda r: r.status_code == 200):
+        yield base
 
 
 class UserRag:
@@ -145,28 +151,7 @@ def user_rag_server(rag: UserRag):
 def review_server(args: list[str], timeout_s: float = 60.0):
     """``hcat review`` (the real command, a subprocess) on a free loopback port; yields its base URL."""
     port = free_port()
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-m", "hcat_pipeline.cli", "review", "--port", str(port), *args],
-                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"hcat review exited: {log.read().decode(errors='replace')[-2000:]}")
-            try:
-                httpx.get(f"{base}/favicon.ico", timeout=2)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError("hcat review did not start in time")
+    with _process_server([sys.executable, "-m", "hcat_pipeline.cli", "review", "--port", str(port), *args], f"{base}/favicon.ico",
+                         "hcat review", timeout_s):  # fmt: skip
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()

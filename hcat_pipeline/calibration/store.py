@@ -17,11 +17,9 @@ stored is ever rewritten. Imports are serialised with a lock file (``<root>/.loc
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, read_label_file
+from hcat_pipeline.common.locks import file_lock
 from hcat_pipeline.schemas import HUMAN_LABELS as STORE_SCHEMA
 
 __all__ = ["LabelStore", "ImportResult", "STORE_SCHEMA"]
@@ -103,15 +102,8 @@ class LabelStore:
         return dict(zip(frame["dimension"].to_list(), frame["scale"].to_list()))
 
     # ---------------------------------------------------------------- write
-    @contextmanager
     def _locked(self):
-        self.root.mkdir(parents=True, exist_ok=True)
-        with (self.root / ".lock").open("a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return file_lock(self.root / ".lock")
 
     def import_file(self, path: str | Path) -> ImportResult:
         path = Path(path)

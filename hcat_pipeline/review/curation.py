@@ -14,10 +14,8 @@ frozen version directory (``source: curated``) that the ``golden_set_version_sen
 
 from __future__ import annotations
 
-import fcntl
 import json
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Literal
 
 import polars as pl
 
+from hcat_pipeline.common.locks import file_lock
 from hcat_pipeline.golden.cases import case_id_for, export_cases, import_cases, load_version
 
 __all__ = ["Action", "CurationLog", "Curated", "apply_decisions", "freeze_curated"]
@@ -43,15 +42,8 @@ class CurationLog:
         self.base_version = base_version
         self.path = self.dir / f"{base_version}.decisions.jsonl"
 
-    @contextmanager
     def _locked(self):
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with (self.dir / ".lock").open("a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return file_lock(self.dir / ".lock")
 
     def record(self, case_id: str, action: str, rater: str, reason: str = "", edits: dict | None = None, known: set[str] | None = None) -> dict:
         """Append a decision; ValueError saying what is wrong (nothing written)."""

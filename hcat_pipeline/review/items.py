@@ -15,21 +15,15 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, LABEL_MEANINGS
+from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, EXPLANATION_COLUMNS, LABEL_MEANINGS
 from hcat_pipeline.calibration.labels import parse_scale
 
 __all__ = ["Flag", "Item", "QueueError", "build_items", "find_queue", "highlight", "load_queue", "scale_choices", "stored_queue"]
 
 PASSAGE_SEPARATOR = "\n---\n"  # how the review_queue asset joins an answer's passages
-# the metric scores a reviewer sees, in this order (metric_tables columns), with the column explaining each
-SHOWN_METRICS: dict[str, tuple[str, ...]] = {
-    "groundedness_nli": ("least_grounded_sentence_nli",),
-    "groundedness_similarity": ("least_grounded_sentence", "least_grounded_smax"),
-    "context_relevancy": ("context_relevancy_smax",),
-    "answer_relevancy": ("answer_relevancy_smax",),
-    "completeness_similarity": ("uncovered_context_sentences",),
-    "toxicity": ("toxicity_top_sentence", "toxicity_category"),
-}
+# the metric scores a reviewer sees (metric_tables columns) with the columns explaining each: the review queue's, but for
+# toxicity its most toxic sentence and category rather than every sentence's score
+SHOWN_METRICS: dict[str, tuple[str, ...]] = {**EXPLANATION_COLUMNS, "toxicity": ("toxicity_top_sentence", "toxicity_category")}
 
 
 class QueueError(ValueError):

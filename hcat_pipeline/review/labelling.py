@@ -15,13 +15,11 @@ row (the store is append-only); the latest counts (``agreement.latest_per_rater`
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
 import re
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +31,7 @@ from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA
 from hcat_pipeline.calibration.labels import validate_label
 from hcat_pipeline.calibration.store import LabelStore
 from hcat_pipeline.calibration.sufficiency import label_sufficiency
+from hcat_pipeline.common.locks import file_lock
 
 __all__ = ["PageLabels", "SaveResult", "progress", "stratum_coverage", "RATER_RE"]
 
@@ -59,15 +58,8 @@ class PageLabels:
     def file_for(self, rater: str) -> Path:
         return self.labels_dir / f"review-page_{rater}.jsonl"
 
-    @contextmanager
     def _locked(self):
-        self.labels_dir.mkdir(parents=True, exist_ok=True)
-        with (self.labels_dir / ".review-page.lock").open("a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return file_lock(self.labels_dir / ".review-page.lock")
 
     def latest(self, rater: str | None = None) -> pl.DataFrame:
         """Each rater's latest label per item and dimension (one rater's when given)."""
