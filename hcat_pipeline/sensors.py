@@ -125,19 +125,23 @@ def new_version_campaign_sensor(context: dg.SensorEvaluationContext, asset_event
                          run_config=campaign_run_config(load_campaign()), tags={"golden_set_version": version, "night": night})
 
 
-def build_label_file_sensor(labels_dir: str | None = None, name: str = "label_file_sensor"):
+def build_label_file_sensor(labels_dir: str | None = None, name: str = "label_file_sensor", settle_s: float = 60.0):
     """New or changed label file (CSV / JSONL / Parquet) in ``labels_dir`` (default ``HCAT_LABELS_DIR`` /
     data/labels) → ``labels_job`` (import into the label store, refit the calibrators). The cursor holds
-    each file's SHA-256; an exported review queue nobody has filled in yet requests nothing."""
+    each file's SHA-256; an exported review queue nobody has filled in yet requests nothing. The review
+    page's files (``review-page_<rater>.jsonl``, a line per label) count once they have been quiet for
+    ``settle_s``: a labelling session asks for one refit when the reviewer pauses, not one per tick."""
 
     @dg.sensor(name=name, job_name="labels_job", minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
                description="New or changed label file in data/labels/ → labels_job (import + recalibrate).")  # fmt: skip
     def _sensor(context: dg.SensorEvaluationContext):
         import hashlib
         import json
+        import time
 
         from hcat_pipeline.assets.labels import LABELS_DIR, label_files
         from hcat_pipeline.calibration.labels import read_label_file
+        from hcat_pipeline.review.labelling import PAGE_FILE_PREFIX
 
         root = Path(labels_dir or os.environ.get("HCAT_LABELS_DIR") or LABELS_DIR)
         seen = json.loads(context.cursor) if context.cursor else {}
@@ -146,6 +150,9 @@ def build_label_file_sensor(labels_dir: str | None = None, name: str = "label_fi
             sha = hashlib.sha256(path.read_bytes()).hexdigest()
             now[path.name] = sha
             if seen.get(path.name) == sha:
+                continue
+            if path.name.startswith(PAGE_FILE_PREFIX) and time.time() - path.stat().st_mtime < settle_s:
+                now[path.name] = seen.get(path.name, "")  # still being labelled: looked at again next tick
                 continue
             good, errors, pending = read_label_file(path, return_pending=True)
             if pending and not good.height and not errors.height:

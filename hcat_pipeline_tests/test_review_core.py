@@ -193,3 +193,40 @@ def test_the_page_answers_bad_requests_with_what_is_wrong(project):
     assert page.status_code == 404 and "no stored review queue for gs-review/1999-01-01" in page.text
     assert client.get(f"/label?queue={VERSION}/{NIGHT}&case={project.case_ids[0]}&system=oracle").status_code == 200
     assert "is not in the review queue" in client.get(f"/label?queue={VERSION}/{NIGHT}&case=gc-none").text
+
+
+def test_a_screen_offers_the_calibrators_other_dimensions_on_the_scale_the_store_holds(project):
+    from hcat_pipeline.review.views import Queue, ReviewSettings, label_view
+
+    labels = PageLabels(project.labels_dir)
+    assert labels.save("bob", "c0", "oracle", "completeness", 2, "ordinal:0-2").status == "saved"  # the store: completeness on 0-2
+    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                              curation_dir=project.curation_dir)  # fmt: skip
+    view = label_view(Queue.load(settings), labels.store.labels(), "alice", 0)
+    dims = {d["dimension"]: d for d in view["item"]["dimensions"]}
+    assert [d["dimension"] for d in view["item"]["dimensions"]][0] == "groundedness" and not dims["groundedness"]["optional"]
+    assert dims["completeness"]["optional"] and [c["value"] for c in dims["completeness"]["choices"]] == [0, 1, 2]
+    assert dims["answer_relevancy"]["raw_score_text"] == "0.700" and dims["toxicity"]["scale"] == "binary"
+    # a label on an optional dimension is stored like any other, on the store's scale
+    assert labels.save("alice", view["item"]["case_id"], "hybrid", "completeness", 1, dims["completeness"]["scale"]).status == "saved"
+    assert labels.save("alice", view["item"]["case_id"], "hybrid", "completeness", 1, "binary").status == "rejected"
+
+
+def test_the_label_file_sensor_waits_until_a_page_file_is_quiet(project):
+    import os
+    import time
+
+    from dagster import DagsterInstance, RunRequest, SkipReason, build_sensor_context
+
+    from hcat_pipeline.sensors import build_label_file_sensor
+
+    labels = PageLabels(project.labels_dir)
+    assert labels.save("alice", "c1", "hybrid", "groundedness", 1, "binary").status == "saved"
+    sensor = build_label_file_sensor(str(project.labels_dir), settle_s=60)
+    with build_sensor_context(instance=DagsterInstance.ephemeral()) as ctx:
+        assert isinstance(sensor(ctx), SkipReason)  # labelled a moment ago: the reviewer may go on
+        old = time.time() - 120
+        os.utime(labels.file_for("alice"), (old, old))
+        first = sensor(ctx)
+        assert isinstance(first, RunRequest) and "review-page_alice.jsonl" in first.tags["label_files"]
+        assert isinstance(sensor(ctx), SkipReason)  # nothing new since

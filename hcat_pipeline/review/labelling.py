@@ -33,8 +33,9 @@ from hcat_pipeline.calibration.store import LabelStore
 from hcat_pipeline.calibration.sufficiency import label_sufficiency
 from hcat_pipeline.common.locks import file_lock
 
-__all__ = ["PageLabels", "SaveResult", "progress", "stratum_coverage", "RATER_RE"]
+__all__ = ["PAGE_FILE_PREFIX", "PageLabels", "SaveResult", "progress", "stratum_coverage", "RATER_RE"]
 
+PAGE_FILE_PREFIX = "review-page_"  # the raters' label files: <labels_dir>/review-page_<rater>.jsonl
 RATER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 KEY = ["case_id", "system_id", "dimension"]
 
@@ -56,7 +57,7 @@ class PageLabels:
         self.store = LabelStore(store_dir or self.labels_dir / "_store")
 
     def file_for(self, rater: str) -> Path:
-        return self.labels_dir / f"review-page_{rater}.jsonl"
+        return self.labels_dir / f"{PAGE_FILE_PREFIX}{rater}.jsonl"
 
     def _locked(self):
         return file_lock(self.labels_dir / ".review-page.lock")

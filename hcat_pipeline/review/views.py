@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from hcat_pipeline.calibration.agreement import agreement, disagreements
+from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, LABEL_MEANINGS
 from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.items import (
@@ -19,6 +20,7 @@ from hcat_pipeline.review.items import (
     highlight,
     load_queue,
     metric_tables_for,
+    scale_choices,
     stored_queue,
 )
 from hcat_pipeline.review.labelling import PageLabels, progress, stratum_coverage
@@ -76,6 +78,25 @@ def find_item(queue: Queue, case_id: str, system_id: str | None) -> int | None:
     return next((i for i, it in enumerate(queue.items) if it.case_id == case_id and system_id in (None, it.system_id)), None)
 
 
+def _dimension_rows(it: Item, latest: dict, labels: pl.DataFrame) -> list[dict]:
+    """The screen's dimensions: the queued ones, then the calibrators' other dimensions (optional, never required to move on);
+    each on the scale the label store holds for it (a dimension stored on a three-point scale is labelled on it)."""
+    stored = dict(labels.select("dimension", "scale").unique("dimension").iter_rows()) if labels.height else {}
+    queued = {r["dimension"] for r in it.rows}
+    extra = [{"dimension": d, "scale": stored.get(d, "binary"), "label_meaning": LABEL_MEANINGS.get(d, ""), "reason": "optional: not queued",
+              "metric": m, "raw_score": it.scores.get(m), "calibrated_probability": None, "prediction_set": None}
+             for d, m in DIMENSION_METRICS.items() if d not in queued]  # fmt: skip
+    out = []
+    for r in [*it.rows, *extra]:
+        scale = stored.get(r["dimension"], r["scale"])
+        cur = latest.get((it.case_id, it.system_id, r["dimension"]))
+        out.append({**r, "scale": scale, "choices": scale_choices(scale, r["dimension"]), "optional": r["dimension"] not in queued,
+                    "current": None if cur is None else cur["label"], "seen": "" if cur is None else cur["row_hash"],
+                    "comment": "" if cur is None else (cur["comment"] or ""), "raw_score_text": _fmt(r["raw_score"]),
+                    "calibrated_text": _fmt(r["calibrated_probability"])})  # fmt: skip
+    return out
+
+
 def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None) -> dict:
     """The labelling screen: item ``index`` (default the first with a dimension ``rater`` has not labelled)."""
     mine = labels.filter(pl.col("rater") == rater) if labels.height else labels
@@ -93,12 +114,7 @@ def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None
     it = queue.items[index]
     answer_flags = [f for f in it.flags if f.where == "answer"]
     passage_flags = [f for f in it.flags if f.where == "passages"]
-    dims = []
-    for r in it.rows:
-        cur = latest.get((it.case_id, it.system_id, r["dimension"]))
-        dims.append({**r, "current": None if cur is None else cur["label"], "seen": "" if cur is None else cur["row_hash"],
-                     "comment": "" if cur is None else (cur["comment"] or ""), "raw_score_text": _fmt(r["raw_score"]),
-                     "calibrated_text": _fmt(r["calibrated_probability"])})  # fmt: skip
+    dims = _dimension_rows(it, latest, labels)
     view["item"] = {
         "case_id": it.case_id, "system_id": it.system_id, "priority": it.priority, "stratum": it.stratum, "query_type": it.query_type,
         "query": it.query, "reference": it.reference, "reference_open": any(r["dimension"] == "behaviour_answer_correct" for r in it.rows),

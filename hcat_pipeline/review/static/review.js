@@ -87,9 +87,15 @@ async function label(value) {
   const ok = $$("button.choice", fs).some(b => b.dataset.value === String(value));
   if (!ok) { say("no label " + value + " on the " + fs.dataset.scale + " scale of " + fs.dataset.dimension, "bad"); return; }
   if (!(await saveLabel(fs, value))) return;
-  const next = all.findIndex((d, j) => j > focusIdx && !d.classList.contains("done"));
+  if (fs.classList.contains("optional")) {  // an optional dimension never moves the page on: back to what is left to label
+    const left = all.findIndex(d => !d.classList.contains("done") && !d.classList.contains("optional"));
+    if (left >= 0) focusDim(left);
+    return;
+  }
+  const required = all.filter(d => !d.classList.contains("optional"));
+  const next = all.findIndex((d, j) => j > focusIdx && !d.classList.contains("done") && !d.classList.contains("optional"));
   if (next >= 0) focusDim(next);
-  else if (all.every(d => d.classList.contains("done"))) setTimeout(() => go(1), 150);
+  else if (required.every(d => d.classList.contains("done"))) setTimeout(() => go(1), 150);
 }
 
 if (item) {
@@ -98,7 +104,7 @@ if (item) {
     fs.addEventListener("focusin", () => { focusIdx = j; dims().forEach((d, k) => d.classList.toggle("focus", k === j)); });
     $$("button.choice", fs).forEach(b => b.addEventListener("click", () => { focusIdx = j; label(b.dataset.value); }));
   });
-  const first = dims().findIndex(d => !d.classList.contains("done"));
+  const first = dims().findIndex(d => !d.classList.contains("done") && !d.classList.contains("optional"));
   focusDim(first >= 0 ? first : 0);
   document.addEventListener("keydown", (e) => {
     if (e.target.matches("input, textarea, select")) {
