@@ -89,5 +89,10 @@ def make_project(root: Path) -> ReviewProject:
     queue.write_parquet(p.queue_path)
     (p.warehouse / "metric_tables" / VERSION).mkdir(parents=True)
     metrics.write_parquet(p.warehouse / "metric_tables" / VERSION / f"{NIGHT}.parquet")
+    (p.warehouse / "golden_set").mkdir()
+    cases_frame(cases).write_parquet(p.warehouse / "golden_set" / f"{VERSION}.parquet")
+    answers = [{"case_id": c["case_id"], "system_id": s, "answer": f"{s} says: {c['reference_answer']}"} for c in cases for s in SYSTEMS]
+    (p.warehouse / "rag_responses" / VERSION).mkdir(parents=True)
+    pl.DataFrame(answers).write_parquet(p.warehouse / "rag_responses" / VERSION / f"{NIGHT}.parquet")
     p.labels_dir.mkdir()
     return p

@@ -230,3 +230,17 @@ def test_the_label_file_sensor_waits_until_a_page_file_is_quiet(project):
         first = sensor(ctx)
         assert isinstance(first, RunRequest) and "review-page_alice.jsonl" in first.tags["label_files"]
         assert isinstance(sensor(ctx), SkipReason)  # nothing new since
+
+
+def test_a_variant_screen_shows_the_same_systems_answer_to_its_base_case(project):
+    from hcat_pipeline.review.items import paired_answers
+
+    pairs = paired_answers(project.queue_path, project.warehouse)
+    base, _ = load_version(VERSION, project.golden_dir)
+    variant = base.filter(pl.col("base_case_id").is_not_null()).row(0, named=True)
+    assert set(pairs) == {(variant["case_id"], "hybrid"), (variant["case_id"], "oracle")}  # only variants have a pair
+    pair = pairs[(variant["case_id"], "oracle")]
+    assert pair["variant_kind"] == "typo" and pair["compare"] == [{
+        "relation": "base case", "case_id": variant["base_case_id"], "query": "What happens when a pass statement is executed?",
+        "answer": "oracle says: Nothing happens."}]  # fmt: skip
+    assert paired_answers(project.root / "queue.csv", project.warehouse) == {}  # a CSV queue names no run

@@ -18,7 +18,7 @@ import polars as pl
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, EXPLANATION_COLUMNS, LABEL_MEANINGS
 from hcat_pipeline.calibration.labels import parse_scale
 
-__all__ = ["Flag", "Item", "QueueError", "build_items", "find_queue", "highlight", "load_queue", "scale_choices", "stored_queue"]
+__all__ = ["Flag", "Item", "QueueError", "build_items", "find_queue", "highlight", "load_queue", "scale_choices", "stored_queue", "paired_answers"]
 
 PASSAGE_SEPARATOR = "\n---\n"  # how the review_queue asset joins an answer's passages
 # the metric scores a reviewer sees (metric_tables columns) with the columns explaining each: the review queue's, but for
@@ -56,6 +56,7 @@ class Item:
     scores: dict[str, float | None] = field(default_factory=dict)
     explanations: dict[str, str] = field(default_factory=dict)
     flags: list[Flag] = field(default_factory=list)
+    paired: dict | None = None  # a variant's base case: its question and the same system's answer (``paired_answers``)
 
     @property
     def key(self) -> str:
@@ -120,6 +121,31 @@ def metric_tables_for(queue_path: str | Path, warehouse: str | Path) -> pl.DataF
 MAX_PASSAGE_FLAGS = 5  # completeness lists every uncovered passage sentence: the page marks the first few
 
 
+def paired_answers(queue_path: str | Path, warehouse: str | Path) -> dict[tuple[str, str], dict]:
+    """For a stored run's variant cases (robustness, counterfactual, bias probes, format, multi-turn): what a reviewer compares
+    a variant's answer with — the same system's answers to the base case and to the base's other variants of the same kind
+    (a counterfactual pair), those the run has. Empty when the run's tables are not stored."""
+    p = Path(queue_path)
+    golden = Path(warehouse, "golden_set", f"{p.parent.name}.parquet")
+    rag = Path(warehouse, "rag_responses", p.parent.name, p.name)
+    if p.suffix != ".parquet" or not golden.is_file() or not rag.is_file():
+        return {}
+    cases = pl.read_parquet(golden, columns=["case_id", "base_case_id", "query", "variant_kind"])
+    query = dict(zip(cases["case_id"], cases["query"], strict=True))
+    answers = {(c, s): a for c, s, a in pl.read_parquet(rag, columns=["case_id", "system_id", "answer"]).iter_rows()}
+    variants = cases.filter(pl.col("base_case_id").is_not_null()).to_dicts()
+    out = {}
+    for v in variants:
+        siblings = [w["case_id"] for w in variants if w["base_case_id"] == v["base_case_id"] and w["variant_kind"] == v["variant_kind"]
+                    and w["case_id"] != v["case_id"]]  # fmt: skip
+        for system in {s for c, s in answers if c == v["case_id"]}:
+            compare = [{"relation": "base case" if c == v["base_case_id"] else f"other {v['variant_kind']} variant", "case_id": c,
+                        "query": query.get(c, ""), "answer": answers[(c, system)]}
+                       for c in (v["base_case_id"], *siblings) if (c, system) in answers]  # fmt: skip
+            out[(v["case_id"], system)] = {"base_case_id": v["base_case_id"], "variant_kind": v["variant_kind"], "compare": compare}
+    return out
+
+
 def _flags(m: dict, dimensions: set[str]) -> list[Flag]:
     """The sentences the metrics of the queued ``dimensions`` flagged (a flag no queued dimension reads is noise)."""
     out = []
@@ -149,7 +175,7 @@ def _explain(m: dict, cols: tuple[str, ...]) -> str:
     return " | ".join(parts)
 
 
-def build_items(queue: pl.DataFrame, metric_tables: pl.DataFrame | None = None) -> list[Item]:
+def build_items(queue: pl.DataFrame, metric_tables: pl.DataFrame | None = None, pairs: dict | None = None) -> list[Item]:
     """Screens in queue order: an answer's first (lowest) priority decides its place."""
     metrics = {}
     if metric_tables is not None:
@@ -177,6 +203,7 @@ def build_items(queue: pl.DataFrame, metric_tables: pl.DataFrame | None = None) 
     for (case_id, system_id), item in items.items():
         m = metrics.get((case_id, system_id))
         item.flags = _flags(m, {r["dimension"] for r in item.rows}) if m else []
+        item.paired = (pairs or {}).get((case_id, system_id))
     return list(items.values())
 
 

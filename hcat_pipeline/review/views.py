@@ -20,6 +20,7 @@ from hcat_pipeline.review.items import (
     highlight,
     load_queue,
     metric_tables_for,
+    paired_answers,
     scale_choices,
     stored_queue,
 )
@@ -57,7 +58,7 @@ class Queue:
         if path is None:
             raise QueueError(f"no stored review queue under {settings.warehouse}/review_queue: run a campaign first, or pass --queue FILE")
         frame = load_queue(path)
-        return cls(path, frame, build_items(frame, metric_tables_for(path, settings.warehouse)))
+        return cls(path, frame, build_items(frame, metric_tables_for(path, settings.warehouse), paired_answers(path, settings.warehouse)))
 
     @property
     def param(self) -> str:
@@ -117,7 +118,7 @@ def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None
     dims = _dimension_rows(it, latest, labels)
     view["item"] = {
         "case_id": it.case_id, "system_id": it.system_id, "priority": it.priority, "stratum": it.stratum, "query_type": it.query_type,
-        "query": it.query, "reference": it.reference, "reference_open": any(r["dimension"] == "behaviour_answer_correct" for r in it.rows),
+        "query": it.query, "reference": it.reference, "paired": it.paired, "reference_open": any(r["dimension"] == "behaviour_answer_correct" for r in it.rows),
         "answer": highlight(it.answer, answer_flags), "passages": [highlight(p, passage_flags) for p in it.passages],
         "flags": [{"sentence": f.sentence, "where": f.where, "why": f.why} for f in it.flags],
         "scores": [{"metric": k, "score": _fmt(v), "explanation": it.explanations.get(k, "")} for k, v in it.scores.items()]
