@@ -202,7 +202,7 @@ def test_a_screen_offers_the_calibrators_other_dimensions_on_the_scale_the_store
     assert labels.save("bob", "c0", "oracle", "completeness", 2, "ordinal:0-2").status == "saved"  # the store: completeness on 0-2
     settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
                               curation_dir=project.curation_dir)  # fmt: skip
-    view = label_view(Queue.load(settings), labels.store.labels(), "alice", 0)
+    view = label_view(Queue.load(settings, Queue.resolve(settings)), labels.store.labels(), "alice", 0)
     dims = {d["dimension"]: d for d in view["item"]["dimensions"]}
     assert [d["dimension"] for d in view["item"]["dimensions"]][0] == "groundedness" and not dims["groundedness"]["optional"]
     assert dims["completeness"]["optional"] and [c["value"] for c in dims["completeness"]["choices"]] == [0, 1, 2]
@@ -244,3 +244,52 @@ def test_a_variant_screen_shows_the_same_systems_answer_to_its_base_case(project
         "relation": "base case", "case_id": variant["base_case_id"], "query": "What happens when a pass statement is executed?",
         "answer": "oracle says: Nothing happens."}]  # fmt: skip
     assert paired_answers(project.root / "queue.csv", project.warehouse) == {}  # a CSV queue names no run
+
+
+def test_answers_and_passages_are_shown_as_text_never_as_markup(project):
+    from fastapi.testclient import TestClient
+
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.views import ReviewSettings
+
+    queue = pl.read_parquet(project.queue_path)
+    evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    queue.with_columns(pl.lit(evil).alias("answer"), pl.lit("<b>bold</b> passage").alias("contexts")).write_parquet(project.queue_path)
+    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                              curation_dir=project.curation_dir)  # fmt: skip
+    html = TestClient(create_app(settings)).get("/label?item=0").text
+    assert "<script>alert" not in html and "<img src=x" not in html and "<b>bold</b>" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html and "&lt;b&gt;bold&lt;/b&gt; passage" in html
+
+
+def test_every_screen_renders_on_a_fresh_project_and_says_what_is_missing(project, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.views import ReviewSettings
+
+    client = TestClient(create_app(ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse,
+                                                  golden_dir=project.golden_dir, curation_dir=project.curation_dir)))  # fmt: skip
+    for path in ("/label", "/progress", "/agreement", "/curate", f"/curate?version={VERSION}&verdict=valid"):
+        assert client.get(path).status_code == 200, path
+    assert "no labels yet" in client.get("/agreement").text
+    empty = TestClient(create_app(ReviewSettings(labels_dir=tmp_path / "l", warehouse=tmp_path / "w", golden_dir=tmp_path / "g",
+                                                 curation_dir=tmp_path / "c")))  # fmt: skip
+    assert "No frozen golden-set version" in empty.get("/curate").text
+    missing = empty.get("/label")
+    assert missing.status_code == 404 and "run a campaign first" in missing.text
+
+
+def test_a_new_nights_queue_shows_up_without_restarting_the_page(project):
+    from fastapi.testclient import TestClient
+
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.views import ReviewSettings
+
+    client = TestClient(create_app(ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse,
+                                                  golden_dir=project.golden_dir, curation_dir=project.curation_dir)))  # fmt: skip
+    assert f"queue <code>{VERSION}/{NIGHT}</code>" in client.get("/label").text
+    later = project.queue_path.with_name("2026-11-28.parquet")
+    pl.read_parquet(project.queue_path).head(2).write_parquet(later)
+    page = client.get("/label").text
+    assert f"queue <code>{VERSION}/2026-11-28</code>" in page and "answer 1 of 2" in page

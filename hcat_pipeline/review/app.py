@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, Field
 
 from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
@@ -67,11 +68,13 @@ def _settings(request: Request) -> ReviewSettings:
 
 
 def _queue(request: Request, name: str | None) -> Queue:
-    """The queue ``name`` (``<version>/<night>``; None: the default one), loaded once per server."""
-    cache = request.app.state.queues
-    if (name or "") not in cache:
-        cache[name or ""] = Queue.load(_settings(request), name)
-    return cache[name or ""]
+    """The queue ``name`` (``<version>/<night>``; None: the default one — the latest run's, so a new night shows up), loaded
+    once per file version."""
+    path = Queue.resolve(_settings(request), name)
+    key, cache = (str(path), path.stat().st_mtime_ns), request.app.state.queues
+    if key not in cache:
+        cache[key] = Queue.load(_settings(request), path)
+    return cache[key]
 
 
 def _rater(request: Request) -> str:
@@ -183,7 +186,10 @@ def create_app(settings: ReviewSettings) -> FastAPI:
     """The review page over ``settings`` (folders, the default queue, the validity check for freezing)."""
     app = FastAPI(title="hcat review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings, app.state.queues, app.state.check = settings, {}, None
-    app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
+    # autoescape every template (the names end in .j2, which Jinja's default selection would leave unescaped): answers and
+    # passages are untrusted text
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True, undefined=StrictUndefined)
+    app.state.templates = Jinja2Templates(env=env)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.include_router(pages)
     app.include_router(api)

@@ -51,12 +51,16 @@ class Queue:
     frame: pl.DataFrame
     items: list[Item]
 
-    @classmethod
-    def load(cls, settings: ReviewSettings, name: str | None = None) -> Queue:
+    @staticmethod
+    def resolve(settings: ReviewSettings, name: str | None = None) -> Path:
         """``name`` (``<version>/<night>``) picks a stored run's queue; else ``--queue`` or the latest stored one."""
         path = stored_queue(settings.warehouse, name) if name else settings.queue or find_queue(settings.warehouse)
         if path is None:
             raise QueueError(f"no stored review queue under {settings.warehouse}/review_queue: run a campaign first, or pass --queue FILE")
+        return Path(path)
+
+    @classmethod
+    def load(cls, settings: ReviewSettings, path: Path) -> Queue:
         frame = load_queue(path)
         return cls(path, frame, build_items(frame, metric_tables_for(path, settings.warehouse), paired_answers(path, settings.warehouse)))
 
