@@ -63,6 +63,8 @@ class HttpSystemSpec(_Strict):
     max_retries: int = Field(default=3, ge=0)
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=10.0, ge=0)
+    rate_limit_rps: Optional[float] = Field(default=None, gt=0, description="at most this many requests per second to the "
+                                            "service, retries included, shared by every caller; empty: no limit")  # fmt: skip
 
 
 class LLMSpec(_Strict):

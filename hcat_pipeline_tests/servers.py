@@ -65,16 +65,18 @@ class UserRag:
     (``result.answer.text``) and gives its contexts as objects (``result.sources[*].{id, content}``).
     It retrieves the paragraph sharing most words with the question and answers with its best sentence.
 
+    ``latency_s``: every answer takes that long (a service's own time per request).
     ``faults`` (a set, changeable while it runs): ``"malformed"`` (the first question asked while set gets a
     reply that is not JSON), ``"timeout"`` (the second: answered after ``slow_s``), ``"down"`` (the third: 503).
     ``asked`` counts every request by question."""
 
-    def __init__(self, documents: dict[str, str], secret: str, slow_s: float = 3.0):
+    def __init__(self, documents: dict[str, str], secret: str, slow_s: float = 3.0, latency_s: float = 0.0):
         import re
 
         self.paragraphs = [(f"{name}#{i}", p.strip()) for name, text in documents.items()
                            for i, p in enumerate(text.split("\n\n")) if len(p.split()) > 3]  # fmt: skip
         self.secret, self.slow_s, self.faults, self.faulted = secret, slow_s, set(), {}
+        self.latency_s = latency_s  # every answer takes this long (a real service's time per request)
         self.asked: dict[str, int] = {}
         self.lock = threading.Lock()
         self._words = lambda s: set(re.findall(r"[a-z0-9]+", s.lower()))
@@ -135,6 +137,8 @@ def user_rag_server(rag: UserRag):
             if not kind:
                 with rag.lock:
                     rag.asked[question] = rag.asked.get(question, 0) + 1
+            if rag.latency_s:
+                time.sleep(rag.latency_s)
             self._send(200, json.dumps(rag.answer(question)).encode())
 
     server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)

@@ -24,7 +24,7 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(n) or b"{}")
         srv = self.server
         with srv.lock:
-            srv.seen.append({"path": self.path, "body": body, "auth": self.headers.get("X-Api-Key")})
+            srv.seen.append({"path": self.path, "body": body, "auth": self.headers.get("X-Api-Key"), "t": time.perf_counter()})
             step = srv.script.pop(0) if srv.script else (200, None, srv.default_delay, {})
             srv.in_flight += 1
             srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
@@ -166,3 +166,29 @@ def test_get_path():
     assert get_path(doc, "a.b[-1].c") == 2
     with pytest.raises(KeyError, match="no such key"):
         get_path(doc, "a.z")
+
+
+def test_rate_limit_spaces_every_request_retries_included(server, monkeypatch):
+    monkeypatch.setenv("MY_RAG_KEY", "k")
+    server.script = [(503, {"error": "busy"}, 0, {})] * 2  # two of the requests are retried: 12 requests in all
+    s = system(server, max_concurrency=8, rate_limit_rps=20.0)
+    t0 = time.perf_counter()
+    out = s.respond_many([{"case_id": f"k{i}", "query": "q"} for i in range(10)])
+    took = time.perf_counter() - t0
+    assert all(r["error"] is None for r in out) and len(server.seen) == 12
+    assert took >= 11 / 20  # 12 requests at most 20 per second, evenly spaced: the last starts ≥ 0.55 s after the first
+    starts = sorted(r["t"] for r in server.seen)
+    # never a burst: any 6 consecutive requests span ≥ 5 intervals (less the server threads' scheduling jitter)
+    assert min(b - a for a, b in zip(starts, starts[5:])) > 5 / 20 - 0.1
+
+
+def test_backoff_waits_are_jittered_between_half_and_all_of_the_exponential_wait(server):
+    s = system(server, backoff_s=1.0, max_backoff_s=3.0)
+    for attempt, ceiling in ((1, 1.0), (2, 2.0), (3, 3.0), (6, 3.0)):
+        waits = [s.retry_delay(attempt, None) for _ in range(200)]
+        assert ceiling / 2 <= min(waits) < max(waits) <= ceiling and max(waits) - min(waits) > ceiling / 4
+
+
+def test_the_rate_limit_is_not_part_of_the_systems_identity(server):
+    assert system(server).config_hash == system(server, rate_limit_rps=5.0).config_hash  # stored responses stay valid
+    assert system(server).config_hash != system(server, answer_path="result.answer").config_hash

@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import PrivateAttr
 
 from hcat_pipeline.paths import EMBEDDING_CACHE_DIR
+from hcat_pipeline.resources.devices import DEFAULT_DEVICE, Device, onnx_providers, torch_device
 from hcat_pipeline.resources.embedding_cache import EmbeddingCache, text_key
 from hcat_pipeline.resources.onnx_graph import expose_outputs, masked_mean
 
@@ -48,15 +49,15 @@ _MODELS: dict[tuple, object] = {}
 _LOCK = threading.Lock()
 
 
-def _load_sentence_transformer(path: str):
+def _load_sentence_transformer(path: str, device: str = "cpu"):
     with _LOCK:
-        key = ("torch", path)
+        key = ("torch", path, device)
         if key not in _MODELS:
             import torch
             from sentence_transformers import SentenceTransformer
 
             torch.set_num_threads(max(1, torch.get_num_threads()))
-            _MODELS[key] = SentenceTransformer(path, device="cpu")
+            _MODELS[key] = SentenceTransformer(path, device=device)
         return _MODELS[key]
 
 
@@ -67,7 +68,8 @@ class OnnxSentenceEncoder:
     returns the token embeddings (``last_hidden_state``, batch x tokens x dim) as its first output.
     """
 
-    def __init__(self, model_path: str, tokenizer_path: str, threads: int = 2, max_seq_length: int = MAX_SEQ_LENGTH):
+    def __init__(self, model_path: str, tokenizer_path: str, threads: int = 2, max_seq_length: int = MAX_SEQ_LENGTH,
+                 providers: tuple[str, ...] = ("CPUExecutionProvider",)):  # fmt: skip
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -83,7 +85,8 @@ class OnnxSentenceEncoder:
         # idle threads sleep instead of spinning: faster on shared cores (measured 190 vs 160 sentences/s
         # under load), and leaves the cores to the other processes between batches
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+        self.providers = list(providers)
+        self.session = ort.InferenceSession(model_path, opts, providers=self.providers)
         self.inputs = {i.name for i in self.session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self.inputs
         if missing:
@@ -122,7 +125,7 @@ class OnnxSentenceEncoder:
             proto = onnx.load(self.model_path)
             self._layer_outputs = hidden_state_outputs(proto)
             graph = expose_outputs(proto, self._layer_outputs)
-            self._layer_session = ort.InferenceSession(graph, self._opts, providers=["CPUExecutionProvider"])
+            self._layer_session = ort.InferenceSession(graph, self._opts, providers=self.providers)
         return self._layer_session, self._layer_outputs
 
     def encode(self, texts: list[str], batch_size: int = 64, layers: bool = False) -> np.ndarray:
@@ -175,11 +178,11 @@ def hidden_state_outputs(proto) -> list[str]:
     return names
 
 
-def _load_onnx(model_path: str, tokenizer_path: str, threads: int) -> OnnxSentenceEncoder:
+def _load_onnx(model_path: str, tokenizer_path: str, threads: int, providers: tuple[str, ...] = ("CPUExecutionProvider",)) -> OnnxSentenceEncoder:
     with _LOCK:
-        key = ("onnx_int8", model_path, tokenizer_path, threads)
+        key = ("onnx_int8", model_path, tokenizer_path, threads, providers)
         if key not in _MODELS:
-            _MODELS[key] = OnnxSentenceEncoder(model_path, tokenizer_path, threads=threads)
+            _MODELS[key] = OnnxSentenceEncoder(model_path, tokenizer_path, threads=threads, providers=providers)
         return _MODELS[key]
 
 
@@ -212,6 +215,7 @@ class EmbeddingModel(dg.ConfigurableResource):
     tokenizer_path: str = ""  # onnx_int8 only; empty: the packaged MiniLM tokenizer.json
     batch_size: int = 64
     threads: int = 2  # onnxruntime intra-op threads (onnx_int8)
+    device: Device = DEFAULT_DEVICE  # auto | cpu | cuda (resources/devices.py); the cache is per model, not per device
     cache_dir: str = str(EMBEDDING_CACHE_DIR)
     use_cache: bool = True
 
@@ -232,10 +236,9 @@ class EmbeddingModel(dg.ConfigurableResource):
         from hcat_pipeline.models import minilm_onnx_path, minilm_path, minilm_tokenizer_path
 
         if self.backend == "torch":
-            return _load_sentence_transformer(self.model_path or str(minilm_path()))
-        return _load_onnx(
-            self.model_path or str(minilm_onnx_path()), self.tokenizer_path or str(minilm_tokenizer_path()), self.threads
-        )
+            return _load_sentence_transformer(self.model_path or str(minilm_path()), torch_device(self.device))
+        return _load_onnx(self.model_path or str(minilm_onnx_path()), self.tokenizer_path or str(minilm_tokenizer_path()), self.threads,
+                          tuple(onnx_providers(self.device)))  # fmt: skip
 
     @property
     def dim(self) -> int:

@@ -4,8 +4,12 @@ Configurable URL, JSON request template (``{{query}}``, ``{{case_id}}``, ``{{opt
 case's earlier turns — and ``{{messages}}`` — those turns plus the query as the last user message — slots,
 filled without breaking JSON escaping), JSON paths for the answer and the returned contexts, an
 auth header whose secret is read from an environment variable (never stored in config), a timeout,
-a concurrency limit (a semaphore shared by every caller of this resource) and retries with
-exponential backoff on 429 / 5xx / timeouts / connection errors (``Retry-After`` honoured, capped).
+a concurrency limit (a semaphore shared by every caller of this resource), an optional rate limit
+(``rate_limit_rps``: requests evenly spaced, retries included, shared by every caller) and retries with
+exponential backoff and jitter (each wait drawn between half and all of ``backoff_s · 2^(n−1)``, capped, so
+callers that failed together do not retry together) on 429 / 5xx / timeouts / connection errors
+(``Retry-After`` honoured as given, capped). How fast the service is asked is not part of the system's
+identity: ``rate_limit_rps`` stays out of ``config_hash``.
 A call that still fails becomes an ``error`` value on the response record; nothing is raised.
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +32,25 @@ from hcat_pipeline.common.jsonpath import get_path
 from hcat_pipeline.responses.rag import config_hash
 
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
+NOT_IDENTITY = ("rate_limit_rps",)  # pacing, not what the system answers: responses stored under the same hash stay valid
+
+
+class RateLimiter:
+    """At most ``rps`` acquisitions per second, evenly spaced, across threads (each caller sleeps until its slot)."""
+
+    def __init__(self, rps: float):
+        self.interval, self._next, self._lock = 1.0 / rps, 0.0, threading.Lock()
+
+    def acquire(self) -> float:
+        """Wait for the next slot; returns the seconds waited."""
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self.interval
+        wait = slot - now
+        if wait > 0:
+            time.sleep(wait)
+        return wait
 
 
 class HttpCallFailed(RuntimeError):
@@ -70,12 +94,14 @@ class HttpRagSystem(_HttpFields):
     _init_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _in_flight: int = PrivateAttr(default=0)
     _max_in_flight: int = PrivateAttr(default=0)
+    _limiter: RateLimiter | None = PrivateAttr(default=None)
+    _rng: random.Random = PrivateAttr(default_factory=random.Random)  # backoff jitter only: timing, never content
 
     # ---- identity
     @property
     def config_hash(self) -> str:
         cfg = self.model_dump() if hasattr(self, "model_dump") else dict(self.__dict__)
-        cfg = {k: v for k, v in cfg.items() if not k.startswith("_")}
+        cfg = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in NOT_IDENTITY}
         return config_hash({"kind": "http", **cfg})
 
     @property
@@ -89,6 +115,7 @@ class HttpRagSystem(_HttpFields):
             if self._client is None:
                 self._client = httpx.Client(timeout=self.timeout_s)
                 self._sem = threading.Semaphore(max(1, self.max_concurrency))
+                self._limiter = RateLimiter(self.rate_limit_rps) if self.rate_limit_rps else None
         return self._client, self._sem
 
     def _headers(self) -> dict[str, str]:
@@ -107,13 +134,15 @@ class HttpRagSystem(_HttpFields):
                   "history": history, "messages": [*history, {"role": "user", "content": case["query"]}]}
         return fill_template(template, values)
 
-    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+    def retry_delay(self, attempt: int, response: httpx.Response | None) -> float:
+        """Seconds to wait before attempt ``attempt`` + 1: ``Retry-After`` when the reply gives one, else the jittered backoff."""
         if response is not None and (ra := response.headers.get("Retry-After")):
             try:
                 return min(float(ra), self.max_backoff_s)
             except ValueError:
                 pass
-        return min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
+        ceiling = min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
+        return ceiling * (0.5 + 0.5 * self._rng.random())  # "equal jitter": at least half the exponential wait
 
     def call(self, case: dict) -> tuple[dict, int]:
         """POST one case; returns (parsed JSON reply, attempts) or raises HttpCallFailed."""
@@ -124,6 +153,8 @@ class HttpRagSystem(_HttpFields):
             attempts += 1
             resp, err = None, None
             with sem:
+                if self._limiter is not None:
+                    self._limiter.acquire()
                 with self._init_lock:
                     self._in_flight += 1
                     self._max_in_flight = max(self._max_in_flight, self._in_flight)
@@ -147,7 +178,7 @@ class HttpRagSystem(_HttpFields):
                     raise HttpCallFailed(err[0], err[1], attempts)
             if attempts > self.max_retries:
                 raise HttpCallFailed(err[0], err[1], attempts)
-            time.sleep(self._delay(attempts, resp))
+            time.sleep(self.retry_delay(attempts, resp))
 
     def parse_reply(self, reply) -> dict:
         answer = get_path(reply, self.answer_path)

@@ -33,6 +33,7 @@ from hcat_pipeline.metrics.nli.features import CONTRADICTION_FEATURE, featurize
 from hcat_pipeline.metrics.nli.head import NLIHead
 from hcat_pipeline.metrics.nli.parse import PARSE_FEATURES, summarise
 from hcat_pipeline.metrics.nli.probe import PROBE_FEATURE
+from hcat_pipeline.resources.devices import DEFAULT_DEVICE, Device, onnx_providers, torch_device
 from hcat_pipeline.resources.nli_backends import Contradiction, LLMJudge, load, spacy_parser
 
 PACKAGED_HEAD = Path(__file__).resolve().parents[1] / "metrics" / "nli" / "nli_head.json"
@@ -66,6 +67,7 @@ class NLIModel(dg.ConfigurableResource):
     llm_margin: float = 0.5  # |D| below this is borderline
     llm_max_sentences: int = 16  # per decision() call
     batch_size: int = 64
+    device: Device = DEFAULT_DEVICE  # auto | cpu | cuda for its encoders: embeddings, contradiction model, cross-encoder
 
     _heads: dict = PrivateAttr(default_factory=dict)
     _embedder: object = PrivateAttr(default=None)
@@ -89,7 +91,7 @@ class NLIModel(dg.ConfigurableResource):
         if self._embedder is None:
             from hcat_pipeline.resources.embedding import EmbeddingModel
 
-            kw = {"use_cache": self.use_embedding_cache}
+            kw = {"use_cache": self.use_embedding_cache, "device": self.device}
             if self.embedding_cache_dir:
                 kw["cache_dir"] = self.embedding_cache_dir
             self._embedder = EmbeddingModel(**kw)
@@ -114,7 +116,9 @@ class NLIModel(dg.ConfigurableResource):
         with ``represent`` also the pair representations the head's probe reads (n × 4·384, ``pair_representation``)."""
         if len(premises) != len(hypotheses):
             raise ValueError("premises and hypotheses differ in length")
-        return load("contradiction", Contradiction)(list(premises), list(hypotheses), represent=represent)
+        providers = tuple(onnx_providers(self.device))
+        model = load(f"contradiction:{','.join(providers)}", lambda: Contradiction(providers))
+        return model(list(premises), list(hypotheses), represent=represent)
 
     # -- features and decision --
     def pair_features(
@@ -197,9 +201,9 @@ class NLIModel(dg.ConfigurableResource):
         def factory():
             from sentence_transformers import CrossEncoder
 
-            return CrossEncoder(self.cross_encoder_path, device="cpu")
+            return CrossEncoder(self.cross_encoder_path, device=torch_device(self.device))
 
-        ce = load(f"ce:{self.cross_encoder_path}", factory)
+        ce = load(f"ce:{self.cross_encoder_path}:{self.device}", factory)
         id2label = {int(k): str(v).lower() for k, v in ce.model.config.id2label.items()}
         ent = [i for i, v in id2label.items() if v.startswith("entail")]
         if not ent:

@@ -56,7 +56,7 @@ def _package_root(name: str) -> Path:
 class Contradiction:
     """P(contradiction) of (premise, hypothesis) pairs, one pair per run (unpadded), ``WORKERS`` at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, providers: tuple[str, ...] = ("CPUExecutionProvider",)) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -78,7 +78,7 @@ class Contradiction:
             model, self.dynamic = expose_outputs(proto, REPRESENTATION_OUTPUTS), True
         except ImportError:  # pragma: no cover - onnx is a dependency; fixed-length padding still works
             pass
-        self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(model, opts, providers=list(providers))
         self.max_len = 160
         self.tokenizer = Tokenizer.from_file(str(root / "policy_nli_tokenizer" / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_len, strategy="longest_first")
