@@ -20,7 +20,7 @@ if [ ${#APT_PKGS[@]} -gt 0 ]; then
   fi
 fi
 
-# apt: Debian chromium for the campaign-report browser test (Python playwright drives it; never `playwright install`)
+# apt: Debian chromium for the campaign-report and review-page browser tests (Python playwright drives it; never `playwright install`)
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "setup: apt install chromium failed (the report browser test will be skipped)" >&2
