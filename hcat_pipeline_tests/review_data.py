@@ -74,7 +74,8 @@ def _queue_and_metrics(cases: list[dict]) -> tuple[pl.DataFrame, pl.DataFrame]:
             metrics.append({"case_id": c["case_id"], "system_id": s, "reference": c["reference_answer"],
                             "groundedness_nli": 0.9 if s == "oracle" else 0.4, "context_relevancy": 0.8, "answer_relevancy": 0.7,
                             "least_grounded_sentence_nli": answer.split(". ")[-1] if s == "hybrid" else None,
-                            "uncovered_context_sentences": [], "toxicity": 0.01, "toxicity_top_sentence": None})  # fmt: skip
+                            "uncovered_context_sentences": [], "toxicity": 0.01, "toxicity_top_sentence": None,
+                            "completeness_similarity": 0.6 if s == "oracle" else None})  # fmt: skip
     return pl.DataFrame(rows), pl.DataFrame(metrics)
 
 

@@ -202,14 +202,17 @@ def test_a_screen_offers_the_calibrators_other_dimensions_on_the_scale_the_store
     assert labels.save("bob", "c0", "oracle", "completeness", 2, "ordinal:0-2").status == "saved"  # the store: completeness on 0-2
     settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
                               curation_dir=project.curation_dir)  # fmt: skip
-    view = label_view(Queue.load(settings, Queue.resolve(settings)), labels.store.labels(), "alice", 0)
+    queue = Queue.load(settings, Queue.resolve(settings))
+    hybrid = {d["dimension"]: d for d in label_view(queue, labels.store.labels(), "alice", 0)["item"]["dimensions"]}
+    view = label_view(queue, labels.store.labels(), "alice", 1)
     dims = {d["dimension"]: d for d in view["item"]["dimensions"]}
-    assert [d["dimension"] for d in view["item"]["dimensions"]][0] == "groundedness" and not dims["groundedness"]["optional"]
+    assert view["item"]["system_id"] == "oracle" and list(dims)[0] == "groundedness" and not dims["groundedness"]["optional"]
     assert dims["completeness"]["optional"] and [c["value"] for c in dims["completeness"]["choices"]] == [0, 1, 2]
     assert dims["answer_relevancy"]["raw_score_text"] == "0.700" and dims["toxicity"]["scale"] == "binary"
+    assert "completeness" not in hybrid and "answer_relevancy" in hybrid  # no completeness score on that answer: nothing to calibrate
     # a label on an optional dimension is stored like any other, on the store's scale
-    assert labels.save("alice", view["item"]["case_id"], "hybrid", "completeness", 1, dims["completeness"]["scale"]).status == "saved"
-    assert labels.save("alice", view["item"]["case_id"], "hybrid", "completeness", 1, "binary").status == "rejected"
+    assert labels.save("alice", view["item"]["case_id"], "oracle", "completeness", 1, dims["completeness"]["scale"]).status == "saved"
+    assert labels.save("alice", view["item"]["case_id"], "oracle", "completeness", 1, "binary").status == "rejected"
 
 
 def test_the_label_file_sensor_waits_until_a_page_file_is_quiet(project):

@@ -84,13 +84,14 @@ def find_item(queue: Queue, case_id: str, system_id: str | None) -> int | None:
 
 
 def _dimension_rows(it: Item, latest: dict, labels: pl.DataFrame) -> list[dict]:
-    """The screen's dimensions: the queued ones, then the calibrators' other dimensions (optional, never required to move on);
+    """The screen's dimensions: the queued ones, then the calibrators' other dimensions whose metric scored this answer (a label
+    calibrates a score: none without one — e.g. no passages, no groundedness) (optional, never required to move on);
     each on the scale the label store holds for it (a dimension stored on a three-point scale is labelled on it)."""
     stored = dict(labels.select("dimension", "scale").unique("dimension").iter_rows()) if labels.height else {}
     queued = {r["dimension"] for r in it.rows}
     extra = [{"dimension": d, "scale": stored.get(d, "binary"), "label_meaning": LABEL_MEANINGS.get(d, ""), "reason": "optional: not queued",
               "metric": m, "raw_score": it.scores.get(m), "calibrated_probability": None, "prediction_set": None}
-             for d, m in DIMENSION_METRICS.items() if d not in queued]  # fmt: skip
+             for d, m in DIMENSION_METRICS.items() if d not in queued and it.scores.get(m) is not None]  # fmt: skip
     out = []
     for r in [*it.rows, *extra]:
         scale = stored.get(r["dimension"], r["scale"])
