@@ -24,7 +24,13 @@ import polars as pl
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.calibration import LabelStore, agreement
-from hcat_pipeline.calibration.campaign import EXPLANATION_COLUMNS, LABEL_MEANINGS, judge_review_flags, select_review_items
+from hcat_pipeline.calibration.campaign import (
+    EXPLANATION_COLUMNS,
+    LABEL_MEANINGS,
+    explanation_text,
+    judge_review_flags,
+    select_review_items,
+)
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.partitions import campaign_run, split_run_key
@@ -100,13 +106,7 @@ class ReviewQueueConfig(dg.Config):
 
 
 def _explanation(row: dict) -> str:
-    parts = []
-    for col in EXPLANATION_COLUMNS.get(row.get("metric") or "", ()):
-        v = row.get(col)
-        if v is None or (isinstance(v, list) and not v):
-            continue
-        parts.append(f"{col}: {'; '.join(map(str, v)) if isinstance(v, list) else v}")
-    return " | ".join(parts)
+    return explanation_text(row, EXPLANATION_COLUMNS.get(row.get("metric") or "", ()))
 
 
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 

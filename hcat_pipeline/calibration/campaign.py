@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -30,6 +30,7 @@ __all__ = [
     "LABEL_MEANINGS",
     "calibrate_long",
     "campaign_label_scores",
+    "explanation_text",
     "long_scores",
     "select_review_items",
 ]
@@ -60,6 +61,21 @@ EXPLANATION_COLUMNS: dict[str, tuple[str, ...]] = {
     "toxicity": ("toxicity_per_sentence",),
 }
 ITEM = ["case_id", "system_id"]
+
+
+def explanation_text(row: Mapping, columns: Sequence[str], max_items: int | None = None, float_digits: int | None = None) -> str:
+    """``"col: value | col: a; b"`` over the explanation ``columns`` a row has (empty values left out); a list shows its first
+    ``max_items`` (and how many more), floats rounded to ``float_digits`` when given."""
+    parts = []
+    for col in columns:
+        v = row.get(col)
+        if v is None or (isinstance(v, list) and not v):
+            continue
+        values = v if isinstance(v, list) else [v]
+        shown = values if max_items is None else values[:max_items]
+        text = "; ".join(f"{x:.{float_digits}f}" if float_digits is not None and isinstance(x, float) else str(x) for x in shown)
+        parts.append(f"{col}: {text}" + (f" … and {len(values) - len(shown)} more" if len(values) > len(shown) else ""))
+    return " | ".join(parts)
 
 
 def campaign_label_scores(labels: pl.DataFrame, runs: pl.DataFrame, dimension_metrics: Mapping[str, str]) -> pl.DataFrame:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, EXPLANATION_COLUMNS, LABEL_MEANINGS
+from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, EXPLANATION_COLUMNS, LABEL_MEANINGS, explanation_text
 from hcat_pipeline.calibration.labels import parse_scale
 
 __all__ = ["Flag", "Item", "QueueError", "build_items", "find_queue", "highlight", "load_queue", "scale_choices", "stored_queue", "paired_answers"]
@@ -134,11 +134,16 @@ def paired_answers(queue_path: str | Path, warehouse: str | Path) -> dict[tuple[
     query = dict(zip(cases["case_id"], cases["query"], strict=True))
     answers = {(c, s): a for c, s, a in pl.read_parquet(rag, columns=["case_id", "system_id", "answer"]).iter_rows()}
     variants = cases.filter(pl.col("base_case_id").is_not_null()).to_dicts()
+    systems: dict[str, list[str]] = {}
+    for c, system in answers:
+        systems.setdefault(c, []).append(system)
+    family: dict[tuple[str, str], list[str]] = {}  # (base, kind) → its variants
+    for v in variants:
+        family.setdefault((v["base_case_id"], v["variant_kind"]), []).append(v["case_id"])
     out = {}
     for v in variants:
-        siblings = [w["case_id"] for w in variants if w["base_case_id"] == v["base_case_id"] and w["variant_kind"] == v["variant_kind"]
-                    and w["case_id"] != v["case_id"]]  # fmt: skip
-        for system in {s for c, s in answers if c == v["case_id"]}:
+        siblings = [c for c in family[(v["base_case_id"], v["variant_kind"])] if c != v["case_id"]]
+        for system in systems.get(v["case_id"], []):
             compare = [{"relation": "base case" if c == v["base_case_id"] else f"other {v['variant_kind']} variant", "case_id": c,
                         "query": query.get(c, ""), "answer": answers[(c, system)]}
                        for c in (v["base_case_id"], *siblings) if (c, system) in answers]  # fmt: skip
@@ -163,18 +168,6 @@ def _flags(m: dict, dimensions: set[str]) -> list[Flag]:
     return out
 
 
-def _explain(m: dict, cols: tuple[str, ...]) -> str:
-    parts = []
-    for c in cols:
-        v = m.get(c)
-        if v is None or (isinstance(v, list) and not v):
-            continue
-        values = v if isinstance(v, list) else [v]
-        shown = "; ".join(f"{x:.3f}" if isinstance(x, float) else str(x) for x in values[:MAX_PASSAGE_FLAGS])
-        parts.append(f"{c}: {shown}" + (f" … and {len(values) - MAX_PASSAGE_FLAGS} more" if len(values) > MAX_PASSAGE_FLAGS else ""))
-    return " | ".join(parts)
-
-
 def build_items(queue: pl.DataFrame, metric_tables: pl.DataFrame | None = None, pairs: dict | None = None) -> list[Item]:
     """Screens in queue order: an answer's first (lowest) priority decides its place."""
     metrics = {}
@@ -190,7 +183,7 @@ def build_items(queue: pl.DataFrame, metric_tables: pl.DataFrame | None = None, 
                 answer=r["answer"] or "", reference=m.get("reference"), passages=[p for p in (r["contexts"] or "").split(PASSAGE_SEPARATOR) if p.strip()],
                 rows=[], stratum=None if r.get("stratum") is None else str(r["stratum"]), query_type=r.get("query_type"),
                 scores={k: m.get(k) for k in SHOWN_METRICS if k in m},
-                explanations={k: _explain(m, cols) for k, cols in SHOWN_METRICS.items() if m},
+                explanations={k: explanation_text(m, cols, MAX_PASSAGE_FLAGS, 3) for k, cols in SHOWN_METRICS.items() if m},
             )  # fmt: skip
             if not m and r.get("explanation"):
                 items[key].explanations = {r.get("metric") or "metric": r["explanation"]}

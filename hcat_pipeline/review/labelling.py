@@ -81,12 +81,13 @@ class PageLabels:
         except ValueError as e:
             return SaveResult("rejected", f"{case_id} / {system_id} / {dimension}: {e}")
         with self._locked():
-            stored_scale = self.store.scales().get(row["dimension"])
+            stored = self.store.labels()  # read once: the dimension's scale and the rater's latest label on this item
+            same_dim = stored.filter(pl.col("dimension") == row["dimension"])
+            stored_scale = same_dim["scale"][0] if same_dim.height else None
             if stored_scale is not None and stored_scale != row["scale"]:
                 return SaveResult("rejected", f"dimension {dimension!r} is stored with scale {stored_scale}, this label says {row['scale']}")
-            mine = self.latest(rater).filter(
-                (pl.col("case_id") == case_id) & (pl.col("system_id") == system_id) & (pl.col("dimension") == row["dimension"])
-            )
+            mine = latest_per_rater(same_dim.filter(
+                (pl.col("rater") == rater) & (pl.col("case_id") == case_id) & (pl.col("system_id") == system_id)))
             current = mine.row(0, named=True) if mine.height else None
             if (current["row_hash"] if current else "") != (seen or ""):
                 return SaveResult("conflict", f"{rater} labelled this {current['label']} at {current['labelled_at']:%H:%M:%S} in another tab "
