@@ -62,7 +62,10 @@ def module_code_version(module) -> str:
 
 
 def _defining_module(assets_def: dg.AssetsDefinition):
-    fn = getattr(getattr(assets_def.op, "compute_fn", None), "decorated_fn", None)
+    """The module of the asset's op; a graph-backed (sharded) asset: the module of its ops."""
+    node = assets_def.node_def
+    ops = node.node_defs if isinstance(node, dg.GraphDefinition) else [node]
+    fn = getattr(getattr(ops[0], "compute_fn", None), "decorated_fn", None) if ops else None
     return inspect.getmodule(fn) if fn is not None else None
 
 

@@ -7,11 +7,16 @@ key (a campaign run, ``<version>|<night>``) is one directory level per dimension
 temporary file in the same directory and is renamed over the target, so a crash never leaves a
 half-written table. Loading several partitions gives a ``dict[partition, DataFrame]`` when the
 input is annotated as a dict, otherwise one frame concatenated with a ``partition`` column.
+
+Outputs that are no asset (the steps inside a sharded stage: a shard's plan, a shard's rows) are pickled under
+``<base_dir>/_steps/<run id>/<step key>/<output>.pkl`` — written by this project's own steps, read by the next
+step of the same run (or its re-execution from failure, which reads the parent run's files).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import uuid
 from pathlib import Path
@@ -47,7 +52,17 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
         *dirs, leaf = str(partition_key).split("|")  # MultiPartitionKey: dimensions in name order
         return base.joinpath(*map(safe_path_part, dirs)) / f"{safe_path_part(leaf)}.parquet"
 
+    def _step_path(self, context: dg.OutputContext) -> Path:
+        return Path(self.base_dir, "_steps", *map(safe_path_part, context.get_identifier())).with_suffix(".pkl")
+
     def handle_output(self, context: dg.OutputContext, obj) -> None:
+        if not context.has_asset_key:  # a step inside a sharded stage
+            path = self._step_path(context)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+            tmp.write_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(tmp, path)
+            return
         if obj is None:
             return
         if not isinstance(obj, pl.DataFrame):
@@ -60,6 +75,8 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
     def load_input(self, context: dg.InputContext):
         """The stored table(s) of the input; an input declared ``AssetIn(metadata={"optional": True})`` that was never
         stored (for this partition) is None, so the asset says what is missing instead of failing."""
+        if context.upstream_output is not None and not context.upstream_output.has_asset_key:
+            return pickle.loads(self._step_path(context.upstream_output).read_bytes())
         if (context.definition_metadata or {}).get("optional"):
             keys = list(context.asset_partition_keys) if context.has_asset_partitions else [None]
             if len(keys) == 1 and not self._asset_path(context, keys[0]).exists():

@@ -14,41 +14,54 @@ from typing import Literal
 
 import dagster as dg
 import polars as pl
+from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.assets._shards import shard_config_mapping, shard_log
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.behaviour.checks import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
-from hcat_pipeline.common.canary_ids import apart
+from hcat_pipeline.common.canary_ids import CANARY_PREFIX
+from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, case_families, merge_shards, split_frame
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.nli import NLIModel
 
 # The Dagster config *is* the core's BehaviourConfig (one field list, one set of defaults) + the support mode.
-BehaviourChecksConfig = config_from(BehaviourConfig, "BehaviourChecksConfig", support=(Literal["nli", "similarity"], "nli"))
-
-
-@dg.asset(automation_condition=ON_NEW_RUN_DATA, 
-    partitions_def=campaign_run,
-    group_name="metrics",
-    deps=["nli_head_file"],  # watched source (assets/sources.py): a retrained NLI head makes the checks stale
-    description="Per campaign run, case × system: the rule each case was generated to test, verdict (pass / fail / "
-    "unsure), score and evidence (canary leaked, premise accepted, planted passage believed, declined, …).",
+BehaviourChecksConfig = config_from(
+    BehaviourConfig, "BehaviourChecksConfig", support=(Literal["nli", "similarity"], "nli"),
+    shard_cases=(int, Field(default=DEFAULT_SHARD_CASES, ge=0, description="cases per step and system (0: one step per system)")),
 )
-def behaviour_checks(
-    context: dg.AssetExecutionContext,
-    config: BehaviourChecksConfig,
-    embedding_model: EmbeddingModel,
-    nli_model: NLIModel,
-    rag_responses: pl.DataFrame,
-    golden_set: pl.DataFrame,
-) -> pl.DataFrame:
+
+
+@dg.op(out=dg.DynamicOut(dict), ins={"nli_head_file": dg.In(dg.Nothing)},
+       description="The night's responses, one shard per system × run of case families (a base and its variants together).")
+def plan_behaviour_shards(context: dg.OpExecutionContext, config: BehaviourChecksConfig, rag_responses: pl.DataFrame, golden_set: pl.DataFrame):
+    work = split_frame(rag_responses, config.shard_cases, case_families(golden_set))
+    context.log.info(f"{rag_responses.height} response(s) in {len(work)} shard(s)")
+    for shard, rows in work:
+        yield dg.DynamicOutput({"shard": shard, "rows": rows}, mapping_key=shard.key)
+
+
+@dg.op(description="The behaviour rules on one shard of the night's responses.")
+def check_shard(context: dg.OpExecutionContext, config: BehaviourChecksConfig, embedding_model: EmbeddingModel, nli_model: NLIModel,
+                work: dict, golden_set: pl.DataFrame) -> dict:
     cfg = to_core(BehaviourConfig, config)
     support = nli_support(nli_model) if config.support == "nli" else embedding_support(embedding_model.embed)
     try:
-        table = apart(lambda f: judge_behaviour(golden_set, f, embed=embedding_model.embed, support=support, config=cfg), rag_responses)
+        table = judge_behaviour(golden_set, work["rows"], embed=embedding_model.embed, support=support, config=cfg)
     except ValueError as e:
         raise dg.Failure(f"behaviour_checks: {e}") from e
+    shard_log(context, work["shard"], f"{table.height} verdict(s)")
+    return {"shard": work["shard"], "frame": table, "support": getattr(support, "label", config.support)}
+
+
+@dg.op(description="The shards' verdicts in plan order, stamped with the run; verdict counts and pass rates with their CIs.")
+def merge_behaviour_checks(context: dg.OpExecutionContext, config: BehaviourChecksConfig, parts: list,
+                           rag_responses: pl.DataFrame) -> pl.DataFrame:
+    table = merge_shards((p["shard"], p["frame"]) for p in parts)  # the judge's order: the user's systems, then canaries
+    table = table.sort(pl.col("system_id").str.starts_with(CANARY_PREFIX), "system_id", "case_id", maintain_order=True)
+    support = parts[0]["support"]
     run = rag_responses.select("golden_set_version", "night", "campaign_sha256").head(1)
     if run.height:
         table = table.with_columns(*[pl.lit(run[c][0]).alias(c) for c in run.columns])
@@ -58,7 +71,8 @@ def behaviour_checks(
     context.add_output_metadata({
         "dagster/row_count": table.height,
         "campaign_run": str(context.partition_key),
-        "support": getattr(support, "label", config.support),
+        "support": support,
+        "shards": len(parts),
         "verdicts": dg.MetadataValue.json(counts),
         "no_answer": int(table["evidence"].str.starts_with("no answer").sum()),
         "by_system_and_rule": preview(summary.select("system_id", "rule", "n", "pass", "fail", "unsure", "pass_rate",
@@ -67,3 +81,18 @@ def behaviour_checks(
         "rules": dg.MetadataValue.json(sorted(table["rule"].unique().to_list())),
     })  # fmt: skip
     return table
+
+
+@dg.graph_asset(
+    automation_condition=ON_NEW_RUN_DATA,
+    partitions_def=campaign_run,
+    group_name="metrics",
+    config=shard_config_mapping(BehaviourChecksConfig, ["plan_behaviour_shards", "check_shard", "merge_behaviour_checks"]),
+    ins={"nli_head_file": dg.AssetIn(dagster_type=dg.Nothing)},  # watched source: a retrained NLI head makes the checks stale
+    description="Per campaign run, case × system: the rule each case was generated to test, verdict (pass / fail / "
+    "unsure), score and evidence (canary leaked, premise accepted, planted passage believed, declined, …); one step per "
+    "system × shard of case families.",
+)
+def behaviour_checks(rag_responses: pl.DataFrame, golden_set: pl.DataFrame, nli_head_file) -> pl.DataFrame:
+    shards = plan_behaviour_shards(rag_responses, golden_set, nli_head_file=nli_head_file)
+    return merge_behaviour_checks(shards.map(lambda work: check_shard(work, golden_set)).collect(), rag_responses)

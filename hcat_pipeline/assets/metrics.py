@@ -17,14 +17,16 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.assets._shards import shard_config_mapping, shard_log
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
-from hcat_pipeline.common.canary_ids import apart, drop_canaries
+from hcat_pipeline.common.canary_ids import drop_canaries, is_canary
+from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, merge_shards, split_frame
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.golden.coverage import mean_ci
 from hcat_pipeline.metrics.options import ScoreOptions
 from hcat_pipeline.metrics.registry import MetricUnavailable
 from hcat_pipeline.metrics.safety import bias_report as bias_report_table
-from hcat_pipeline.metrics.scoring import score_frame
+from hcat_pipeline.metrics.scoring import merge_score_infos, score_frame
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -43,6 +45,7 @@ MetricsConfig = config_from(
     ScoreOptions, "MetricsConfig",
     metrics=(list[str], Field(default_factory=list, description="empty: every default metric that applies (metrics.registry)")),
     allow_unavailable=(bool, Field(default=False, description="a metric that cannot run gets null columns instead of failing the asset")),
+    shard_cases=(int, Field(default=DEFAULT_SHARD_CASES, ge=0, description="cases per step and system (0: one step per system)")),
 )
 
 
@@ -62,23 +65,10 @@ def _fmt_ci(r: dict) -> str:
     return f"{r['mean']:.3f} ± {r['half_width']:.3f} (n={r['n']})"
 
 
-def _metric_tables(
-    context: dg.AssetExecutionContext,
-    config: MetricsConfig,
-    embedding_model: EmbeddingModel,
-    pii_detector: PIIDetector,
-    nli_model: NLIModel,
-    rag_responses: pl.DataFrame,
-    golden_set: pl.DataFrame,
-) -> pl.DataFrame:
-    conform(rag_responses, RAG_RESPONSES)
-    gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type", "expected_behavior") if c in golden_set.columns]
-    refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
-    frame = without_planted(rag_responses).join(refs, on="case_id", how="left")
-    infos = []
-
-    def scored_part(part: pl.DataFrame) -> pl.DataFrame:
-        out, part_info = score_frame(
+def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector: PIIDetector, nli_model: NLIModel,
+           part: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+    try:
+        return score_frame(
             part,
             config.metrics or None,
             allow_unavailable=config.allow_unavailable,
@@ -88,14 +78,8 @@ def _metric_tables(
             nli=nli_model,
             multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
-            **config.model_dump(exclude={"metrics", "allow_unavailable"}),
+            **config.model_dump(exclude={"metrics", "allow_unavailable", "shard_cases"}),
         )
-        infos.append(part_info)
-        return out
-
-    try:  # the user's systems first, the canaries in their own call (the same batches with or without canaries)
-        scored = apart(scored_part, frame)
-        info = infos[0]
     except MetricUnavailable as e:
         raise dg.Failure(
             description=f"metric_tables: {e}. Or set allow_unavailable: true in the asset config to store null columns.",
@@ -103,8 +87,37 @@ def _metric_tables(
         ) from e
     except ValueError as e:
         raise dg.Failure(f"metric_tables: {e}") from e
+
+
+@dg.op(out=dg.DynamicOut(dict), ins={"nli_head_file": dg.In(dg.Nothing)},
+       description="The night's responses with their references, one shard per system × run of cases.")
+def plan_metric_shards(context: dg.OpExecutionContext, config: MetricsConfig, rag_responses: pl.DataFrame, golden_set: pl.DataFrame):
+    conform(rag_responses, RAG_RESPONSES)
+    gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type", "expected_behavior") if c in golden_set.columns]
+    refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
+    frame = without_planted(rag_responses).join(refs, on="case_id", how="left", maintain_order="left")
+    work = split_frame(frame, config.shard_cases)
+    context.log.info(f"{frame.height} response(s) in {len(work)} shard(s)")
+    for shard, rows in work:
+        yield dg.DynamicOutput({"shard": shard, "rows": rows}, mapping_key=shard.key)
+
+
+@dg.op(description="Every metric on one shard of the night's responses.")
+def score_shard(context: dg.OpExecutionContext, config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector: PIIDetector,
+                nli_model: NLIModel, work: dict) -> dict:
+    scored, info = _score(config, embedding_model, pii_detector, nli_model, work["rows"])
+    shard_log(context, work["shard"], f"{info['rows_scored']} scored, {info['rows_skipped']} skipped in {info['seconds']:.1f}s")
+    return {"shard": work["shard"], "frame": scored, "info": info, "columns": work["rows"].columns}
+
+
+@dg.op(description="The shards' scores in plan order; per-system means with their CIs, distributions, timings.")
+def merge_metric_tables(context: dg.OpExecutionContext, config: MetricsConfig, parts: list) -> pl.DataFrame:
+    scored = merge_shards((p["shard"], p["frame"]) for p in parts)
+    users = [p["info"] for p in sorted(parts, key=lambda p: p["shard"].position) if not is_canary(p["shard"].system_id)]
+    info = merge_score_infos(users or [parts[0]["info"]])  # the user's systems' figures (canaries scored apart)
+    frame_columns = parts[0]["columns"]
     metric_cols = info["metrics_requested"]
-    detail = [c for c in scored.columns if c not in frame.columns and c not in metric_cols]
+    detail = [c for c in scored.columns if c not in frame_columns and c not in metric_cols]
     out = scored.select([c for c in _KEEP if c in scored.columns] + metric_cols + detail)
     out = out.with_columns(pl.lit(json.dumps(info, sort_keys=True, default=str)).alias("score_info"))
 
@@ -152,15 +165,23 @@ def _bias_report(context: dg.AssetExecutionContext, embedding_model: EmbeddingMo
     return report
 
 
+def _metric_tables(rag_responses: pl.DataFrame, golden_set: pl.DataFrame, nli_head_file) -> pl.DataFrame:
+    shards = plan_metric_shards(rag_responses, golden_set, nli_head_file=nli_head_file)
+    return merge_metric_tables(shards.map(score_shard).collect())
+
+
 def build_metric_assets() -> tuple[dg.AssetsDefinition, dg.AssetsDefinition]:
     """The two assets (also used by tests that materialize them against stand-in upstream tables)."""
-    tables = dg.asset(
+    tables = dg.graph_asset(
         name="metric_tables",
         partitions_def=campaign_run,
         automation_condition=ON_NEW_RUN_DATA,
         group_name="metrics",
-        deps=["nli_head_file"],  # watched source (assets/sources.py): a retrained NLI head makes the tables stale
-        description="Per campaign run (golden-set version × night): every metric per case × system with its explanation columns (HCAT §3-4).",
+        config=shard_config_mapping(MetricsConfig, ["plan_metric_shards", "score_shard", "merge_metric_tables"]),
+        # watched source (assets/sources.py): a retrained NLI head makes the tables stale
+        ins={"nli_head_file": dg.AssetIn(dagster_type=dg.Nothing)},
+        description="Per campaign run (golden-set version × night): every metric per case × system with its explanation "
+        "columns (HCAT §3-4); one step per system × shard of responses.",
     )(_metric_tables)
     bias = dg.asset(
         name="bias_report",

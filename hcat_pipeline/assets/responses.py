@@ -19,10 +19,12 @@ from pydantic import Field
 
 from hcat_pipeline.assets._llms import system_llms
 from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.assets._shards import emit_shards, shard_config_mapping, shard_log
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
 from hcat_pipeline.common.canary_ids import apart, drop_canaries
+from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, Shard, merge_shards, plan_shards
 from hcat_pipeline.console import progress_message
 from hcat_pipeline.gates.canaries import plant as plant_canaries
 from hcat_pipeline.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
@@ -38,6 +40,7 @@ from hcat_pipeline.responses.campaign_run import (
     build_systems,
     finish_frame,
     merge_imports,
+    merge_stats,
     over_failure_budget,
     run_summary,
 )
@@ -56,6 +59,8 @@ class CampaignRunConfig(dg.Config):
     checkpoint_dir: str = str(CHECKPOINT_DIR)  # <dir>/<version>/<night>/responses.jsonl
     import_dir: str = str(IMPORT_DIR)  # <import_dir>/<version>/<system_id>.{parquet,jsonl}
     strata_path: str = str(WAREHOUSE_DIR / "topic_strata.parquet")  # for the coverage table
+    shard_cases: int = Field(default=DEFAULT_SHARD_CASES, ge=0, description="cases per step and system (0: one step per system); "
+                             "an execution detail: the responses are the same for any value")
 
     def resolve(self) -> CampaignSpec:
         if self.campaign is not None:
@@ -66,46 +71,64 @@ class CampaignRunConfig(dg.Config):
             raise dg.Failure(str(e)) from None
 
 
-@dg.asset(
-    partitions_def=campaign_run,
-    group_name="responses",
-    pool=llm_pool(),
-    description="One response per golden-set case × system of the campaign, on one night: contexts (chunk ids, ranks), "
-    "answer, latency, tokens, cost, error, config hash, reused_from. Checkpointed per response; a re-run of the "
-    "night resumes; http / API systems are asked every night.",
-)
-def rag_responses(
-    context: dg.AssetExecutionContext,
-    config: CampaignRunConfig,
-    llm: LLM,
-    embedding_model: EmbeddingModel,
-    golden_set: pl.DataFrame,
-    chunks: pl.DataFrame,
-    chunk_embeddings: pl.DataFrame,
-) -> pl.DataFrame:
+def _cases_by_id(golden_set: pl.DataFrame, case_ids) -> list[dict]:
+    wanted = set(case_ids)
+    by_id = {r["case_id"]: r for r in golden_set.filter(pl.col("case_id").is_in(list(wanted))).to_dicts()}
+    return [by_id[c] for c in case_ids]
+
+
+@dg.op(out=dg.DynamicOut(Shard), description="The night's cases (select_cases) cut into one shard per system × run of cases.")
+def plan_response_shards(context: dg.OpExecutionContext, config: CampaignRunConfig, golden_set: pl.DataFrame):
+    spec = config.resolve()
+    cases = select_cases(golden_set, spec.max_cases, spec.case_seed, floors=_gate_floors(context))["case_id"].to_list()
+    plan = plan_shards([s.system_id for s in spec.systems], cases, config.shard_cases)
+    context.log.info(f"{len(cases)} case(s) × {len(spec.systems)} system(s) in {len(plan)} shard(s) of ≤ ~{config.shard_cases or len(cases)} case(s)")
+    yield from emit_shards(plan)
+
+
+@dg.op(pool=llm_pool(), description="One system answers one shard of the night's cases (checkpointed per response; resumes).")
+def answer_shard(context: dg.OpExecutionContext, config: CampaignRunConfig, llm: LLM, embedding_model: EmbeddingModel, shard: Shard,
+                 golden_set: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame) -> dict:
     version, night = split_run_key(context)
     spec = config.resolve()
-    spec_sha = campaign_sha256(spec)
-    cases = select_cases(golden_set, spec.max_cases, spec.case_seed, floors=_gate_floors(context)).to_dicts()
+    one = spec.model_copy(update={"systems": [s for s in spec.systems if s.system_id == shard.system_id]})
+    cases = _cases_by_id(golden_set, shard.case_ids)
     index = chunks.select("chunk_id", "text").join(chunk_embeddings, on="chunk_id", how="inner")
-    built = build_systems([s.model_dump() for s in spec.systems], system_llms(spec, llm), index, embedding_model.embed, embedding_model.model_id,
+    built = build_systems([s.model_dump() for s in one.systems], system_llms(one, llm), index, embedding_model.embed, embedding_model.model_id,
                           golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse)  # fmt: skip
     history = CheckpointHistory(config.checkpoint_dir, version, night)
-    marks = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}
-    answered, total = iter(range(1, len(cases) * len(built) + 1)), len(cases) * len(built)
-
-    per_system: dict[str, int] = {}
+    marks, done = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}, iter(range(1, len(cases) + 1))
 
     def on_record(rec):
-        per_system[rec["system_id"]] = per_system.get(rec["system_id"], 0) + 1  # the console's ETA: each system's own rate
-        context.log.debug(progress_message(next(answered, total), total, rec["system_id"], per_system[rec["system_id"]], len(cases)))
+        n = next(done, len(cases))
+        context.log.debug(progress_message(n, len(cases), rec["system_id"], n, len(cases)))
         if rec["case_id"] in marks:
             context.log.info(f"{rec['system_id']}: {rec['case_id']} done" + (f" (error: {rec['error']})" if rec["error"] else ""))
 
-    frame, stats = answer_cases(built, cases, history, spec.retry_failed, on_record,
-                                on_system=lambda sid, f: context.log.info(f"{sid}: {f}"))  # fmt: skip
+    frame, stats = answer_cases(built, cases, history, spec.retry_failed, on_record)
+    shard_log(context, shard, f"{stats.called} asked, {stats.resumed} resumed, {stats.reused} reused, {stats.failed} failed")
+    rates = run_summary(frame)["failure_rates"] if frame.height else {}
+    if over_failure_budget(rates, spec.max_failure_rate) and context.retry_number < spec.provider_retries:
+        errors = frame.filter(pl.col("error").is_not_null())["error"]
+        if errors.map_elements(is_transient_error, return_dtype=pl.Boolean).all():  # a retry resumes the checkpoint
+            wait = spec.provider_retry_delay_s * 2**context.retry_number
+            context.log.warning(f"only transient provider errors: retry {context.retry_number + 1}/{spec.provider_retries} in {wait:.0f}s")
+            raise dg.RetryRequested(max_retries=spec.provider_retries, seconds_to_wait=wait)
+    return {"shard": shard, "frame": frame, "stats": stats.per_system, "checkpoint": str(history.current.path)}
+
+
+@dg.op(description="The shards' responses in plan order + canaries + imported responses; the failure budget; metadata.")
+def merge_responses(context: dg.OpExecutionContext, config: CampaignRunConfig, parts: list, golden_set: pl.DataFrame) -> pl.DataFrame:
+    version, night = split_run_key(context)
+    spec = config.resolve()
+    spec_sha = campaign_sha256(spec)
+    frame = merge_shards((p["shard"], p["frame"]) for p in parts)
+    cases = {c for p in parts for c in p["shard"].case_ids}
+    run_meta = merge_stats([p["stats"] for p in sorted(parts, key=lambda p: p["shard"].position)])
+    for sid, fig in run_meta.items():
+        context.log.info(f"{sid}: {fig}")
     canaries = plant_canaries(frame.to_dicts(), spec.canary_plans(), {c["case_id"]: c for c in golden_set.to_dicts()})
-    frames, run_meta = [frame, *([pl.DataFrame(canaries, schema=frame.schema)] if canaries else [])], dict(stats.per_system)
+    frames = [frame, *([pl.DataFrame(canaries, schema=frame.schema)] if canaries else [])]
     imports = merge_imports(Path(config.import_dir) / version, golden_set, set(run_meta)) if spec.include_imports else ([], {}, None)
     frames += imports[0]
     run_meta.update(imports[1])
@@ -121,15 +144,16 @@ def rag_responses(
         "cases": len(cases),
         "cases_in_version": golden_set.height,
         "systems": len(run_meta),
+        "shards": len(parts),
         "canaries": dg.MetadataValue.json(sorted({r["system_id"] for r in canaries})),
-        "llm_calls_this_run": stats.called,
-        "responses_resumed_from_checkpoint": stats.resumed,
-        "responses_reused_from_earlier_nights": stats.reused,
+        "llm_calls_this_run": sum(f.get("called", 0) for f in run_meta.values()),
+        "responses_resumed_from_checkpoint": sum(f.get("resumed", 0) for f in run_meta.values()),
+        "responses_reused_from_earlier_nights": sum(f.get("reused", 0) for f in run_meta.values()),
         "failed_responses": summary["failed_total"],
         "failure_rate_by_system": dg.MetadataValue.json(summary["failure_rates"]),
         "by_system": preview(summary["by_system"], 50),
         "systems_run": dg.MetadataValue.json(run_meta),
-        "checkpoint": str(history.current.path),
+        "checkpoint": parts[0]["checkpoint"] if parts else "",
         **coverage_metadata(config.strata_path, golden_set, out),
     }
     if imports[2] is not None and imports[2].height:
@@ -139,20 +163,28 @@ def rag_responses(
     if over:
         failed = out.filter(pl.col("error").is_not_null() & pl.col("system_id").is_in(list(over)))
         why = {s: failed.filter(pl.col("system_id") == s)["error"][0] for s in over}
-        failure = dg.Failure(
+        raise dg.Failure(
             description=f"rag_responses[{version}|{night}]: failure rate above max_failure_rate={spec.max_failure_rate} for "
             + ", ".join(f"{s} ({r:.0%}, {failed.filter(pl.col('system_id') == s).height} failed; e.g. {why[s][:300]})"
                         for s, r in over.items())
-            + f". Finished responses are checkpointed in {history.current.path}; fix the cause and re-run to resume.",
+            + f". Finished responses are checkpointed in {meta['checkpoint']}; fix the cause and re-run to resume.",
             metadata={**meta, "failures": preview(failed.select("system_id", "case_id", "error").head(10), 10, 200)},
         )  # fmt: skip
-        if failed["error"].map_elements(is_transient_error, return_dtype=pl.Boolean).all() and context.retry_number < spec.provider_retries:
-            wait = spec.provider_retry_delay_s * 2**context.retry_number
-            context.log.warning(f"only transient provider errors: retry {context.retry_number + 1}/{spec.provider_retries} in {wait:.0f}s")
-            raise dg.RetryRequested(max_retries=spec.provider_retries, seconds_to_wait=wait) from failure
-        raise failure
     context.add_output_metadata(meta)
     return out
+
+
+@dg.graph_asset(
+    partitions_def=campaign_run,
+    group_name="responses",
+    config=shard_config_mapping(CampaignRunConfig, ["plan_response_shards", "answer_shard", "merge_responses"]),
+    description="One response per golden-set case × system of the campaign, on one night: contexts (chunk ids, ranks), "
+    "answer, latency, tokens, cost, error, config hash, reused_from. One step per system × shard of cases (workers share "
+    "a night); checkpointed per response; a re-run of the night resumes; http / API systems are asked every night.",
+)
+def rag_responses(golden_set: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame) -> pl.DataFrame:
+    parts = plan_response_shards(golden_set).map(lambda shard: answer_shard(shard, golden_set, chunks, chunk_embeddings))
+    return merge_responses(parts.collect(), golden_set)
 
 
 class RetrievalMetricsConfig(dg.Config):

@@ -20,7 +20,7 @@ Order of work, so that a call fails early and each piece of work is done once:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -139,3 +139,21 @@ def _checked(m: Metric, result: dict[str, list], n: int) -> dict[str, list]:
     if bad := [c for c, v in result.items() if len(v) != n]:
         raise RuntimeError(f"metric {m.name}: columns {bad} do not have one value per row ({n})")
     return result
+
+
+_SUMMED_INFO = ("rows", "rows_scored", "rows_skipped", "unique_texts_split", "seconds")
+
+
+def merge_score_infos(infos: Sequence[dict]) -> dict:
+    """The ``score_frame`` info of several shards of one table as one: row counts, unique texts, seconds and the
+    per-metric timings summed (step seconds), unavailable metrics united; the options are the shards' own."""
+    out = {**infos[0], "timings": dict(infos[0].get("timings", {})), "metrics_unavailable": dict(infos[0]["metrics_unavailable"])}
+    for info in infos[1:]:
+        for k in _SUMMED_INFO:
+            out[k] = round((out.get(k) or 0) + (info.get(k) or 0), 4)
+        for k, v in info.get("timings", {}).items():
+            out["timings"][k] = round((out["timings"].get(k) or 0) + v, 4)
+        out["metrics_unavailable"].update(info["metrics_unavailable"])
+    out["metrics_computed"] = [m for m in out["metrics_requested"] if m not in out["metrics_unavailable"]]
+    out["shards"] = len(infos)
+    return out

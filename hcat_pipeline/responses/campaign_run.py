@@ -160,6 +160,7 @@ def answer_cases(
         fig = {
             "kind": b.kind, "config_hash": b.system.config_hash, "reusable": b.reusable, "called": st.called,
             "resumed": st.resumed, "reused": st.reused, "failed_now": st.failed, "seconds": round(st.seconds, 1),
+            "call_seconds": round(per.get("call_seconds") or 0.0, 3),
             "responses_per_minute": round(60 * st.called / per["call_seconds"], 2) if per.get("call_seconds") else None,
         }
         total.per_system[b.system.system_id] = fig
@@ -172,6 +173,25 @@ def answer_cases(
             on_system(b.system.system_id, fig)
     out = pl.concat(frames, how="diagonal_relaxed") if frames else responses_frame([])
     return out, total
+
+
+_SUMMED = ("called", "resumed", "reused", "failed_now", "seconds", "call_seconds")
+
+
+def merge_stats(per_shard: Sequence[Mapping[str, dict]]) -> dict[str, dict]:
+    """Per-system figures of several shards (``answer_cases``' ``per_system``, in plan order) as one: counts and
+    seconds summed (step seconds, not wall time), the rate recomputed from the summed call time."""
+    out: dict[str, dict] = {}
+    for stats in per_shard:
+        for sid, fig in stats.items():
+            if sid not in out:
+                out[sid] = dict(fig)
+                continue
+            for k in _SUMMED:
+                out[sid][k] = round((out[sid].get(k) or 0) + (fig.get(k) or 0), 3)
+    for fig in out.values():
+        fig["responses_per_minute"] = round(60 * fig["called"] / fig["call_seconds"], 2) if fig.get("call_seconds") else None
+    return out
 
 
 def merge_imports(import_dir: str | Path, golden_set: pl.DataFrame, configured: set[str]) -> tuple[list[pl.DataFrame], dict, pl.DataFrame]:

@@ -33,6 +33,7 @@ import polars as pl
 
 from hcat_pipeline.common import prompts
 from hcat_pipeline.common.ids import json_hash
+from hcat_pipeline.common.locks import file_lock
 from hcat_pipeline.common.prompts import PROMPTS_DIR
 from hcat_pipeline.responses.retrieval import Passage, Retriever, RetrieverName, inject_distractor
 from hcat_pipeline.schemas import RAG_RESPONSES
@@ -163,6 +164,7 @@ class CheckpointStore:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "responses.jsonl"
+        self._lock_path = self.dir / ".responses.jsonl.lock"  # the shard steps of a night append from several processes
         self._lock = threading.Lock()
         self.torn_lines = 0
         self._records: dict[tuple[str, str, str], dict] = {}
@@ -177,8 +179,9 @@ class CheckpointStore:
                         self.torn_lines += 1
                         continue
                     self._records[(r["case_id"], r["system_id"], r["config_hash"])] = r
-            # a torn last line (crash mid-write) must not swallow the next appended record
-            with self.path.open("rb+") as f:
+            # a torn last line (crash mid-write) must not swallow the next appended record; under the lock, so a shard
+            # step appending in another process is never cut mid-line
+            with file_lock(self._lock_path), self.path.open("rb+") as f:
                 f.seek(0, os.SEEK_END)
                 if f.tell() > 0:
                     f.seek(-1, os.SEEK_END)
@@ -195,7 +198,7 @@ class CheckpointStore:
     def put(self, record: dict) -> None:
         record = {k: record.get(k) for k in self.FIELDS}  # the same shape in memory as on disk
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock:
+        with self._lock, file_lock(self._lock_path):
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(line)
                 f.flush()
