@@ -118,7 +118,10 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
             meta = e.dagster_event.engine_event_data.metadata
             if "Celery worker" in meta:  # "Executing steps … in celery worker", written by the worker itself
                 on_worker[e.step_key] = next(w for w in WORKERS if str(meta["Celery worker"].value).startswith(f"{w}@"))
-    steps = {"rag_responses", "retrieval_metrics", "rag_responses_contract", "retrieval_metrics_contract"}  # + the tables' contract checks
+    # rag_responses is sharded: a plan step, one answer step per system (a 3-case night is one shard each), a merge step
+    shards = {"rag_responses.answer_shard[bm25_0_0]", "rag_responses.answer_shard[closed_book_1_0]"}
+    steps = {"rag_responses.plan_response_shards", *shards, "rag_responses.merge_responses", "retrieval_metrics",
+             "rag_responses_contract", "retrieval_metrics_contract"}  # + the tables' contract checks
     assert set(on_worker) == steps, on_worker
     succeeded = {e.step_key for e in events if e.dagster_event and e.dagster_event.event_type_value == "STEP_SUCCESS"}
     assert succeeded == steps
