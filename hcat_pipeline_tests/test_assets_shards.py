@@ -4,8 +4,8 @@ counterfactual pair) is never split, and the shard steps are real steps of the r
 
 import dagster as dg
 import polars as pl
-from polars.testing import assert_frame_equal
 import pytest
+from polars.testing import assert_frame_equal
 
 from hcat_pipeline.assets.behaviour import behaviour_checks
 from hcat_pipeline.assets.metrics import metric_tables
@@ -133,3 +133,20 @@ def test_families_stay_together_and_the_plan_is_its_order():
     assert merge_shards(reversed(work)).equals(frame)
     empty = split_frame(frame.head(0), 3)
     assert len(empty) == 1 and empty[0][1].height == 0
+
+
+def test_shard_figures_add_up():
+    from hcat_pipeline.metrics.scoring import merge_score_infos
+    from hcat_pipeline.responses.campaign_run import merge_stats
+
+    a = {"s": {"kind": "http", "called": 3, "resumed": 1, "reused": 0, "failed_now": 1, "seconds": 2.0, "call_seconds": 1.5}}
+    b = {"s": {"kind": "http", "called": 6, "resumed": 0, "reused": 2, "failed_now": 0, "seconds": 4.0, "call_seconds": 3.0}}
+    fig = merge_stats([a, b])["s"]
+    assert (fig["called"], fig["resumed"], fig["reused"], fig["failed_now"], fig["kind"]) == (9, 1, 2, 1, "http")
+    assert fig["responses_per_minute"] == round(60 * 9 / 4.5, 2)  # the rate of the summed call time, not a mean of rates
+    info = {"metrics_requested": ["m1", "m2"], "metrics_unavailable": {}, "rows": 4, "rows_scored": 3, "rows_skipped": 1,
+            "unique_texts_split": 7, "seconds": 1.0, "timings": {"m1_s": 0.5}}  # fmt: skip
+    other = {**info, "metrics_unavailable": {"m2": "no model"}, "rows": 2, "rows_scored": 2, "rows_skipped": 0, "timings": {"m1_s": 0.25}}
+    merged = merge_score_infos([info, other])
+    assert (merged["rows"], merged["rows_scored"], merged["rows_skipped"], merged["shards"]) == (6, 5, 1, 2)
+    assert merged["timings"]["m1_s"] == 0.75 and merged["metrics_computed"] == ["m1"] and merged["metrics_unavailable"] == {"m2": "no model"}
