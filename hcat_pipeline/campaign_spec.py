@@ -221,6 +221,9 @@ class CampaignSpec(_Strict):
     llm: Optional[LLMSpec] = Field(default=None, description="the campaign's default LLM (systems without their own); absent: the llm resource")
     judge: JudgeSpec = Field(default_factory=lambda: JudgeSpec())
     systems: list[SystemSpec] = Field(min_length=1)
+    device: Literal["resource", "auto", "cpu", "cuda"] = Field(
+        default="resource", description="where the embedding and NLI encoders run on this campaign's nights: auto | cpu | "
+        "cuda; resource: the resources' own (HCAT_DEVICE, default cpu). An execution detail: not part of campaign_sha256")
     canaries: list[CanarySpec] = Field(
         default_factory=list, description="planted-fault copies of systems of this campaign: each must get the verdicts its "
         "fault declares (canary_detection); a missed one fails that asset's check — the evaluator is broken")
@@ -233,8 +236,12 @@ class CampaignFileError(ValueError):
     """A campaign file that cannot be used; the message says file, line and reason."""
 
 
+EXECUTION_ONLY = {"device"}  # where the work runs, not what is evaluated: the same campaign on a GPU is the same campaign
+DEVICE_RESOURCES = ("embedding_model", "nli_model")
+
+
 def campaign_sha256(spec: CampaignSpec) -> str:
-    return hashlib.sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(spec.model_dump(mode="json", exclude=EXECUTION_ONLY), sort_keys=True).encode()).hexdigest()
 
 
 def parse_campaign(text: str, source: str = "<campaign>") -> CampaignSpec:
@@ -289,7 +296,11 @@ def campaign_run_config(spec: CampaignSpec) -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
     ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json")}
-    return {"ops": ops}
+    if spec.device == "resource":
+        return {"ops": ops}
+    # the encoders' resources configured for this run (resources_for() builds them with their defaults, so the run
+    # config changes the device and nothing else)
+    return {"ops": ops, "resources": {key: {"config": {"device": spec.device}} for key in DEVICE_RESOURCES}}
 
 
 def corpus_sources(corpus: CorpusSpec) -> dict:

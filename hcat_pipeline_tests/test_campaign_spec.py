@@ -194,3 +194,27 @@ def test_canaries_name_a_system_of_the_campaign_and_no_system_takes_their_prefix
         load_campaign(path)
     path.write_text("systems:\n  - system_id: hybrid\n    retriever: hybrid\ncanaries:\n  - of: hybrid\n    faults: [pii, cost]\n")
     assert [p.system_id for p in load_campaign(path).canary_plans()] == ["canary:pii:hybrid", "canary:cost:hybrid"]
+
+
+def test_campaign_device_configures_the_encoders_of_the_run_and_is_not_its_identity():
+    from hcat_pipeline.campaign_spec import campaign_run_config
+    from hcat_pipeline.definitions import defs
+    from hcat_pipeline.resources.embedding import EmbeddingModel
+    from hcat_pipeline.resources.nli import NLIModel
+
+    plain, on_gpu = parse_campaign(GOOD), parse_campaign(GOOD + "device: auto\n")
+    assert on_gpu.device == "auto" and campaign_sha256(plain) == campaign_sha256(on_gpu)  # the same campaign, elsewhere
+    assert "resources" not in campaign_run_config(plain)
+    cfg = campaign_run_config(on_gpu)
+    dg.validate_run_config(defs.get_job_def("campaign_run_job"), cfg)  # the nightly job accepts it
+    seen = {}
+
+    @dg.asset
+    def encoders(embedding_model: EmbeddingModel, nli_model: NLIModel) -> None:
+        seen.update(embedding=embedding_model.device, nli=nli_model.device)
+
+    assert dg.materialize([encoders], resources={"embedding_model": EmbeddingModel(), "nli_model": NLIModel()},
+                          run_config={"resources": cfg["resources"]}).success  # fmt: skip
+    assert seen == {"embedding": "auto", "nli": "auto"}
+    with pytest.raises(CampaignFileError, match="device"):
+        parse_campaign(GOOD + "device: tpu\n")
