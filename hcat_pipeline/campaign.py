@@ -139,10 +139,31 @@ def console_loggers(console, log_path: Path) -> dict:
     return {"hcat_console": _make("console", console_handler), "hcat_file": _make("file", file_handler)}
 
 
-def _execute(job_name: str, loggers: dict | None, run_config: dict | None = None, **kwargs):
+def job_by_name(name: str) -> dg.JobDefinition:
+    """The project's job ``name``: what a worker rebuilds a run's job from (``build_reconstructable_job``)."""
     from hcat_pipeline.definitions import defs
 
-    job = defs.resolve_job_def(job_name)
+    return defs.resolve_job_def(name)
+
+
+def _execute_on_workers(job_name: str, run_config: dict | None, instance: dg.DagsterInstance, partition_key=None, tags=None):
+    """The distributed / k8s profiles: the job with its own executor (dagster-celery, one Kubernetes Job per step), so
+    every step runs on the workers and this process coordinates the run and waits for it (Dagster's own log, no
+    campaign console: the steps' records are in the instance's event log)."""
+    job = dg.build_reconstructable_job("hcat_pipeline.campaign", "job_by_name", reconstructable_args=(job_name,))
+    tags = dict(tags or {})
+    if partition_key is not None:
+        tags.update(job_by_name(job_name).partitions_def.get_tags_for_partition_key(partition_key))
+    with dg.execute_job(job, instance=instance, run_config=run_config, tags=tags, raise_on_error=False) as result:
+        return result
+
+
+def _execute(job_name: str, loggers: dict | None, run_config: dict | None = None, **kwargs):
+    from hcat_pipeline.resources.sets import WORKER_PROFILES, deployment
+
+    if deployment() in WORKER_PROFILES:
+        return _execute_on_workers(job_name, run_config, **kwargs)
+    job = job_by_name(job_name)
     if loggers:
         job = job.with_logger_defs(loggers)
         run_config = {**(run_config or {}), "loggers": {name: {} for name in loggers}}

@@ -47,6 +47,9 @@ DEPLOYMENTS: tuple[str, ...] = get_args(Deployment)
 CELERY_BROKER_ENV, CELERY_BACKEND_ENV = "HCAT_CELERY_BROKER", "HCAT_CELERY_BACKEND"
 
 
+WORKER_PROFILES = ("distributed", "k8s")  # the profiles whose runs execute their steps on workers, not in the launching process
+
+
 def deployment(value: str | None = None) -> str:
     value = value or os.environ.get("HCAT_DEPLOYMENT", "local")
     if value not in DEPLOYMENTS:
