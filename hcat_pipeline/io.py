@@ -10,7 +10,8 @@ input is annotated as a dict, otherwise one frame concatenated with a ``partitio
 
 Outputs that are no asset (the steps inside a sharded stage: a shard's plan, a shard's rows) are pickled under
 ``<base_dir>/_steps/<run id>/<step key>/<output>.pkl`` — written by this project's own steps, read by the next
-step of the same run (or its re-execution from failure, which reads the parent run's files).
+step of the same run (or its re-execution from failure, which reads the parent run's files). A run's folder is
+removed once it is ``STEP_FILES_MAX_AGE_DAYS`` old (checked by the first step output a process writes).
 """
 
 from __future__ import annotations
@@ -25,6 +26,21 @@ import dagster as dg
 import polars as pl
 
 from hcat_pipeline.paths import WAREHOUSE_DIR
+
+STEP_FILES_MAX_AGE_DAYS = 7
+_pruned: set[str] = set()
+
+
+def prune_step_files(steps_dir: Path, max_age_days: float = STEP_FILES_MAX_AGE_DAYS, now: float | None = None) -> list[str]:
+    """Remove the run folders under ``steps_dir`` untouched for ``max_age_days``; the removed run ids."""
+    import shutil
+    import time
+
+    cutoff = (now or time.time()) - max_age_days * 86400
+    old = [d for d in steps_dir.iterdir() if d.is_dir() and d.stat().st_mtime < cutoff] if steps_dir.is_dir() else []
+    for d in old:
+        shutil.rmtree(d, ignore_errors=True)
+    return [d.name for d in old]
 
 
 def safe_path_part(part: str) -> str:
@@ -57,6 +73,10 @@ class PolarsParquetIOManager(dg.ConfigurableIOManager):
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if not context.has_asset_key:  # a step inside a sharded stage
+            steps_dir = Path(self.base_dir, "_steps")
+            if str(steps_dir) not in _pruned:
+                _pruned.add(str(steps_dir))
+                prune_step_files(steps_dir)
             path = self._step_path(context)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")

@@ -150,3 +150,19 @@ def test_shard_figures_add_up():
     merged = merge_score_infos([info, other])
     assert (merged["rows"], merged["rows_scored"], merged["rows_skipped"], merged["shards"]) == (6, 5, 1, 2)
     assert merged["timings"]["m1_s"] == 0.75 and merged["metrics_computed"] == ["m1"] and merged["metrics_unavailable"] == {"m2": "no model"}
+
+
+def test_old_step_files_are_pruned(tmp_path):
+    import os
+    import time
+
+    from hcat_pipeline.io import prune_step_files
+
+    old, new = tmp_path / "run-old", tmp_path / "run-new"
+    for d in (old, new):
+        (d / "step").mkdir(parents=True)
+        (d / "step" / "result.pkl").write_bytes(b"x")
+    week_ago = time.time() - 8 * 86400
+    os.utime(old, (week_ago, week_ago))
+    assert prune_step_files(tmp_path) == ["run-old"] and not old.exists() and new.exists()
+    assert prune_step_files(tmp_path / "missing") == []
