@@ -231,7 +231,11 @@ def test_whole_night_runs_on_celery_workers(tmp_path):
     shards = {s for s in on_worker if "answer_shard[" in s or "score_shard[" in s or "check_shard[" in s}
     assert len(shards) >= 6, shards  # per system, for each sharded stage
     failed = [e for e in events if e.dagster_event and e.dagster_event.event_type_value == "STEP_FAILURE"]
-    assert all("gate" in e.step_key for e in failed), [(e.step_key, e.dagster_event.event_specific_data.error.message[:300]) for e in failed]
+    # the only failure allowed is the release verdict: release_decision's blocking hard_gates check (a 7-case night leaves
+    # gates INDETERMINATE), which `hcat campaign` reports as a completed campaign with its release blocked
+    assert all(e.step_key == "release_decision" and "hard_gates" in e.dagster_event.event_specific_data.error.message for e in failed), \
+        [(e.step_key, e.dagster_event.event_specific_data.error.message[:300]) for e in failed]  # fmt: skip
+    assert "release gates: BLOCKED" in campaign.stdout or not failed
     wh = data / "warehouse"
     responses = pl.read_parquet(wh / "rag_responses" / "v-dist" / f"{night}.parquet")
     assert responses.height == 7 * 2 and set(responses["system_id"]) == {"bm25", "their_rag"}
