@@ -39,8 +39,9 @@ BehaviourChecksConfig = config_from(
 def plan_behaviour_shards(context: dg.OpExecutionContext, config: BehaviourChecksConfig, rag_responses: pl.DataFrame, golden_set: pl.DataFrame):
     work = split_frame(rag_responses, config.shard_cases, case_families(golden_set))
     context.log.info(f"{rag_responses.height} response(s) in {len(work)} shard(s)")
+    run = rag_responses.select("golden_set_version", "night", "campaign_sha256").head(1).to_dicts()  # stamped by the merge
     for shard, rows in work:
-        yield dg.DynamicOutput({"shard": shard, "rows": rows}, mapping_key=shard.key)
+        yield dg.DynamicOutput({"shard": shard, "rows": rows, "run": run}, mapping_key=shard.key)
 
 
 @dg.op(description="The behaviour rules on one shard of the night's responses.")
@@ -53,18 +54,16 @@ def check_shard(context: dg.OpExecutionContext, config: BehaviourChecksConfig, e
     except ValueError as e:
         raise dg.Failure(f"behaviour_checks: {e}") from e
     shard_log(context, work["shard"], f"{table.height} verdict(s)")
-    return {"shard": work["shard"], "frame": table, "support": getattr(support, "label", config.support)}
+    return {"shard": work["shard"], "frame": table, "support": getattr(support, "label", config.support), "run": work["run"]}
 
 
 @dg.op(description="The shards' verdicts in plan order, stamped with the run; verdict counts and pass rates with their CIs.")
-def merge_behaviour_checks(context: dg.OpExecutionContext, config: BehaviourChecksConfig, parts: list,
-                           rag_responses: pl.DataFrame) -> pl.DataFrame:
+def merge_behaviour_checks(context: dg.OpExecutionContext, config: BehaviourChecksConfig, parts: list) -> pl.DataFrame:
     table = merge_shards((p["shard"], p["frame"]) for p in parts)  # the judge's order: the user's systems, then canaries
     table = table.sort(pl.col("system_id").str.starts_with(CANARY_PREFIX), "system_id", "case_id", maintain_order=True)
     support = parts[0]["support"]
-    run = rag_responses.select("golden_set_version", "night", "campaign_sha256").head(1)
-    if run.height:
-        table = table.with_columns(*[pl.lit(run[c][0]).alias(c) for c in run.columns])
+    for column, value in (parts[0]["run"][0] if parts[0]["run"] else {}).items():  # the run's identity on every row
+        table = table.with_columns(pl.lit(value).alias(column))
     summary = behaviour_summary(table)
     failing = table.filter(pl.col("verdict") == "fail").select("system_id", "case_id", "rule", "score", "evidence")
     counts = {v: int((table["verdict"] == v).sum()) for v in ("pass", "fail", "unsure")}
@@ -95,4 +94,4 @@ def merge_behaviour_checks(context: dg.OpExecutionContext, config: BehaviourChec
 )
 def behaviour_checks(rag_responses: pl.DataFrame, golden_set: pl.DataFrame, nli_head_file) -> pl.DataFrame:
     shards = plan_behaviour_shards(rag_responses, golden_set, nli_head_file=nli_head_file)
-    return merge_behaviour_checks(shards.map(lambda work: check_shard(work, golden_set)).collect(), rag_responses)
+    return merge_behaviour_checks(shards.map(lambda work: check_shard(work, golden_set)).collect())
