@@ -5,15 +5,14 @@ server), started with the project's own CLI and config files (deploy/, scripts/e
 
 import json
 import os
-import subprocess
 import time
 
 import dagster as dg
 import polars as pl
 import pytest
 
+from hcat_pipeline_tests.distributed_night import run_distributed_night, sh, sql
 from hcat_pipeline_tests.ops_servers import (
-    ROOT,
     VENV_BIN,
     celery_workers,
     have_postgres,
@@ -36,20 +35,6 @@ def _require_services():
         if os.environ.get("CI"):  # scripts/setup.sh installs both: missing in CI is a setup bug, not a skip
             pytest.fail(f"{', '.join(missing)} not installed although scripts/setup.sh installs them")
         pytest.skip(f"{', '.join(missing)} not installed (bash scripts/setup.sh installs them)")
-
-
-def _sh(env, cmd: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    """A command in the project's environment (scripts/env.sh picks the instance config of HCAT_DEPLOYMENT)."""
-    return subprocess.run(["bash", "-c", f"source '{ROOT}/scripts/env.sh' && {cmd}"], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
-
-
-def _sql(url: str, query: str, args=()) -> list[tuple]:
-    import psycopg2
-
-    with psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://")) as conn, conn.cursor() as cur:
-        cur.execute(query, args)
-        return cur.fetchall()
 
 
 @pytest.mark.slow
@@ -79,7 +64,7 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
             "OPENAI_API_KEY": PLANTED_KEY,
         }
         # the instance: schema in Postgres, the version's partition, the LLM pool limit
-        prep = _sh(env, "python -c \"import dagster as dg; from hcat_pipeline.resources.sets import apply_pool_limits; "
+        prep = sh(env, "python -c \"import dagster as dg; from hcat_pipeline.resources.sets import apply_pool_limits; "
                         f"i = dg.DagsterInstance.get(); i.add_dynamic_partitions('golden_set_version', ['{VERSION}']); "
                         "print(type(i.run_storage).__name__, apply_pool_limits(i))\"")  # fmt: skip
         assert prep.returncode == 0, prep.stderr[-3000:]
@@ -91,25 +76,25 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
         with celery_workers(WORKERS, env, logs, timeout_s=300) as wait_ready:
             # while the workers start: the nightly schedule (RUNNING by default, so nothing stored yet) is stopped and
             # started again by an operator, which writes its state into the instance's schedule storage
-            sched = _sh(env, "dagster schedule stop nightly_campaign_schedule -m hcat_pipeline.definitions && "
+            sched = sh(env, "dagster schedule stop nightly_campaign_schedule -m hcat_pipeline.definitions && "
                              "dagster schedule start nightly_campaign_schedule -m hcat_pipeline.definitions", timeout=400)  # fmt: skip
             assert sched.returncode == 0, sched.stderr[-3000:]
             wait_ready()
             t_run = time.perf_counter()
-            run = _sh(env, f"dagster asset materialize -m hcat_pipeline.definitions --select rag_responses,retrieval_metrics "
+            run = sh(env, f"dagster asset materialize -m hcat_pipeline.definitions --select rag_responses,retrieval_metrics "
                            f"--partition '{VERSION}|{NIGHT}' --config-json '{json.dumps(run_config)}'", timeout=400)  # fmt: skip
             run_s = time.perf_counter() - t_run
         assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
 
         # the run, its event log and the schedule are rows in Postgres
-        runs = _sql(pg_url, "SELECT run_id, status FROM runs")
+        runs = sql(pg_url, "SELECT run_id, status FROM runs")
         assert len(runs) == 1 and runs[0][1] == "SUCCESS", runs
         run_id = runs[0][0]
         events = [dg.deserialize_value(r[0], dg.EventLogEntry)
-                  for r in _sql(pg_url, "SELECT event FROM event_logs WHERE run_id = %s", (run_id,))]  # fmt: skip
-        schedules = _sql(pg_url, "SELECT status, job_type, job_body FROM jobs")  # the schedule storage's instigator states
+                  for r in sql(pg_url, "SELECT event FROM event_logs WHERE run_id = %s", (run_id,))]  # fmt: skip
+        schedules = sql(pg_url, "SELECT status, job_type, job_body FROM jobs")  # the schedule storage's instigator states
         assert [(st, ty) for st, ty, body in schedules if '"nightly_campaign_schedule"' in body] == [("RUNNING", "SCHEDULE")], schedules
-        assert _sql(pg_url, "SELECT concurrency_key, count(*) FROM concurrency_slots GROUP BY 1") == [("llm_openai", 3)]
+        assert sql(pg_url, "SELECT concurrency_key, count(*) FROM concurrency_slots GROUP BY 1") == [("llm_openai", 3)]
 
     # every step executed on one of the two workers, named in its engine event
     on_worker = {}
@@ -136,95 +121,27 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
     print(f"distributed slice: run {run_s:.1f}s on workers {on_worker}; whole test {time.perf_counter() - t0:.1f}s")
 
 
-WHOLE_NIGHT_CAMPAIGN = """name: distributed-night
-golden_set_version: v-dist
-judge: {{enabled: "off"}}
-systems:
-  - system_id: bm25
-    retriever: bm25
-    max_tokens: 48
-  - system_id: their_rag
-    http:
-      url: {url}
-      request_template: '{{"question": "{{{{query}}}}"}}'
-      answer_path: result.answer.text
-      contexts_path: result.sources
-      context_text_field: content
-      context_id_field: id
-      auth_header: X-Api-Key
-      auth_env_var: DIST_RAG_KEY
-      auth_scheme: ""
-"""
-QUESTIONS = [  # (question, reference, a phrase of its source chunk) over hcat_pipeline_tests.bank_corpus
-    ("What does an arranged overdraft cost a year?", "19.9 percent a year on the amount overdrawn.", "arranged overdraft at"),
-    ("What is the daily fee for an unarranged overdraft?", "A flat fee of 6 pounds a day, at most 60 pounds a month.", "flat fee of 6 pounds"),
-    ("Which number do I call to report a lost debit card?", "0800 123 456, open every day of the year.", "0800 123 456"),
-    ("How long does a replacement debit card take to arrive?", "Within five working days.", "five working days"),
-    ("How much of a fixed-rate mortgage can be overpaid each year without a charge?", "Up to 10 percent of the balance.", "10 percent of the balance"),
-    ("How long is a redemption statement valid?", "Thirty days.", "valid for thirty days"),
-]
 
-
-def _freeze_bank_cases(wh, golden_dir) -> None:
-    """Six answerable cases and one out-of-scope case over the ingested bank corpus, frozen as ``v-dist`` (no LLM)."""
-    from hcat_pipeline.golden.cases import cases_frame, freeze_version, new_case
-
-    chunks = pl.read_parquet(wh / "chunks.parquet")
-    cases = []
-    for q, ref, phrase in QUESTIONS:
-        cid = chunks.filter(pl.col("text").str.contains(phrase, literal=True))["chunk_id"][0]
-        cases.append(new_case(category="happy_path", query_type="simple", query=q, reference_answer=ref, expected_behavior="answer",
-                              source_chunk_ids=[cid], tags=["answerability:answerable"]))  # fmt: skip
-    cases.append(new_case(category="out_of_scope", query="Who won the football world cup in 1998?", expected_behavior="abstain",
-                          constraints=["must abstain"], tags=["answerability:unanswerable"]))  # fmt: skip
-    freeze_version(cases_frame(cases), "v-dist", golden_dir)
-
-
-@pytest.mark.slow
-def test_whole_night_runs_on_celery_workers(tmp_path):
-    """`hcat campaign` on the distributed profile: the golden-set and campaign-run jobs execute every step on the two
-    Celery workers (the sharded stages' steps shared between them); the tables and the report are the night's."""
-    from hcat_pipeline_tests.bank_corpus import DOCS
-    from hcat_pipeline_tests.servers import UserRag, user_rag_server
-
-    _require_services()
-    logs, data, corpus = tmp_path / "logs", tmp_path / "data", tmp_path / "corpus"
-    for d in (logs, corpus):
-        d.mkdir()
-    for name, text in DOCS.items():
-        (corpus / name).write_text(text)
-    night = "2026-11-21"
-    with postgres_cluster() as pg_url, redis_server(logs) as redis_url, openai_stub() as llm, \
-            user_rag_server(UserRag(DOCS, "dist-secret")) as rag_url:  # fmt: skip
-        (tmp_path / "campaign.yaml").write_text(WHOLE_NIGHT_CAMPAIGN.format(url=rag_url))
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("HCAT_", "DAGSTER_"))},
-            "PATH": f"{VENV_BIN}:{os.environ['PATH']}", "DAGSTER_HOME": str(tmp_path / "home"), "HCAT_DEPLOYMENT": "distributed",
-            "HCAT_POSTGRES_URL": pg_url, "HCAT_CELERY_BROKER": f"{redis_url}/0", "HCAT_CELERY_BACKEND": f"{redis_url}/1",
-            "HCAT_DATA_DIR": str(data), "HCAT_CAMPAIGN_FILE": str(tmp_path / "campaign.yaml"), "HCAT_LLM_PROVIDER": "openai",
-            "HCAT_LLM_MODEL": "stub-model", "HCAT_LLM_BASE_URL": llm.base_url, "OPENAI_API_KEY": PLANTED_KEY, "DIST_RAG_KEY": "dist-secret",
-        }  # fmt: skip
-        ingest = {"ops": {"corpus": {"config": {"paths": [str(corpus)], "include_embedded": False}}}}
-        (tmp_path / "ingest.json").write_text(json.dumps(ingest))
-        with celery_workers(WORKERS, env, logs, timeout_s=300) as wait_ready:
-            wait_ready()
-            done = _sh(env, f"dagster job execute -m hcat_pipeline.definitions -j ingest_job -c '{tmp_path / 'ingest.json'}'", timeout=600)
-            assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-            _freeze_bank_cases(data / "warehouse", data / "golden_sets")
-            t_night = time.perf_counter()
-            campaign = _sh(env, f"python -m hcat_pipeline.cli campaign --night {night}", timeout=1200)
-            night_s = time.perf_counter() - t_night
-        assert campaign.returncode == 0, (campaign.stdout + campaign.stderr)[-6000:]
-        runs = {job: (run_id, status) for run_id, job, status in _sql(pg_url, "SELECT run_id, pipeline_name, status FROM runs")}
-        assert runs["campaign_run_job"][1] in ("SUCCESS", "FAILURE"), runs  # FAILURE only by blocking release-gate checks (below)
-        events = [dg.deserialize_value(r[0], dg.EventLogEntry)
-                  for r in _sql(pg_url, "SELECT event FROM event_logs WHERE run_id = %s", (runs["campaign_run_job"][0],))]  # fmt: skip
+def _steps_on_workers(events) -> dict[str, str]:
+    """step key → the worker that executed it (its engine event, written by the worker itself)."""
     on_worker = {}
     for e in events:
         if e.dagster_event and e.dagster_event.event_type_value == "ENGINE_EVENT":
             meta = e.dagster_event.engine_event_data.metadata
             if "Celery worker" in meta:
                 on_worker[e.step_key] = str(meta["Celery worker"].value).split("@")[0]
+    return on_worker
+
+
+@pytest.mark.slow
+def test_whole_night_runs_on_celery_workers(tmp_path):
+    """`hcat campaign` on the distributed profile: the golden-set and campaign-run jobs execute every step on the two
+    Celery workers (the sharded stages' steps shared between them); the tables and the report are the night's."""
+    _require_services()
+    night = run_distributed_night(tmp_path, WORKERS, planted_key=PLANTED_KEY)
+    campaign, events, data = night["campaign"], night["events"], night["data"]
+    assert campaign.returncode == 0, (campaign.stdout + campaign.stderr)[-6000:]
+    on_worker = _steps_on_workers(events)
     started = {e.step_key for e in events if e.dagster_event and e.dagster_event.event_type_value == "STEP_START"}
     assert started and started <= set(on_worker), started - set(on_worker)  # every step executed on a worker …
     assert set(on_worker.values()) == set(WORKERS)  # … and both workers took steps
@@ -236,12 +153,13 @@ def test_whole_night_runs_on_celery_workers(tmp_path):
     assert all(e.step_key == "release_decision" and "hard_gates" in e.dagster_event.event_specific_data.error.message for e in failed), \
         [(e.step_key, e.dagster_event.event_specific_data.error.message[:300]) for e in failed]  # fmt: skip
     assert "release gates: BLOCKED" in campaign.stdout or not failed
-    wh = data / "warehouse"
-    responses = pl.read_parquet(wh / "rag_responses" / "v-dist" / f"{night}.parquet")
-    assert responses.height == 7 * 2 and set(responses["system_id"]) == {"bm25", "their_rag"}
-    assert responses["error"].null_count() == 14 and llm.calls == 7
-    assert pl.read_parquet(wh / "metric_tables" / "v-dist" / f"{night}.parquet").height == 14
-    assert pl.read_parquet(wh / "behaviour_checks" / "v-dist" / f"{night}.parquet").height >= 14
-    report = (data / "reports" / "v-dist" / night / "report.html").read_text()
+    wh, version, n = data / "warehouse", night["version"], night["cases"]
+    responses = pl.read_parquet(wh / "rag_responses" / version / f"{night['night']}.parquet")
+    assert n == 7 and responses.height == n * 2 and set(responses["system_id"]) == {"bm25", "their_rag"}
+    assert responses["error"].null_count() == 2 * n and night["llm_calls"] == n
+    assert pl.read_parquet(wh / "metric_tables" / version / f"{night['night']}.parquet").height == 2 * n
+    assert pl.read_parquet(wh / "behaviour_checks" / version / f"{night['night']}.parquet").height >= 2 * n
+    report = (data / "reports" / version / night["night"] / "report.html").read_text()
     assert "their_rag" in report and "bm25" in report
-    print(f"distributed whole night: {night_s:.1f}s; {len(on_worker)} steps on {sorted(set(on_worker.values()))}")
+    assert PLANTED_KEY not in "".join(dg.serialize_value(e) for e in events) + campaign.stdout + campaign.stderr
+    print(f"distributed whole night: {night['night_s']:.1f}s; {len(on_worker)} steps on {sorted(set(on_worker.values()))}")
