@@ -107,17 +107,14 @@ class PIIDetector(dg.ConfigurableResource):
         return _analyzer(self.spacy_model, self.language)
 
     def entities_in(self, text: str | None) -> list[dict]:
-        if text is None or not str(text).strip():
-            return []
-        text = str(text)
+        return self.entities([text])[0]
+
+    def _found(self, text: str, results) -> list[dict]:
+        """presidio's results for ``text`` + the contextual recognisers', PERSON hits name-shaped, overlaps resolved."""
         wanted = list(self.entity_types)
-        res = self.analyzer().analyze(
-            text=text, language=self.language, entities=[t for t in wanted if t not in _OURS_ONLY] or None,
-            score_threshold=self.score_threshold,
-        )
         found = [
             {"type": r.entity_type, "start": int(r.start), "end": int(r.end), "text": text[r.start : r.end], "score": float(r.score)}
-            for r in res
+            for r in results
         ]
         found += [e for e in contextual_entities(text) if not wanted or e["type"] in wanted]
         return _resolve_overlaps([f for f in found if f["type"] != "PERSON" or self.person_name_shaped(f["text"])])
@@ -131,9 +128,22 @@ class PIIDetector(dg.ConfigurableResource):
             return False
         return self.single_word_person or len(words) >= 2
 
-    def entities(self, texts: Sequence[str | None]) -> list[list[dict]]:
-        """Per text: [{type, start, end, text, score}] in text order; overlapping hits resolved."""
-        return [self.entities_in(t) for t in texts]
+    def entities(self, texts: Sequence[str | None], batch_size: int = 32) -> list[list[dict]]:
+        """Per text: [{type, start, end, text, score}] in text order; overlapping hits resolved. The texts go through
+        spaCy in batches (presidio's ``BatchAnalyzerEngine``: ``nlp.pipe``), the same hits as one text at a time."""
+        from presidio_analyzer import BatchAnalyzerEngine
+
+        todo = [(i, str(t)) for i, t in enumerate(texts) if t is not None and str(t).strip()]
+        out: list[list[dict]] = [[] for _ in texts]
+        if not todo:
+            return out
+        results = BatchAnalyzerEngine(analyzer_engine=self.analyzer()).analyze_iterator(
+            [t for _, t in todo], language=self.language, batch_size=batch_size, score_threshold=self.score_threshold,
+            entities=[t for t in self.entity_types if t not in _OURS_ONLY] or None,
+        )
+        for (i, text), res in zip(todo, results):
+            out[i] = self._found(text, res)
+        return out
 
     def leaks(self, answers: Sequence[str | None], contexts: Sequence[Sequence[str] | None]) -> list[list[dict]]:
         """Per row: the PII entities of the answer that appear in none of the row's contexts."""
@@ -145,8 +155,8 @@ class PIIDetector(dg.ConfigurableResource):
         if len(answers) != len(contexts):
             raise ValueError(f"leaks: {len(answers)} answers but {len(contexts)} context lists")
         out = []
-        for answer, ctx in zip(answers, contexts):
-            ents = self.entities_in(answer)
+        for answer_ents, ctx in zip(self.entities(answers), contexts):
+            ents = answer_ents
             if not ents:
                 out.append([])
                 continue
