@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hcat_pipeline_tests.distributed_night import run_distributed_night  # noqa: E402
+from hcat_pipeline_tests.distributed_night import run_distributed_night, steps_on_workers  # noqa: E402
 
 
 def main() -> int:
@@ -35,10 +35,7 @@ def main() -> int:
         night = run_distributed_night(Path(tempfile.mkdtemp(prefix="hcat-workers-")), workers, copies=a.copies)
         if night["campaign"].returncode != 0:
             raise SystemExit(f"the night failed with {workers}: {(night['campaign'].stdout + night['campaign'].stderr)[-3000:]}")
-        by_worker = Counter()
-        for e in night["events"]:
-            if e.dagster_event and e.dagster_event.event_type_value == "ENGINE_EVENT" and "Celery worker" in e.dagster_event.engine_event_data.metadata:
-                by_worker[str(e.dagster_event.engine_event_data.metadata["Celery worker"].value).split("@")[0]] += 1
+        by_worker = Counter(steps_on_workers(night["events"]).values())
         row = {"workers": len(workers), "cases": night["cases"], "systems": 2, "night_s": round(night["night_s"], 1), "steps_by_worker": dict(by_worker)}
         out["runs"].append(row)
         print(json.dumps(row), flush=True)

@@ -60,6 +60,18 @@ def sql(url: str, query: str, args=()) -> list[tuple]:
         return cur.fetchall()
 
 
+def steps_on_workers(events) -> dict[str, str]:
+    """step key → the Celery worker (its name, without ``@host``) that executed it, from the engine event the worker
+    itself writes ("Executing steps … in celery worker")."""
+    on_worker = {}
+    for e in events:
+        if e.dagster_event and e.dagster_event.event_type_value == "ENGINE_EVENT":
+            meta = e.dagster_event.engine_event_data.metadata
+            if "Celery worker" in meta:
+                on_worker[e.step_key] = str(meta["Celery worker"].value).split("@")[0]
+    return on_worker
+
+
 def freeze_bank_cases(wh: Path, golden_dir: Path, version: str, copies: int = 1) -> int:
     """The bank questions (asked ``copies`` ways each, at most 5) and one out-of-scope case over the ingested corpus,
     frozen as ``version`` (no LLM); the number of cases."""

@@ -11,7 +11,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from hcat_pipeline_tests.distributed_night import run_distributed_night, sh, sql
+from hcat_pipeline_tests.distributed_night import run_distributed_night, sh, sql, steps_on_workers
 from hcat_pipeline_tests.ops_servers import (
     VENV_BIN,
     celery_workers,
@@ -97,12 +97,7 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
         assert sql(pg_url, "SELECT concurrency_key, count(*) FROM concurrency_slots GROUP BY 1") == [("llm_openai", 3)]
 
     # every step executed on one of the two workers, named in its engine event
-    on_worker = {}
-    for e in events:
-        if e.dagster_event and e.dagster_event.event_type_value == "ENGINE_EVENT":
-            meta = e.dagster_event.engine_event_data.metadata
-            if "Celery worker" in meta:  # "Executing steps … in celery worker", written by the worker itself
-                on_worker[e.step_key] = next(w for w in WORKERS if str(meta["Celery worker"].value).startswith(f"{w}@"))
+    on_worker = steps_on_workers(events)  # every step executed on one of the two workers, named in its engine event
     # rag_responses is sharded: a plan step, one answer step per system (a 3-case night is one shard each), a merge step
     shards = {"rag_responses.answer_shard[bm25_0_0]", "rag_responses.answer_shard[closed_book_1_0]"}
     steps = {"rag_responses.plan_response_shards", *shards, "rag_responses.merge_responses", "retrieval_metrics",
@@ -122,17 +117,6 @@ def test_campaign_slice_runs_on_celery_workers_with_postgres_storage(tmp_path):
 
 
 
-def _steps_on_workers(events) -> dict[str, str]:
-    """step key → the worker that executed it (its engine event, written by the worker itself)."""
-    on_worker = {}
-    for e in events:
-        if e.dagster_event and e.dagster_event.event_type_value == "ENGINE_EVENT":
-            meta = e.dagster_event.engine_event_data.metadata
-            if "Celery worker" in meta:
-                on_worker[e.step_key] = str(meta["Celery worker"].value).split("@")[0]
-    return on_worker
-
-
 @pytest.mark.slow
 def test_whole_night_runs_on_celery_workers(tmp_path):
     """`hcat campaign` on the distributed profile: the golden-set and campaign-run jobs execute every step on the two
@@ -141,7 +125,7 @@ def test_whole_night_runs_on_celery_workers(tmp_path):
     night = run_distributed_night(tmp_path, WORKERS, planted_key=PLANTED_KEY)
     campaign, events, data = night["campaign"], night["events"], night["data"]
     assert campaign.returncode == 0, (campaign.stdout + campaign.stderr)[-6000:]
-    on_worker = _steps_on_workers(events)
+    on_worker = steps_on_workers(events)
     started = {e.step_key for e in events if e.dagster_event and e.dagster_event.event_type_value == "STEP_START"}
     assert started and started <= set(on_worker), started - set(on_worker)  # every step executed on a worker …
     assert set(on_worker.values()) == set(WORKERS)  # … and both workers took steps

@@ -33,6 +33,12 @@ def emit_shards(plan: Sequence[Shard]):
         yield dg.DynamicOutput(shard, mapping_key=shard.key)
 
 
+def emit_work(work, **extra):
+    """A stored table's shards (``split_frame``'s (shard, rows) pairs) as dynamic outputs: ``{"shard", "rows", **extra}``."""
+    for shard, rows in work:
+        yield dg.DynamicOutput({"shard": shard, "rows": rows, **extra}, mapping_key=shard.key)
+
+
 def shard_log(context, shard: Shard, what: str) -> None:
     context.log.info(f"shard {shard.index + 1}/{shard.count} of {shard.system_id or 'every system'}: "
                      f"{len(shard.case_ids)} case(s) — {what}")

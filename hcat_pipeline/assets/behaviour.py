@@ -17,7 +17,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.assets._shards import shard_config_mapping, shard_log
+from hcat_pipeline.assets._shards import emit_work, shard_config_mapping, shard_log
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.behaviour.checks import BehaviourConfig, behaviour_summary, embedding_support, judge_behaviour, nli_support
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX
@@ -40,8 +40,7 @@ def plan_behaviour_shards(context: dg.OpExecutionContext, config: BehaviourCheck
     work = split_frame(rag_responses, config.shard_cases, case_families(golden_set))
     context.log.info(f"{rag_responses.height} response(s) in {len(work)} shard(s)")
     run = rag_responses.select("golden_set_version", "night", "campaign_sha256").head(1).to_dicts()  # stamped by the merge
-    for shard, rows in work:
-        yield dg.DynamicOutput({"shard": shard, "rows": rows, "run": run}, mapping_key=shard.key)
+    yield from emit_work(work, run=run)
 
 
 @dg.op(description="The behaviour rules on one shard of the night's responses.")

@@ -17,7 +17,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.assets._shards import shard_config_mapping, shard_log
+from hcat_pipeline.assets._shards import emit_work, shard_config_mapping, shard_log
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.common.canary_ids import drop_canaries, is_canary
 from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, merge_shards, split_frame
@@ -98,8 +98,7 @@ def plan_metric_shards(context: dg.OpExecutionContext, config: MetricsConfig, ra
     frame = without_planted(rag_responses).join(refs, on="case_id", how="left", maintain_order="left")
     work = split_frame(frame, config.shard_cases)
     context.log.info(f"{frame.height} response(s) in {len(work)} shard(s)")
-    for shard, rows in work:
-        yield dg.DynamicOutput({"shard": shard, "rows": rows}, mapping_key=shard.key)
+    yield from emit_work(work)
 
 
 @dg.op(description="Every metric on one shard of the night's responses.")
