@@ -118,3 +118,52 @@ def test_a_sentence_gets_the_same_logit_alone_and_in_a_batch(tiny_adapter):
     alone = finetuned_logits([text], tiny_adapter)[0]
     mixed = finetuned_logits(others * 20 + [text], tiny_adapter)[-1]
     assert abs(alone - mixed) < 1e-4
+
+
+def test_the_encoder_runs_on_the_device_asked_for_and_cuda_without_a_gpu_is_refused(tiny_adapter):
+    # this machine has no GPU: "auto" runs on the CPU (same logits), "cuda" refuses to load rather than run elsewhere
+    import torch
+
+    from hcat_pipeline.resources.devices import DeviceUnavailable
+
+    cpu = finetuned_logits(HATE[:4], tiny_adapter, "cpu")
+    if torch.cuda.is_available():  # pragma: no cover - only on a GPU machine
+        assert np.allclose(finetuned_logits(HATE[:4], tiny_adapter, "cuda"), cpu, atol=1e-3)
+        return
+    assert np.array_equal(finetuned_logits(HATE[:4], tiny_adapter, "auto"), cpu)
+    with pytest.raises(DeviceUnavailable, match="no CUDA device"):
+        finetuned_logits(HATE[:4], tiny_adapter, "cuda")
+
+
+def test_the_toxicity_metric_runs_its_encoder_where_the_embedding_model_runs(monkeypatch):
+    from hcat_pipeline.metrics import toxicity_metric as tm
+
+    seen = {}
+
+    def scorer(rows, layers, embed_aux=None, device="cpu"):
+        seen["device"] = device
+        return [{} for _ in rows]
+
+    class Model:
+        device = "auto"
+
+        def layer_features(self, texts):  # pragma: no cover - the stand-in scorer never embeds
+            raise AssertionError
+
+    monkeypatch.setattr(tm, "_scorer", lambda: scorer)
+
+    class Batch:
+        valid = [0]
+
+        def column(self):
+            return [None]
+
+        def sentences(self, col, i):
+            return ["a sentence"]
+
+    class Resources:
+        def get(self, need):
+            return {"embed_layers": Model().layer_features, "multilingual": type("M", (), {"encode": None})()}[need]
+
+    tm.toxicity_metric(Batch(), Resources(), None)
+    assert seen["device"] == "auto"

@@ -6,7 +6,8 @@ answer's sentences) with the reasons in ``toxicity_attribute_reasons``.
 
 The scores come from ``toxicity_explanations`` with the head's ``full`` variant (one call for every
 answer sentence of the batch: one call of the MiniLM layer features through the project's embedding
-cache, one of the packaged USE-M3 encoder); this module is its one call site.
+cache, one of the packaged USE-M3 encoder); this module is its one call site. The head's fine-tuned encoder runs on
+the device of the embedding model whose ``layer_features`` are given (``device: auto | cpu | cuda``).
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def toxicity_metric(batch, resources, options) -> dict[str, list]:
     rows = [i for i in batch.valid if batch.sentences("answer", i)]
     if not rows:
         return out
+    layers = resources.get("embed_layers")
+    # the fine-tuned encoder runs where the layer features' model runs (EmbeddingModel.device; a bare callable: CPU)
+    device = getattr(getattr(layers, "__self__", None), "device", "cpu")
     try:
-        results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed_layers"),
-                            embed_aux=resources.get("multilingual").encode)
+        results = _scorer()([batch.sentences("answer", i) for i in rows], layers,
+                            embed_aux=resources.get("multilingual").encode, device=device)
     except ModuleNotFoundError as e:  # the packaged classifier is not installed: an environment problem, not a bug
         raise MetricUnavailable("toxicity", f"the toxicity classifier could not be loaded ({e})",
                                 "install the project's dependencies (`bash scripts/setup.sh`; alt-profanity-check)") from e  # fmt: skip

@@ -1,4 +1,5 @@
-"""Where the encoders run: ``device: auto | cpu | cuda`` for the embedding model, the NLI model and its backends.
+"""Where the encoders run: ``device: auto | cpu | cuda`` for the embedding model, the NLI model and its backends, and
+the toxicity head's fine-tuned encoder (on the embedding model's device).
 
 ``cpu`` (the default, and the tested path) runs on the CPU. ``cuda`` needs a GPU: torch's
 (``torch.cuda.is_available()``) for the torch backends, onnxruntime's CUDA execution provider (the

@@ -278,13 +278,16 @@ class EmbeddingModel(dg.ConfigurableResource):
             return m.encode(list(texts), batch_size=self.batch_size, layers=True)
         import torch
 
-        out = []
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # batches of similar length: less padding
+        out = np.zeros((len(texts), self.dim * LAYERS), dtype=np.float32)
         with torch.inference_mode():
-            for i in range(0, len(texts), self.batch_size):
-                feats = (getattr(m, "preprocess", None) or m.tokenize)(list(texts[i : i + self.batch_size]))
+            for k in range(0, len(order), self.batch_size):
+                idx = order[k : k + self.batch_size]
+                feats = (getattr(m, "preprocess", None) or m.tokenize)([texts[i] for i in idx])
+                feats = {name: t.to(m.device) if isinstance(t, torch.Tensor) else t for name, t in feats.items()}  # cpu or cuda
                 hs = m[0].auto_model(**feats, output_hidden_states=True).hidden_states
-                out.append(layer_pool([h.numpy() for h in hs], feats["attention_mask"].numpy()))
-        return np.vstack(out)
+                out[idx] = layer_pool([h.cpu().numpy() for h in hs], feats["attention_mask"].cpu().numpy())
+        return out
 
     def layer_features(self, texts: list[str]) -> np.ndarray:
         """Layer features of ``texts`` through the cache (its own model id: ``model_id`` + "@layers")."""

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from hcat_pipeline.resources.devices import Device
+
 PREFIX = "ft/"
 # every linear layer inside the 6 encoder blocks (query, key, value, attention output, FFN in / out)
 TARGET_MODULES = r".*encoder\.layer\.\d+\..*(query|key|value|dense)$"
@@ -62,7 +64,7 @@ def _with_adapter(model, cfg: FinetuneConfig):
 
 
 def _pooled(model, tok, texts: Sequence[str], max_tokens: int):
-    b = tok(list(texts), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
+    b = tok(list(texts), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt").to(model.device)
     h = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).last_hidden_state
     m = b["attention_mask"].unsqueeze(-1).to(h.dtype)
     return (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
@@ -137,9 +139,10 @@ def digest(head: dict) -> str:
 
 
 class FinetunedEncoder:
-    """The fine-tuned MiniLM rebuilt from a head's ``ft/`` arrays, adapter merged into the weights."""
+    """The fine-tuned MiniLM rebuilt from a head's ``ft/`` arrays, adapter merged into the weights, on ``device``
+    (``"cpu"`` or ``"cuda"``: ``resources.devices.torch_device``)."""
 
-    def __init__(self, head: dict):
+    def __init__(self, head: dict, device: str = "cpu"):
         import torch
         from peft import set_peft_model_state_dict
 
@@ -152,8 +155,8 @@ class FinetunedEncoder:
         res = set_peft_model_state_dict(model, state)
         if missing := [k for k in res.missing_keys if "lora_" in k]:
             raise ValueError(f"toxicity: the fine-tuned adapter lacks {len(missing)} tensors (e.g. {missing[0]})")
-        self.model = model.merge_and_unload().eval()
-        self.weight = torch.from_numpy(head[f"{PREFIX}linear_weight"].astype(np.float32))
+        self.model = model.merge_and_unload().eval().to(device)
+        self.weight = torch.from_numpy(head[f"{PREFIX}linear_weight"].astype(np.float32)).to(device)
         self.bias = float(head[f"{PREFIX}linear_bias"])
 
     def logits(self, texts: Sequence[str], batch: int = 64) -> np.ndarray:
@@ -162,17 +165,21 @@ class FinetunedEncoder:
         out = np.zeros(len(texts), dtype=np.float64)
         with torch.inference_mode():
             for bi in _length_batches(texts, list(range(len(texts))), batch, None):
-                out[bi] = (_pooled(self.model, self.tok, [texts[i] for i in bi], self.cfg.max_tokens) @ self.weight + self.bias).numpy()
+                z = _pooled(self.model, self.tok, [texts[i] for i in bi], self.cfg.max_tokens) @ self.weight + self.bias
+                out[bi] = z.cpu().numpy()
         return out
 
 
-_ENCODERS: dict[str, FinetunedEncoder] = {}
+_ENCODERS: dict[tuple[str, str], FinetunedEncoder] = {}
 
 
-def finetuned_logits(texts: Sequence[str], head: dict) -> np.ndarray:
-    """``ft_logit`` per text (one encoder per head, built on first use and kept for the process)."""
-    key = digest(head)
+def finetuned_logits(texts: Sequence[str], head: dict, device: Device = "cpu") -> np.ndarray:
+    """``ft_logit`` per text (one encoder per head and device, built on first use and kept for the process);
+    ``device``: ``auto | cpu | cuda`` as for the other encoders (``resources.devices``)."""
+    from hcat_pipeline.resources.devices import torch_device
+
+    key = (digest(head), torch_device(device))
     if key not in _ENCODERS:
         _ENCODERS.clear()  # one head at a time: a new head replaces the old encoder
-        _ENCODERS[key] = FinetunedEncoder(head)
+        _ENCODERS[key] = FinetunedEncoder(head, key[1])
     return _ENCODERS[key].logits(texts) if len(texts) else np.zeros(0)

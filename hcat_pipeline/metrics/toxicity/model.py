@@ -46,6 +46,7 @@ from hcat_pipeline.metrics.toxicity.attributes import ATTRIBUTES, attribute_scor
 from hcat_pipeline.metrics.toxicity.encoder import finetuned_logits
 from hcat_pipeline.metrics.toxicity.rules import RULE_FEATURES, rule_signals
 from hcat_pipeline.metrics.toxicity.tfidf import has_tfidf, tfidf_logit
+from hcat_pipeline.resources.devices import Device
 
 HEAD_PATH = Path(__file__).with_name("toxicity_head.npz")
 HEAD_FORMAT = "hcat-toxicity-head/4"  # /2: TF-IDF signal, logistic embedding model; /3: over the MiniLM layer features; /4: + fine-tuned encoder
@@ -169,9 +170,10 @@ def embedding_signals(x: np.ndarray, head: dict, variant: str) -> dict[str, np.n
     return {"emb_logit": emb, "frame": frame}
 
 
-def score_features(feats: dict, head: dict) -> dict:
+def score_features(feats: dict, head: dict, device: Device = "cpu") -> dict:
     """Calibrated probability, per-signal logit contributions, embedding category per text.
-    A contribution is coef × value / scale: what the signal adds over its absence (value 0)."""
+    A contribution is coef × value / scale: what the signal adds over its absence (value 0).
+    ``device``: where the head's fine-tuned encoder runs (``auto | cpu | cuda``)."""
     v = variant_of(feats)
     cols = {"profanity": feats["profanity"]}
     if has_tfidf(head):
@@ -191,7 +193,7 @@ def score_features(feats: dict, head: dict) -> dict:
     logit = ((x - head[f"{v}_mean"]) / head[f"{v}_scale"]) @ head[f"{v}_coef"] + float(head[f"{v}_intercept"])
     contrib = x / head[f"{v}_scale"] * head[f"{v}_coef"]
     if f"{v}_ft_weight" in head:  # the fine-tuned encoder's logit, weighted on the val split (toxicity_train)
-        ft = float(head[f"{v}_ft_weight"]) * finetuned_logits(feats["normalised"], head)
+        ft = float(head[f"{v}_ft_weight"]) * finetuned_logits(feats["normalised"], head, device)
         logit, contrib, names = logit + ft, np.column_stack([contrib, ft]), [*names, "ft_logit"]
     a, b = (float(t) for t in head[f"{v}_platt"])
     prob = expit(a * logit + b)
@@ -222,6 +224,7 @@ def sentence_toxicity(
     predict_prob: Callable[[list[str]], np.ndarray] | None = None,
     head: dict | None = None,
     embed_aux: Callable[[list[str]], np.ndarray] | None = None,
+    device: Device = "cpu",
 ) -> list[dict]:
     """Per sentence: ``toxicity`` (calibrated), ``profanity``, ``signal`` (the signal adding most
     to the logit), ``category`` ("none" below ``CATEGORY_THRESHOLD``), ``evidence`` (matched words
@@ -235,7 +238,7 @@ def sentence_toxicity(
             "toxicity: embed_aux (USE) given, but this head has no 'full' variant (trained without --with-use); pass embed only"
         )
     feats = featurise(sentences, embed, predict_prob, embed_aux)
-    sc = score_features(feats, h)
+    sc = score_features(feats, h, device)
     out = []
     for i, s in enumerate(sentences):
         c = sc["contrib"][i]
@@ -296,11 +299,13 @@ def toxicity_explanations(
     predict_prob: Callable[[list[str]], np.ndarray] | None = None,
     head: dict | None = None,
     embed_aux: Callable[[list[str]], np.ndarray] | None = None,
+    device: Device = "cpu",
 ) -> list[dict]:
     """Per row, every column of ``TOXICITY_COLUMNS``. All sentences of all rows are featurised
-    together (one ``embed`` call, one profanity batch). A row with no sentences gets None / []."""
+    together (one ``embed`` call, one profanity batch). A row with no sentences gets None / [].
+    ``device``: where the fine-tuned encoder runs (``auto | cpu | cuda``)."""
     rows = [[s for s in (r or []) if s and str(s).strip()] for r in answer_sentences_per_row]
-    flat = sentence_toxicity([s for r in rows for s in r], embed, predict_prob, head, embed_aux)
+    flat = sentence_toxicity([s for r in rows for s in r], embed, predict_prob, head, embed_aux, device)
     out, pos = [], 0
     for r in rows:
         per = flat[pos : pos + len(r)]
