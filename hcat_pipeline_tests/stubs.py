@@ -106,5 +106,7 @@ class TablesIO(dg.IOManager):
 
     def load_input(self, context):
         key = context.asset_key.to_user_string()
-        return self.written.get(key, self.tables.get(key))
+        table = self.written.get(key, self.tables.get(key))
+        wants_scan = getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame  # as the project's IO manager does
+        return table.lazy() if wants_scan and isinstance(table, pl.DataFrame) else table
 

@@ -68,3 +68,64 @@ def test_missing_upstream_gives_clear_error(warehouse):
         msgs.append(err.message)
         err = err.cause
     assert "no stored table" in " ".join(msgs) and "materialize it first" in " ".join(msgs)
+
+
+def test_step_frames_go_to_parquet_and_come_back_as_scans_and_a_lazy_asset_is_streamed(warehouse):
+    # a graph asset whose steps hand frames to each other: each shard's frame is a Parquet file beside its pickle, the
+    # merge gets scans (nothing read yet) and returns a LazyFrame the IO manager streams to the asset's file
+    seen = {}
+
+    @dg.op(out=dg.DynamicOut(dict))
+    def plan():
+        for i in range(3):
+            yield dg.DynamicOutput({"i": i, "rows": pl.DataFrame({"i": [i] * 2, "x": [i * 10, i * 10 + 1]})}, mapping_key=f"s{i}")
+
+    @dg.op
+    def work(part: dict) -> dict:
+        seen.setdefault("work", []).append(type(part["rows"]))
+        return {"i": part["i"], "frame": part["rows"].with_columns(y=pl.col("x") * 2)}
+
+    @dg.op
+    def merge(parts: list) -> pl.LazyFrame:
+        seen["merge"] = [type(p["frame"]) for p in parts]
+        return pl.concat([p["frame"] for p in sorted(parts, key=lambda p: p["i"])])
+
+    @dg.graph_asset
+    def merged() -> pl.DataFrame:
+        return merge(plan().map(work).collect())
+
+    @dg.asset
+    def reader(merged: pl.LazyFrame) -> pl.DataFrame:
+        seen["reader"] = type(merged)
+        return merged.select("y").collect()
+
+    res = dg.materialize([merged, reader], resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse))})
+    assert res.success
+    assert seen["work"] == [pl.LazyFrame] * 3 and seen["merge"] == [pl.LazyFrame] * 3 and seen["reader"] is pl.LazyFrame
+    assert pl.read_parquet(warehouse / "merged.parquet").to_dicts() == [{"i": i, "x": x, "y": 2 * x} for i in range(3) for x in (i * 10, i * 10 + 1)]
+    assert pl.read_parquet(warehouse / "reader.parquet")["y"].to_list() == [0, 2, 20, 22, 40, 42]
+    assert res.asset_materializations_for_node("merged")[0].metadata["rows"].value == 6
+    step_frames = sorted(p.name for p in (warehouse / "_steps").rglob("*.parquet"))
+    assert len(step_frames) == 6 and all(n.endswith((".rows.parquet", ".frame.parquet")) for n in step_frames)
+
+
+def test_a_scan_of_an_unreadable_table_fails_at_once_with_the_asset_named(warehouse):
+    @dg.asset
+    def broken() -> pl.DataFrame:
+        return pl.DataFrame({"a": [1]})
+
+    @dg.asset
+    def lazy_reader(broken: pl.LazyFrame) -> pl.DataFrame:
+        return broken.collect()
+
+    io = PolarsParquetIOManager(base_dir=str(warehouse))
+    assert dg.materialize([broken], resources={"io_manager": io}).success
+    (warehouse / "broken.parquet").write_bytes(b"not parquet at all")
+    res = dg.materialize([broken, lazy_reader], selection=[lazy_reader], resources={"io_manager": io}, raise_on_error=False)
+    assert not res.success
+    err, msgs = res.get_step_failure_events()[0].event_specific_data.error, []
+    while err is not None:
+        msgs.append(err.message)
+        err = err.cause
+    message = " ".join(msgs)
+    assert "broken.parquet" in message and "unreadable" in message and "re-materialize broken" in message

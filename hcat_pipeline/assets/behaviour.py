@@ -23,6 +23,7 @@ from hcat_pipeline.behaviour.checks import BehaviourConfig, behaviour_summary, e
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, case_families, merge_shards, split_frame
 from hcat_pipeline.configs import config_from, to_core
+from hcat_pipeline.io import as_frame
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.nli import NLIModel
@@ -36,10 +37,11 @@ BehaviourChecksConfig = config_from(
 
 @dg.op(out=dg.DynamicOut(dict), ins={"nli_head_file": dg.In(dg.Nothing)},
        description="The night's responses, one shard per system × run of case families (a base and its variants together).")
-def plan_behaviour_shards(context: dg.OpExecutionContext, config: BehaviourChecksConfig, rag_responses: pl.DataFrame, golden_set: pl.DataFrame):
+def plan_behaviour_shards(context: dg.OpExecutionContext, config: BehaviourChecksConfig, rag_responses: pl.LazyFrame, golden_set: pl.DataFrame):
+    # a scan of the stored responses: only the ids are read here, each shard's rows are written by its own output
     work = split_frame(rag_responses, config.shard_cases, case_families(golden_set))
-    context.log.info(f"{rag_responses.height} response(s) in {len(work)} shard(s)")
-    run = rag_responses.select("golden_set_version", "night", "campaign_sha256").head(1).to_dicts()  # stamped by the merge
+    context.log.info(f"{len(work)} shard(s) of responses")
+    run = rag_responses.select("golden_set_version", "night", "campaign_sha256").head(1).collect().to_dicts()  # stamped by the merge
     yield from emit_work(work, run=run)
 
 
@@ -49,7 +51,7 @@ def check_shard(context: dg.OpExecutionContext, config: BehaviourChecksConfig, e
     cfg = to_core(BehaviourConfig, config)
     support = nli_support(nli_model) if config.support == "nli" else embedding_support(embedding_model.embed)
     try:
-        table = judge_behaviour(golden_set, work["rows"], embed=embedding_model.embed, support=support, config=cfg)
+        table = judge_behaviour(golden_set, as_frame(work["rows"]), embed=embedding_model.embed, support=support, config=cfg)
     except ValueError as e:
         raise dg.Failure(f"behaviour_checks: {e}") from e
     shard_log(context, work["shard"], f"{table.height} verdict(s)")
@@ -58,7 +60,8 @@ def check_shard(context: dg.OpExecutionContext, config: BehaviourChecksConfig, e
 
 @dg.op(description="The shards' verdicts in plan order, stamped with the run; verdict counts and pass rates with their CIs.")
 def merge_behaviour_checks(context: dg.OpExecutionContext, config: BehaviourChecksConfig, parts: list) -> pl.DataFrame:
-    table = merge_shards((p["shard"], p["frame"]) for p in parts)  # the judge's order: the user's systems, then canaries
+    # the judge's order: the user's systems, then canaries; verdicts are small rows (a few MB at 10,000 cases × 2)
+    table = as_frame(merge_shards((p["shard"], p["frame"]) for p in parts))
     table = table.sort(pl.col("system_id").str.starts_with(CANARY_PREFIX), "system_id", "case_id", maintain_order=True)
     support = parts[0]["support"]
     for column, value in (parts[0]["run"][0] if parts[0]["run"] else {}).items():  # the run's identity on every row

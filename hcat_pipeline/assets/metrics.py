@@ -23,6 +23,7 @@ from hcat_pipeline.common.canary_ids import drop_canaries, is_canary
 from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, merge_shards, split_frame
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.golden.coverage import mean_ci
+from hcat_pipeline.io import as_frame
 from hcat_pipeline.metrics.options import ScoreOptions
 from hcat_pipeline.metrics.registry import MetricUnavailable
 from hcat_pipeline.metrics.safety import bias_report as bias_report_table
@@ -91,43 +92,49 @@ def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector:
 
 @dg.op(out=dg.DynamicOut(dict), ins={"nli_head_file": dg.In(dg.Nothing)},
        description="The night's responses with their references, one shard per system × run of cases.")
-def plan_metric_shards(context: dg.OpExecutionContext, config: MetricsConfig, rag_responses: pl.DataFrame, golden_set: pl.DataFrame):
-    conform(rag_responses, RAG_RESPONSES)
+def plan_metric_shards(context: dg.OpExecutionContext, config: MetricsConfig, rag_responses: pl.LazyFrame, golden_set: pl.DataFrame):
+    # a scan of the stored responses: only the ids are read here, each shard's rows are written by its own output
+    conform(rag_responses.head(0).collect(), RAG_RESPONSES)
     gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type", "expected_behavior") if c in golden_set.columns]
     refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
-    frame = without_planted(rag_responses).join(refs, on="case_id", how="left", maintain_order="left")
+    frame = without_planted(rag_responses).join(refs.lazy(), on="case_id", how="left", maintain_order="left")
     work = split_frame(frame, config.shard_cases)
-    context.log.info(f"{frame.height} response(s) in {len(work)} shard(s)")
+    context.log.info(f"{len(work)} shard(s) of responses")
     yield from emit_work(work)
 
 
 @dg.op(description="Every metric on one shard of the night's responses.")
 def score_shard(context: dg.OpExecutionContext, config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector: PIIDetector,
                 nli_model: NLIModel, work: dict) -> dict:
-    scored, info = _score(config, embedding_model, pii_detector, nli_model, work["rows"])
+    rows = as_frame(work["rows"])
+    scored, info = _score(config, embedding_model, pii_detector, nli_model, rows)
     shard_log(context, work["shard"], f"{info['rows_scored']} scored, {info['rows_skipped']} skipped in {info['seconds']:.1f}s")
-    return {"shard": work["shard"], "frame": scored, "info": info, "columns": work["rows"].columns}
+    return {"shard": work["shard"], "frame": scored, "info": info, "columns": rows.columns}
 
 
-@dg.op(description="The shards' scores in plan order; per-system means with their CIs, distributions, timings.")
-def merge_metric_tables(context: dg.OpExecutionContext, config: MetricsConfig, parts: list) -> pl.DataFrame:
-    scored = merge_shards((p["shard"], p["frame"]) for p in parts)
+def _unit(col: pl.Series) -> tuple[float, float] | None:
+    """(0, 1) when every score of the metric is in [0, 1] (its mean and CI are too), else None."""
+    v = col.drop_nulls().cast(pl.Float64, strict=False).drop_nans()
+    return (0.0, 1.0) if v.len() and v.min() >= 0.0 and v.max() <= 1.0 else None
+
+
+@dg.op(description="The shards' scores in plan order, streamed to the table; per-system means with their CIs, distributions, timings.")
+def merge_metric_tables(context: dg.OpExecutionContext, config: MetricsConfig, parts: list) -> pl.LazyFrame:
+    scored = merge_shards((p["shard"], p["frame"]) for p in parts).lazy()  # scans of the shards' files
     users = [p["info"] for p in sorted(parts, key=lambda p: p["shard"].position) if not is_canary(p["shard"].system_id)]
     info = merge_score_infos(users or [parts[0]["info"]])  # the user's systems' figures (canaries scored apart)
     frame_columns = parts[0]["columns"]
     metric_cols = info["metrics_requested"]
-    detail = [c for c in scored.columns if c not in frame_columns and c not in metric_cols]
-    out = scored.select([c for c in _KEEP if c in scored.columns] + metric_cols + detail)
+    names = scored.collect_schema().names()
+    detail = [c for c in names if c not in frame_columns and c not in metric_cols]
+    out = scored.select([c for c in _KEEP if c in names] + metric_cols + detail)
     out = out.with_columns(pl.lit(json.dumps(info, sort_keys=True, default=str)).alias("score_info"))
-
-    def _unit(col: pl.Series) -> tuple[float, float] | None:  # every score of the metric in [0, 1]: its mean is too
-        v = col.drop_nulls().cast(pl.Float64, strict=False).drop_nans()
-        return (0.0, 1.0) if v.len() and v.min() >= 0.0 and v.max() <= 1.0 else None
-
+    # the figures read the ids and the scores only, never the explanation columns
+    figures = out.select("system_id", "score_skipped_reason", *metric_cols).collect()
     headline = {
         sid: {"rows": g.height, "failed": int(g["score_skipped_reason"].is_not_null().sum()),
-              **{m: mean_ci(g[m], bounds=_unit(out[m])) for m in metric_cols}}
-        for (sid,), g in sorted(out.group_by("system_id"), key=lambda kv: kv[0])
+              **{m: mean_ci(g[m], bounds=_unit(figures[m])) for m in metric_cols}}
+        for (sid,), g in sorted(figures.group_by("system_id"), key=lambda kv: kv[0])
     }  # fmt: skip
     by_system = pl.DataFrame([
         {"system_id": sid, "rows": h["rows"], "failed": h["failed"],
@@ -137,7 +144,7 @@ def merge_metric_tables(context: dg.OpExecutionContext, config: MetricsConfig, p
         context.log.warning(f"metrics not computed: {info['metrics_unavailable']}")
     context.add_output_metadata(
         {
-            "dagster/row_count": out.height,
+            "dagster/row_count": figures.height,
             "rows_scored": info["rows_scored"],
             "rows_failed": info["rows_skipped"],
             "metrics_computed": dg.MetadataValue.json(info["metrics_computed"]),
@@ -147,7 +154,7 @@ def merge_metric_tables(context: dg.OpExecutionContext, config: MetricsConfig, p
             "means": dg.MetadataValue.json(headline),
             "max_ci_half_width": max((h[m]["half_width"] or 0.0 for h in headline.values() for m in metric_cols), default=0.0),
             "distributions": dg.MetadataValue.json(
-                {s: {m: _distribution(g[m]) for m in metric_cols} for (s,), g in out.sort("system_id").group_by("system_id", maintain_order=True)}
+                {s: {m: _distribution(g[m]) for m in metric_cols} for (s,), g in figures.sort("system_id").group_by("system_id", maintain_order=True)}
             ),
             "timings": dg.MetadataValue.json(info["timings"]),
             **info.get("embedding", {}),

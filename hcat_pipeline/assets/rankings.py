@@ -35,6 +35,7 @@ from hcat_pipeline.gates.gaming import gaming_flags, gaming_summary, ungamed
 from hcat_pipeline.gates.pareto import QUALITY_METRIC, RANKING_METRICS, system_axes
 from hcat_pipeline.gates.pareto import pareto_frontier as frontier_of
 from hcat_pipeline.gates.rankings import METHODS, RANKINGS, RankingConfig, pairwise_matches, pairwise_table, rank_systems
+from hcat_pipeline.io import read_columns
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -118,9 +119,10 @@ def grader_gaming(context: dg.AssetExecutionContext, rag_responses: pl.DataFrame
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity",
           description="Per campaign run: Elo, Bradley-Terry and TrueSkill ratings of the systems from per-case outcomes of each "
           "configured metric, with bootstrap CIs and rank distributions; high-risk (contaminated) cases excluded.")  # fmt: skip
-def system_rankings(context: dg.AssetExecutionContext, config: RankingsConfig, metric_tables: pl.DataFrame,
+def system_rankings(context: dg.AssetExecutionContext, config: RankingsConfig, metric_tables: pl.LazyFrame,
                     case_contamination: pl.DataFrame, grader_gaming: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     _check_lists(config.methods, config.exclude_risk)
+    metric_tables = read_columns(metric_tables, ["case_id", "system_id", *config.metrics])  # a scan: the ranked columns only
     cfg = RankingConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(RankingConfig)})
     scored = ungamed(drop_canaries(metric_tables), grader_gaming, config.metrics)  # a gamed answer never wins a match
     headline, apart = split_headline(scored, case_contamination, config.exclude_risk)
@@ -161,9 +163,12 @@ class ParetoConfig(dg.Config):
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity",
           description="Per campaign run: quality × USD per case × latency p50 / p95 per system (with CIs), the Pareto frontier, "
           "and for each dominated system who dominates it on which axes (golden-eval §8).")  # fmt: skip
-def pareto_frontier(context: dg.AssetExecutionContext, config: ParetoConfig, rag_responses: pl.DataFrame, metric_tables: pl.DataFrame,
+def pareto_frontier(context: dg.AssetExecutionContext, config: ParetoConfig, rag_responses: pl.LazyFrame, metric_tables: pl.LazyFrame,
                   case_contamination: pl.DataFrame, grader_gaming: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     _check_lists([], config.exclude_risk)
+    # scans: the quality axis and the cost / latency columns only
+    metric_tables = read_columns(metric_tables, ["case_id", "system_id", config.quality_metric])
+    rag_responses = read_columns(rag_responses, ["case_id", "system_id", "latency_s", "cost_usd"])
     if config.quality_metric not in metric_tables.columns:
         raise dg.Failure(f"pareto_frontier: quality_metric {config.quality_metric!r} is not a column of metric_tables")
     metrics, _ = split_headline(ungamed(drop_canaries(metric_tables), grader_gaming, [config.quality_metric]), case_contamination,

@@ -27,6 +27,7 @@ from hcat_pipeline.common.canary_ids import apart, drop_canaries
 from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, Shard, merge_shards, plan_shards
 from hcat_pipeline.console import progress_message
 from hcat_pipeline.gates.canaries import plant as plant_canaries
+from hcat_pipeline.io import as_frame
 from hcat_pipeline.metrics.refusal import DEFAULT_REFUSAL_MODE, DEFAULT_REFUSAL_THRESHOLD, EMBEDDING_MODES, RefusalMode
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
@@ -122,7 +123,7 @@ def merge_responses(context: dg.OpExecutionContext, config: CampaignRunConfig, p
     version, night = split_run_key(context)
     spec = config.resolve()
     spec_sha = campaign_sha256(spec)
-    frame = merge_shards((p["shard"], p["frame"]) for p in parts)
+    frame = as_frame(merge_shards((p["shard"], p["frame"]) for p in parts))  # canaries copy rows: the night in memory
     cases = {c for p in parts for c in p["shard"].case_ids}
     run_meta = merge_stats([p["stats"] for p in sorted(parts, key=lambda p: p["shard"].position)])
     for sid, fig in run_meta.items():

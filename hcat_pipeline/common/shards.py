@@ -100,26 +100,35 @@ def plan_shards(system_ids: Iterable[str | None], case_ids: Sequence[str], shard
     return plan
 
 
-def in_shard(frame: pl.DataFrame, shard: Shard) -> pl.DataFrame:
-    """The rows of ``frame`` (case_id, system_id) that are ``shard``'s work, in the shard's case order."""
+def in_shard(frame: pl.DataFrame | pl.LazyFrame, shard: Shard):
+    """The rows of ``frame`` (case_id, system_id) that are ``shard``'s work, in the shard's case order (lazy for lazy)."""
     rows = frame.filter(pl.col("case_id").is_in(list(shard.case_ids)))
     if shard.system_id is not None:
         rows = rows.filter(pl.col("system_id") == shard.system_id)
     return rows
 
 
-def split_frame(frame: pl.DataFrame, shard_cases: int, families: Mapping[str, str] | None = None) -> list[tuple[Shard, pl.DataFrame]]:
+def split_frame(frame: pl.DataFrame | pl.LazyFrame, shard_cases: int,
+                families: Mapping[str, str] | None = None) -> list[tuple[Shard, pl.DataFrame | pl.LazyFrame]]:
     """A stored table (case_id, system_id) as its shards' rows: each system's cases in the table's order, canary systems
     last (scored apart from the user's, so the user's batches do not depend on them), empty shards left out. Never
-    empty: a table without rows is one empty shard."""
-    systems = frame["system_id"].unique(maintain_order=True).to_list()
+    empty: a table without rows is one empty shard. Given a LazyFrame (a scan), only its two id columns are read here
+    and each shard's rows stay a lazy filter: whoever writes a shard reads just that shard."""
+    ids = frame.select("case_id", "system_id")
+    ids = ids.collect() if isinstance(ids, pl.LazyFrame) else ids
+    systems = ids["system_id"].unique(maintain_order=True).to_list()
     systems = [s for s in systems if not is_canary(s)] + [s for s in systems if is_canary(s)]
-    plan = plan_shards(systems, frame["case_id"].unique(maintain_order=True).to_list(), shard_cases, families)
-    work = [(shard, in_shard(frame, shard)) for shard in plan]
-    return [(shard, rows) for shard, rows in work if rows.height] or [(Shard(None, 0, 0, 1, ()), frame)]
+    plan = plan_shards(systems, ids["case_id"].unique(maintain_order=True).to_list(), shard_cases, families)
+    work = [(shard, in_shard(frame, shard)) for shard in plan if in_shard(ids, shard).height]
+    return work or [(Shard(None, 0, 0, 1, ()), frame)]
 
 
-def merge_shards(parts: Iterable[tuple[Shard, pl.DataFrame]]) -> pl.DataFrame:
-    """The shards' frames in plan order (system, then slice): the unsharded stage's row order."""
+def merge_shards(parts: Iterable[tuple[Shard, pl.DataFrame | pl.LazyFrame]]):
+    """The shards' frames in plan order (system, then slice): the unsharded stage's row order. Lazy if any part is
+    (``pl.concat`` of scans: nothing is read until the result is collected or streamed to its file)."""
     ordered = [f for _, f in sorted(parts, key=lambda p: p[0].position)]
-    return pl.concat(ordered, how="diagonal_relaxed") if ordered else pl.DataFrame()
+    if not ordered:
+        return pl.DataFrame()
+    if any(isinstance(f, pl.LazyFrame) for f in ordered):
+        return pl.concat([f.lazy() for f in ordered], how="diagonal_relaxed")
+    return pl.concat(ordered, how="diagonal_relaxed")
