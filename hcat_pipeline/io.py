@@ -36,6 +36,7 @@ import polars as pl
 from hcat_pipeline.paths import WAREHOUSE_DIR
 
 STEP_FILES_MAX_AGE_DAYS = 7
+STREAM_ROW_GROUP_ROWS = 5_000  # a streamed table's row groups: without a bound the sink buffers most of the table
 _pruned: set[str] = set()
 
 
@@ -60,8 +61,8 @@ def write_parquet_atomic(frame: pl.DataFrame | pl.LazyFrame, path: Path) -> None
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        if isinstance(frame, pl.LazyFrame):
-            frame.sink_parquet(tmp, compression="zstd", statistics=True)
+        if isinstance(frame, pl.LazyFrame):  # row groups of a bounded size: the streaming engine holds about one
+            frame.sink_parquet(tmp, compression="zstd", statistics=True, row_group_size=STREAM_ROW_GROUP_ROWS, engine="streaming")
         else:
             frame.write_parquet(tmp, compression="zstd", statistics=True)
         os.replace(tmp, path)
