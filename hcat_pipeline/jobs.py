@@ -54,4 +54,11 @@ labels_job = dg.define_asset_job(
     "calibrators (campaign labels take over a dimension once sufficient); the next campaign run's calibrated_scores use them.",
 )
 
-JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job, labels_job]
+violation_job = dg.define_asset_job(
+    "violation_job",
+    selection=dg.AssetSelection.assets("violation_campaign").required_multi_asset_neighbors(),
+    description="Violation-match deck: a new or changed checker version's predictions (or ground truth) in data/violations/ "
+    "(violation_file_sensor) → match every checker version against the ground truth: match score, P / R / F1 with CIs.",
+)
+
+JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job, labels_job, violation_job]

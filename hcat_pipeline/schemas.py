@@ -441,6 +441,9 @@ VIOLATION_CAMPAIGN = {
     "checker_version": pl.String, "texts": pl.Int64, "texts_missing": pl.Int64, "predicted": pl.Int64, "ground_truth": pl.Int64,
     "tp": pl.Int64, "fp": pl.Int64, "fn": pl.Int64, "precision": pl.Float64, "recall": pl.Float64, "f1": pl.Float64,
     "ha_tp": pl.Int64, "ha_fp": pl.Int64, "ha_fn": pl.Int64, "ha_precision": pl.Float64, "ha_recall": pl.Float64, "ha_f1": pl.Float64,
+    # the deck's headline figure (mean weighted score of the matches) and every figure's bootstrap CI over texts
+    "match_score": pl.Float64, "ha_match_score": pl.Float64, "samples": pl.Int64, "rule_similarity": pl.String,
+    **{f"{v}{f}_ci_{e}": pl.Float64 for v in ("", "ha_") for f in ("precision", "recall", "f1", "match_score") for e in ("low", "high")},
 }
 
 # violation_matches: predicted × ground-truth pairs (assets.violations)

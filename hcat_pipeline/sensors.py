@@ -169,4 +169,38 @@ def build_label_file_sensor(labels_dir: str | None = None, name: str = "label_fi
 
 label_file_sensor = build_label_file_sensor()
 
-SENSORS = [corpus_change_sensor, golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor, label_file_sensor]
+
+def build_violation_file_sensor(folder: str | None = None, name: str = "violation_file_sensor"):
+    """A new or changed ``*.jsonl`` in ``folder`` (default ``HCAT_VIOLATIONS_DIR`` / data/violations: the ground truth
+    and one file per checker version) → ``violation_job`` on that folder. The cursor holds each file's SHA-256; a
+    folder without ``ground_truth.jsonl`` requests nothing (and says so)."""
+
+    @dg.sensor(name=name, job_name="violation_job", minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
+               description="New or changed checker-version predictions in data/violations/ → violation_job (re-run the matching).")  # fmt: skip
+    def _sensor(context: dg.SensorEvaluationContext):
+        import hashlib
+        import json
+
+        from hcat_pipeline.metrics.matching import GROUND_TRUTH_FILE
+        from hcat_pipeline.paths import DATA_DIR
+
+        root = Path(folder or os.environ.get("HCAT_VIOLATIONS_DIR") or DATA_DIR / "violations")
+        if not (root / GROUND_TRUTH_FILE).is_file():
+            return dg.SkipReason(f"no {GROUND_TRUTH_FILE} in {root}: nothing to match against")
+        seen = json.loads(context.cursor) if context.cursor else {}
+        now = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.glob("*.jsonl"))}
+        changed = sorted(f"{n}:{sha[:12]}" for n, sha in now.items() if seen.get(n) != sha)
+        context.update_cursor(json.dumps(now, sort_keys=True))
+        if not changed:
+            return dg.SkipReason(f"no new or changed violation file in {root}")
+        key = hashlib.sha256("|".join(changed).encode()).hexdigest()[:16]
+        return dg.RunRequest(run_key=f"violations:{key}", run_config={"ops": {"violation_campaign": {"config": {"folder": str(root)}}}},
+                             tags={"violation_files": ",".join(changed)[:200]})  # fmt: skip
+
+    return _sensor
+
+
+violation_file_sensor = build_violation_file_sensor()
+
+SENSORS = [corpus_change_sensor, golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor, label_file_sensor,
+           violation_file_sensor]

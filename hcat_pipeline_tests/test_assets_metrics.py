@@ -4,6 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+import pytest
 from dagster import DagsterInstance
 
 from hcat_pipeline.assets.metrics import build_metric_assets
@@ -140,3 +141,39 @@ def test_violation_campaign_asset(tmp_path, warehouse, embedding_model):
     assert errors["reason"][0].startswith("not JSON")
     pairs = pl.read_parquet(warehouse / "violation_matches.parquet")
     assert pairs["std_match"].sum() == row["tp"]
+    # the headline figure: the mean weighted score of the std matches, with its CI over the 3 texts; MiniLM rules
+    matched = pairs.filter(pl.col("std_match"))["match_score"]
+    assert row["rule_similarity"] == "minilm" and row["samples"] == 3
+    assert row["match_score"] == pytest.approx(matched.mean()) and row["match_score_ci_low"] <= row["match_score"] <= row["match_score_ci_high"]
+    assert row["f1_ci_low"] <= row["f1"] <= row["f1_ci_high"]
+
+
+def test_violation_file_sensor_reruns_the_matching_when_a_checker_version_arrives(tmp_path, warehouse, embedding_model):
+    import json
+
+    from hcat_pipeline.definitions import defs
+    from hcat_pipeline.sensors import build_violation_file_sensor
+
+    folder = tmp_path / "violations"
+    folder.mkdir()
+    sensor = build_violation_file_sensor(str(folder))
+    instance = dg.DagsterInstance.ephemeral()
+    with dg.build_sensor_context(instance=instance) as ctx:
+        assert "no ground_truth.jsonl" in sensor(ctx).skip_message
+        for path in (Path(__file__).resolve().parents[1] / "data" / "violations").glob("*.jsonl"):
+            shutil.copy(path, folder)
+        first = sensor(ctx)
+        assert isinstance(first, dg.RunRequest) and "example-checker@0.1.0.jsonl" in first.tags["violation_files"]
+        assert isinstance(sensor(ctx), dg.SkipReason)  # nothing changed
+        gt = [json.loads(line) for line in (folder / "ground_truth.jsonl").read_text().splitlines()]
+        (folder / "perfect@2.0.0.jsonl").write_text("\n".join(json.dumps(r) for r in gt) + "\n")  # a new checker version
+        second = sensor(ctx)
+    assert isinstance(second, dg.RunRequest) and second.run_key != first.run_key and second.tags["violation_files"].startswith("perfect@2.0.0")
+    # the job the sensor names, with the run config it gives: a real run over both checker versions
+    job = defs.resolve_job_def("violation_job")
+    res = job.execute_in_process(run_config=second.run_config, instance=instance,
+                                 resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model})  # fmt: skip
+    assert res.success
+    by = {r["checker_version"]: r for r in pl.read_parquet(warehouse / "violation_campaign.parquet").to_dicts()}
+    assert set(by) == {"example-checker@0.1.0", "perfect@2.0.0"} and by["perfect@2.0.0"]["f1"] == 1.0
+    assert by["perfect@2.0.0"]["match_score"] == pytest.approx(1.0) and by["example-checker@0.1.0"]["f1"] < 1.0

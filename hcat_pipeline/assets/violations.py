@@ -14,22 +14,26 @@ from pydantic import Field
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.metrics.matching import MatchConfig, evaluate_campaign
+from hcat_pipeline.metrics.violation_figures import FigureOptions
 from hcat_pipeline.paths import DATA_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.schemas import VIOLATION_CAMPAIGN as SUMMARY_SCHEMA
 from hcat_pipeline.schemas import VIOLATION_FILE_ERRORS as ERRORS_SCHEMA
 from hcat_pipeline.schemas import VIOLATION_MATCHES as PAIRS_SCHEMA
 
-# weights and thresholds: the deck's defaults, defined once in the core (MatchConfig); + where the files are
+# weights, thresholds and the rule-similarity backend: the deck's defaults, defined once in the core (MatchConfig); the
+# bootstrap of the figures' CIs (FigureOptions); + where the files are
 ViolationCampaignConfig = config_from(
-    MatchConfig, "ViolationCampaignConfig",
+    MatchConfig, "ViolationCampaignConfig", base=config_from(FigureOptions, "ViolationFigureConfig"),
     folder=(str, Field(default=str(DATA_DIR / "violations"), description="ground_truth.jsonl + <checker_version>.jsonl")),
 )
 
 
 @dg.multi_asset(
     outs={
-        "violation_campaign": dg.AssetOut(description="Per checker version: TP/FP/FN, precision, recall, F1 and the human-aligned (ha_) variants."),
+        "violation_campaign": dg.AssetOut(description="Per checker version: the match score (the deck's headline figure), TP/FP/FN, "
+                                          "precision, recall, F1, std and human-aligned (ha_), with bootstrap CIs over texts."),
         "violation_matches": dg.AssetOut(description="Every (predicted, ground-truth) pair of a text: IoU, rule/category/explanation/correction similarity, scores, match decisions."),
         "violation_file_errors": dg.AssetOut(description="Bad lines / violations of the violation files: file, line, reason."),
     },
@@ -40,7 +44,11 @@ def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampa
     if not (folder / "ground_truth.jsonl").is_file():
         raise dg.Failure(f"violation_campaign: no ground_truth.jsonl in {folder} (see data/violations/README.md for the format)")
     match_cfg = to_core(MatchConfig, config)
-    summary, pairs, errors = evaluate_campaign(folder, embedding_model.embed, match_cfg)
+    rule_embed = MultilingualEncoder().encode if match_cfg.rule_similarity == "use_m3" else None
+    try:
+        summary, pairs, errors = evaluate_campaign(folder, embedding_model.embed, match_cfg, rule_embed, to_core(FigureOptions, config))
+    except ValueError as e:
+        raise dg.Failure(f"violation_campaign: {e}") from e
     summary_df = pl.DataFrame(summary, schema=SUMMARY_SCHEMA) if summary else pl.DataFrame(schema=SUMMARY_SCHEMA)
     pairs_df = pl.DataFrame(pairs, schema=PAIRS_SCHEMA) if pairs else pl.DataFrame(schema=PAIRS_SCHEMA)
     errors_df = pl.DataFrame(errors, schema=ERRORS_SCHEMA) if errors else pl.DataFrame(schema=ERRORS_SCHEMA)
@@ -52,7 +60,9 @@ def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampa
         metadata={
             "dagster/row_count": summary_df.height,
             "checkers": summary_df.height,
-            "summary": preview(summary_df, 50),
+            "summary": preview(summary_df.select("checker_version", "samples", "match_score", "match_score_ci_low", "match_score_ci_high",
+                                                 "f1", "f1_ci_low", "f1_ci_high", "ha_match_score", "ha_f1", "tp", "fp", "fn"), 50),
+            "rule_similarity": match_cfg.rule_similarity,
             "file_errors": len(errors),
             "errors": preview(errors_df, 20),
             "config": dg.MetadataValue.json(dict(config)),

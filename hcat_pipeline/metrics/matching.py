@@ -3,7 +3,8 @@
 For every (predicted, ground-truth) pair of the same checked text:
 
 * text overlap = character IoU (Jaccard) of the two spans: |A ∩ B| / (|A| + |B| − |A ∩ B|)
-* rule similarity = cosine similarity of the sentence embeddings of the two rules
+* rule similarity = cosine similarity of the sentence embeddings of the two rules (``rule_similarity: minilm``, the
+  default; ``use_m3``: the packaged multilingual encoder's; ``jaccard``: word-set Jaccard, the deck's string baseline)
 * weighted match score (std_match) = 0.5 · text overlap + 0.5 · rule similarity
 * human-aligned score (ha_match) = 0.3 · overlap + 0.3 · rule + 0.1 · category match (exact)
   + 0.2 · explanation similarity + 0.1 · correction similarity
@@ -21,12 +22,17 @@ there is nothing to say), one missing → 0.0. Category: exact string match, bot
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 import numpy as np
 
+from hcat_pipeline.metrics.violation_figures import FigureOptions, figures_with_ci, text_counts
+
 Embed = Callable[[list[str]], np.ndarray]
+RuleSimilarity = Literal["minilm", "use_m3", "jaccard"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,12 @@ class MatchConfig:
     overlap_threshold: float = 0.0  # IoU > 0: at least one shared character
     rule_similarity_threshold: float = 1e-2
     match_threshold: float = 0.5
+    # the deck compares Jaccard, a sentence transformer and OpenAI embeddings; benchmarks/violation_rule_backends.py
+    # compares Jaccard, MiniLM and USE-M3 on data/violations (3 rule pairs — a worked example, not a validation):
+    # paraphrased ex2 rules (artificial urgency / false deadlines) 0.000 / 0.508 / 0.348, unrelated ex2 rules
+    # 0.000 / 0.077 / 0.204, ex1's paraphrase 0.100 / 0.814 / 0.845. MiniLM kept: the widest gap between a paraphrase
+    # and an unrelated rule (0.43 vs 0.14 for USE-M3); Jaccard scores a paraphrase 0, under the 0.01 threshold
+    rule_similarity: RuleSimilarity = "minilm"
 
     @classmethod
     def from_options(cls, **options) -> MatchConfig:
@@ -128,18 +140,36 @@ def _field_similarity(a: str | None, b: str | None, vec: dict[str, np.ndarray]) 
     return float(vec[a] @ vec[b])
 
 
-def match_violations(predicted, ground_truth, embed: Embed, config: MatchConfig | None = None) -> MatchResult:
-    """Match violations of the same ``text_id`` (default: all one text); see the module docstring."""
+_WORD = re.compile(r"\w+")
+
+
+def word_jaccard(a: str, b: str) -> float:
+    """Jaccard similarity of the lower-cased word sets of ``a`` and ``b`` (punctuation ignored)."""
+    wa, wb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(wa & wb) / len(wa | wb) if wa | wb else 0.0
+
+
+def _rule_similarity(cfg: MatchConfig, rules: list[str], embed: Embed, rule_embed: Embed | None) -> Callable[[str, str], float]:
+    if cfg.rule_similarity == "jaccard":
+        return word_jaccard
+    if cfg.rule_similarity == "use_m3" and rule_embed is None:
+        raise ValueError("rule_similarity 'use_m3' needs rule_embed (the multilingual encoder's encode)")
+    fn = rule_embed if cfg.rule_similarity == "use_m3" else embed
+    uniq = list(dict.fromkeys(rules))
+    vec = dict(zip(uniq, np.asarray(fn(uniq), dtype=np.float32))) if uniq else {}
+    return lambda a, b: float(vec[a] @ vec[b])
+
+
+def match_violations(predicted, ground_truth, embed: Embed, config: MatchConfig | None = None,
+                     rule_embed: Embed | None = None) -> MatchResult:
+    """Match violations of the same ``text_id`` (default: all one text); see the module docstring. ``embed`` embeds
+    explanations and corrections (and rules under ``minilm``); ``rule_embed`` the rules under ``use_m3``."""
     cfg = config or MatchConfig()
     pred, gt = _records(predicted), _records(ground_truth)
-    texts = [
-        t
-        for v in (*pred, *gt)
-        for t in (v["rule"], v.get("explanation"), v.get("correction"))
-        if t
-    ]
+    texts = [t for v in (*pred, *gt) for t in (v.get("explanation"), v.get("correction")) if t]
     uniq = list(dict.fromkeys(texts))
     vec = dict(zip(uniq, np.asarray(embed(uniq), dtype=np.float32))) if uniq else {}
+    rule_sim = _rule_similarity(cfg, [v["rule"] for v in (*pred, *gt)], embed, rule_embed)
     gt_by_text: dict[str, list[int]] = {}
     for j, g in enumerate(gt):
         gt_by_text.setdefault(g["text_id"], []).append(j)
@@ -148,7 +178,7 @@ def match_violations(predicted, ground_truth, embed: Embed, config: MatchConfig 
         for j in gt_by_text.get(p["text_id"], []):
             g = gt[j]
             iou = char_iou(p["start"], p["end"], g["start"], g["end"])
-            rule = float(vec[p["rule"]] @ vec[g["rule"]])
+            rule = rule_sim(p["rule"], g["rule"])
             cat = 1.0 if (p.get("category") or None) == (g.get("category") or None) else 0.0
             expl = _field_similarity(p.get("explanation"), g.get("explanation"), vec)
             corr = _field_similarity(p.get("correction"), g.get("correction"), vec)
@@ -274,8 +304,10 @@ def _violation_problem(v, text) -> str | None:
     return None
 
 
-def evaluate_campaign(folder, embed: Embed, config: MatchConfig | None = None) -> tuple[list[dict], list[dict], list[dict]]:
-    """(summary per checker version, every candidate pair with its decision, file errors)."""
+def evaluate_campaign(folder, embed: Embed, config: MatchConfig | None = None, rule_embed: Embed | None = None,
+                      figures: FigureOptions | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+    """(summary per checker version — counts, the match score and P / R / F1 of both variants with bootstrap CIs over
+    texts (``violation_figures``), the rule-similarity backend —, every candidate pair with its decision, file errors)."""
     from pathlib import Path
 
     folder = Path(folder)
@@ -295,9 +327,11 @@ def evaluate_campaign(folder, embed: Embed, config: MatchConfig | None = None) -
         for t in unknown:
             errors.append({"file": path.name, "line": None, "reason": f"text_id {t!r} not in {GROUND_TRUTH_FILE} (ignored)"})
         pred_flat = [v for t, vs in pred.items() if t in gt for v in vs]
-        res = match_violations(pred_flat, gt_flat, embed, config)
+        res = match_violations(pred_flat, gt_flat, embed, config, rule_embed)
         row = campaign_rows([(checker, res)])[0]
         row.update(texts=len(gt), texts_missing=sum(1 for t in gt if t not in pred), predicted=len(pred_flat), ground_truth=len(gt_flat))
+        counts = text_counts(sorted(gt), pred_flat, gt_flat, res.matches, res.ha_matches)
+        row.update(figures_with_ci(counts, figures), rule_similarity=res.config["rule_similarity"])
         summary.append(row)
         for c in res.pairs:
             p, g = pred_flat[c["pred"]], gt_flat[c["gt"]]
