@@ -101,11 +101,12 @@ def test_metric_tables_every_metric_and_unavailable_ones(warehouse, embedding_mo
             run_config={"ops": {"metric_tables": {"config": config or {}}}},
         )  # fmt: skip
 
-    res = run(NLIModel())  # default config: every metric that applies
+    res = run(NLIModel(), {"extra_metrics": ["hierarchical_consistency"]})  # every default metric that applies + an opt-in
     assert res.success
     out = pl.read_parquet(warehouse / "metric_tables" / "v1" / "2026-11-21.parquet")
     info = json.loads(out["score_info"][0])
     assert {"groundedness_nli", "toxicity", "pii_leak", "refusal", "semantic_similarity"} <= set(info["metrics_computed"])
+    assert info["metrics_computed"][-1] == "hierarchical_consistency" and "hierarchy_structure" in out.columns
     assert info["metrics_unavailable"] == {} and out.filter(pl.col("error").is_null())["groundedness_nli"].null_count() == 0
     # the NLI head is missing: the asset fails, naming the metric, the cause and the fix
     res = run(no_head)

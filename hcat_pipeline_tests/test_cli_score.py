@@ -57,11 +57,14 @@ def test_hcat_score_every_metric(tmp_path, capsys):
     rows = [*ROWS, {"query": "Who do I write to?", "contexts": ["Write to Jane Doe at jane.doe@example.com."],
                     "answer": "I don't know. You are a stupid idiot. Mail john.smith@example.org.", "reference": "Jane Doe.", "id": 3}]
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    rc = main(["score", str(src), str(dst), "--cache-dir", str(tmp_path / "c"), "--no-progress", "--cross-lingual"])
+    rc = main(["score", str(src), str(dst), "--cache-dir", str(tmp_path / "c"), "--no-progress", "--cross-lingual",
+               "--with", "hierarchical_consistency"])  # fmt: skip
     assert rc == 0, capsys.readouterr().err
     out = pl.read_parquet(dst)
     info = json.loads(out["score_info"][0])
     from hcat_pipeline.metrics import metric_names
+
+    assert out["hierarchy_structure"].to_list() == ["none"] * out.height  # prose answers: the opt-in metric does not apply
 
     assert info["metrics_computed"] == metric_names() and info["metrics_unavailable"] == {}  # every registered metric ran
     assert out["groundedness_nli"][0] > out["groundedness_nli"][1]

@@ -25,7 +25,7 @@ from hcat_pipeline.configs import config_from
 from hcat_pipeline.golden.coverage import mean_ci
 from hcat_pipeline.io import as_frame
 from hcat_pipeline.metrics.options import ScoreOptions
-from hcat_pipeline.metrics.registry import MetricUnavailable
+from hcat_pipeline.metrics.registry import MetricUnavailable, default_metrics
 from hcat_pipeline.metrics.safety import bias_report as bias_report_table
 from hcat_pipeline.metrics.scoring import merge_score_infos, score_frame
 from hcat_pipeline.partitions import campaign_run
@@ -45,6 +45,8 @@ _KEEP = ("case_id", "system_id", "config_hash", "golden_set_version", "night", "
 MetricsConfig = config_from(
     ScoreOptions, "MetricsConfig",
     metrics=(list[str], Field(default_factory=list, description="empty: every default metric that applies (metrics.registry)")),
+    extra_metrics=(list[str], Field(default_factory=list, description="opt-in metrics run beside `metrics` (or the defaults), "
+                                    "e.g. hierarchical_consistency, cross_lingual_similarity")),
     allow_unavailable=(bool, Field(default=False, description="a metric that cannot run gets null columns instead of failing the asset")),
     shard_cases=(int, Field(default=DEFAULT_SHARD_CASES, ge=0, description="cases per step and system (0: one step per system)")),
 )
@@ -69,9 +71,10 @@ def _fmt_ci(r: dict) -> str:
 def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector: PIIDetector, nli_model: NLIModel,
            part: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
     try:
+        wanted = [*(config.metrics or default_metrics()), *config.extra_metrics] if config.extra_metrics else (config.metrics or None)
         return score_frame(
             part,
-            config.metrics or None,
+            wanted,
             allow_unavailable=config.allow_unavailable,
             embed=embedding_model.embed,
             embed_layers=embedding_model.layer_features,
@@ -79,7 +82,7 @@ def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector:
             nli=nli_model,
             multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
-            **config.model_dump(exclude={"metrics", "allow_unavailable", "shard_cases"}),
+            **config.model_dump(exclude={"metrics", "extra_metrics", "allow_unavailable", "shard_cases"}),
         )
     except MetricUnavailable as e:
         raise dg.Failure(

@@ -49,6 +49,8 @@ def _args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cross-lingual", action="store_true", help="add cross_lingual_similarity (answer vs reference, multilingual encoder)"
     )
+    p.add_argument("--with", dest="extra", default="", help="comma-separated opt-in metrics to run beside --metrics or the "
+                   "defaults (e.g. hierarchical_consistency)")
 
 
 def read_table(path: Path):
@@ -89,9 +91,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     model = EmbeddingModel(cache_dir=args.cache_dir) if args.cache_dir else EmbeddingModel()
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] or None
-    if args.cross_lingual:
+    extra = (["cross_lingual_similarity"] if args.cross_lingual else []) + [m.strip() for m in args.extra.split(",") if m.strip()]
+    if extra:
         base = metrics or [m.name for m in resolve_metrics(None, "reference" in frame.columns)]
-        metrics = [*base, "cross_lingual_similarity"]
+        metrics = [*base, *extra]
     try:
         out, info = score(
             frame,

@@ -40,7 +40,8 @@ STR_LIST = pl.List(pl.String)
 NEEDS = ("embed", "embed_layers", "nli", "pii", "llm", "multilingual", "reference")
 RESOURCES = tuple(n for n in NEEDS if n != "reference")  # the needs a caller gives to score() (reference is a column)
 SENTENCE_KINDS = ("query", "context", "answer", "reference")
-FAMILIES = ("relevancy", "groundedness", "completeness", "similarity", "toxicity_metric", "privacy", "refusal", "citation", "confidence")
+FAMILIES = ("relevancy", "groundedness", "completeness", "similarity", "toxicity_metric", "privacy", "refusal", "citation", "confidence",
+            "hierarchy")
 
 # how to provide each need (the "fix" part of MetricUnavailable)
 FIXES: dict[str, str] = {
