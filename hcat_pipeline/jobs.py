@@ -44,7 +44,7 @@ exam_job = dg.define_asset_job(
     "exam_job",
     selection=dg.AssetSelection.groups("exam"),
     description="Exam paper, on demand: exam_candidates → exam (frozen under data/exams/<version>/) → exam_responses "
-    "(every campaign system × ICL 0/1/2, checkpointed) → irt_model → exam_report.",
+    "(every campaign system × ICL 0/1/2, checkpointed) → irt_model → exam_report, exam_topics.",
 )
 
 labels_job = dg.define_asset_job(

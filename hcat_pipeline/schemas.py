@@ -274,6 +274,13 @@ EXAM_RESPONSES = {
     "context_chunk_ids": pl.List(pl.String), "latency_s": pl.Float64, "error": pl.String,
 }  # fmt: skip
 
+# exam_topics: taker × topic stratum (exam.topics; exam paper App. A.5)
+EXAM_TOPICS = {
+    "exam_version": pl.String, "system_id": pl.String, "llm": pl.String, "retriever": pl.String, "icl_examples": pl.Int32,
+    "topic": pl.String, "n": pl.Int64, "correct": pl.Int64, "accuracy": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+    "theta": pl.Float64, "items_kept": pl.Int64, "mean_information": pl.Float64,
+}  # fmt: skip
+
 # gate_verdicts (per campaign run): gate × system × scope group (gates.apply)
 GATE_VERDICTS = {
     "gate": pl.String, "kind": pl.String, "table": pl.String, "metric": pl.String, "statistic": pl.String,

@@ -54,6 +54,7 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     import dagster as dg
 
     from hcat_pipeline.assets import exam as exam_assets
+    from hcat_pipeline.assets.exam_topics import exam_topics
 
     chunks, strata = corpus_tables
     emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list())))  # Array(Float32, 384)
@@ -75,7 +76,7 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
         "irt_model": {"config": {"model": "2pl", "max_rounds": 1}},
     }}  # fmt: skip
     assets = [_strata, _chunks, _emb, exam_assets.exam_candidates, exam_assets.exam, exam_assets.exam_responses,
-              exam_assets.irt_model, exam_assets.exam_report]  # fmt: skip
+              exam_assets.irt_model, exam_assets.exam_report, exam_topics]  # fmt: skip
     resources = {"llm": ScriptedLLM(), "embedding_model": embedding_model}
     result = dg.materialize(assets, resources=resources, run_config=run_config)
     assert result.success
@@ -89,6 +90,13 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     assert np.allclose(report["accuracy"].to_numpy(), report["longest_answer_baseline"].to_numpy())
     irt = result.output_for_node("irt_model")
     assert set(irt["kind"]) == {"item", "taker", "component"} and set(irt["exam_version"]) == {version}
+    # per topic × taker (App. A.5): the answers add up to the taker's, each topic its stratum's questions
+    topics = result.output_for_node("exam_topics")
+    per_taker = topics.group_by("system_id").agg(pl.col("n").sum(), pl.col("correct").sum()).sort("system_id")
+    assert per_taker.rows() == report.select("system_id", "n", "correct").sort("system_id").rows()
+    stratum_n = exam.group_by("stratum").len()["len"].sort().to_list()
+    assert topics.filter(pl.col("system_id") == topics["system_id"][0])["n"].sort().to_list() == stratum_n
+    assert topics["exam_version"].unique().to_list() == [version] and topics["mean_information"].drop_nulls().min() > 0
     # a second run freezes the same version and resumes every answer from the checkpoint
     again = dg.materialize(assets, resources=resources, run_config=run_config)
     assert again.output_for_node("exam")["exam_version"][0] == version

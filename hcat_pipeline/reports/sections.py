@@ -190,6 +190,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "construct_validity": constructs,
         "exam": _optional_section("exam", "Exam accuracy per taker (exam_report)",
                                   optional.get("exam_report") or OptionalTable(None, "exam_report is not materialized (exam_job)")),
+        "exam_topics": _optional_section("exam_topics", "Exam accuracy and item information per topic and taker (exam_topics)",
+                                         optional.get("exam_topics") or OptionalTable(None, "exam_topics is not materialized (exam_job)")),
     }  # fmt: skip
     plots = {**plots_for(cells, scores, metrics, pairs, seed), "rubric": rubric_plots}
     run = {**run, "n_systems": scores["system_id"].n_unique(), "n_cases": scores["case_id"].n_unique()}
