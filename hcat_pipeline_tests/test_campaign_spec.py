@@ -29,7 +29,7 @@ def test_shipped_campaign_files_load_and_hash_ignores_formatting():
     full = load_campaign(PROJECT_ROOT / "campaigns" / "full.yaml")
     # the full profile: every case, and every reference system (the default's three plus bm25 and dense)
     assert default.max_cases > 0 and full.max_cases == 0
-    assert {s.system_id for s in default.systems} < {s.system_id for s in full.systems} == {"closed_book", "bm25", "dense", "hybrid", "oracle"}
+    assert {s.system_id for s in default.systems} < {s.system_id for s in full.systems} == {"closed_book", "bm25", "dense", "dense_use", "hybrid", "oracle"}
     a = parse_campaign(GOOD)
     b = parse_campaign("# a comment\n" + GOOD.replace("max_cases: 10", "max_cases:   10   # ten"))
     assert campaign_sha256(a) == campaign_sha256(b)

@@ -158,3 +158,23 @@ def test_retrieval_metrics_table_per_system():
 ])
 def test_is_refusal(answer, expected):
     assert is_refusal(answer) is expected
+
+
+def test_dense_use_is_a_second_dense_index_and_a_mismatched_encoder_is_refused():
+    import numpy as np
+
+    from hcat_pipeline.responses.retrieval import RETRIEVERS, build_retriever
+
+    ids, texts = ["a", "b", "c"], ["alpha", "beta", "gamma"]
+    one_hot = np.eye(3, dtype=np.float32)
+    use_embed = lambda qs: np.array([one_hot[["alpha", "beta", "gamma"].index(q)] for q in qs])  # noqa: E731
+    cache: dict = {}
+    r = build_retriever("dense_use", ids, texts, np.zeros((3, 2)), lambda q: np.zeros((len(q), 2)), cache, (one_hot, use_embed))
+    assert "dense_use" in RETRIEVERS and r.name == "dense_use"
+    assert [p.chunk_id for p in r.retrieve("beta", 1)] == ["b"]
+    assert cache["dense_use"] is r and "dense" not in cache  # its own index, not MiniLM's
+    with pytest.raises(ValueError, match="needs the multilingual encoder"):
+        build_retriever("dense_use", ids, texts, one_hot, use_embed)
+    wrong = build_retriever("dense_use", ids, texts, second_dense=(one_hot, lambda q: np.ones((len(q), 384))))
+    with pytest.raises(ValueError, match="384 dimensions, the chunk index 3"):
+        wrong.retrieve("beta", 1)

@@ -59,7 +59,8 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     chunks, strata = corpus_tables
     emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list())))  # Array(Float32, 384)
     (tmp_path / "campaign.yaml").write_text("name: t\nsystems:\n  - {system_id: closed_book, retriever: closed_book}\n"
-                                            "  - {system_id: bm25, retriever: bm25}\n  - {system_id: oracle, retriever: oracle}\n")  # fmt: skip
+                                            "  - {system_id: bm25, retriever: bm25}\n  - {system_id: oracle, retriever: oracle}\n"
+                                            "  - {system_id: dense_use, retriever: dense_use}\n")  # fmt: skip
 
     _strata = stub_asset("topic_strata", strata)
 
@@ -84,7 +85,9 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     version = exam["exam_version"][0]
     assert exam.height == 6 and version.startswith("ex-") and (tmp_path / "exams" / version / "manifest.json").exists()
     responses = result.output_for_node("exam_responses")
-    assert responses.height == 6 * 9 and set(responses["exam_version"]) == {version}  # 3 systems × ICL 0/1/2
+    assert responses.height == 6 * 12 and set(responses["exam_version"]) == {version}  # 4 systems × ICL 0/1/2
+    use = responses.filter(pl.col("retriever") == "dense_use")  # the second dense encoder (USE-M3) takes the exam too
+    assert use.height == 18 and use["context_chunk_ids"].list.len().min() > 0
     # the scripted scorer picks the longest option: accuracy equals the longest-answer baseline
     report = result.output_for_node("exam_report")
     assert np.allclose(report["accuracy"].to_numpy(), report["longest_answer_baseline"].to_numpy())
@@ -101,7 +104,7 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     again = dg.materialize(assets, resources=resources, run_config=run_config)
     assert again.output_for_node("exam")["exam_version"][0] == version
     meta = again.asset_materializations_for_node("exam_responses")[0].metadata
-    assert meta["llm_calls_this_run"].value == 0 and meta["resumed_from_checkpoint"].value == 54
+    assert meta["llm_calls_this_run"].value == 0 and meta["resumed_from_checkpoint"].value == 72
     gen = again.asset_materializations_for_node("exam_candidates")[0].metadata
     assert gen["candidates_from_checkpoint"].value == 6  # nothing generated again
 

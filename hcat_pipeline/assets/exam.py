@@ -55,6 +55,7 @@ from hcat_pipeline.golden.cases import corpus_hash
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.responses.campaign_run import index_fingerprint
 from hcat_pipeline.responses.retrieval import build_retriever
@@ -246,15 +247,20 @@ def _takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingMod
                          f"{sorted({i.llm_id for i in llms.values()})}")  # fmt: skip
     ids, texts, matrix = index["chunk_id"].to_list(), index["text"].to_list(), index["embedding"].to_numpy()
     ihash = index_fingerprint(ids, texts, embedding_model.model_id)
+    second, use_hash = None, None
+    if any(s.retriever == "dense_use" for s in systems):  # the second dense encoder (exam paper §4.2): USE-M3
+        vectors, use_embed, use_model = MultilingualEncoder(cache_dir=embedding_model.cache_dir, use_cache=embedding_model.use_cache).dense_index(texts)
+        second, use_hash = (vectors, use_embed), index_fingerprint(ids, texts, use_model)
     pool = [{**r, "case_id": r["question_id"], "reference_answer": r["answer"], "expected_behavior": "answer"} for r in exam.to_dicts()]
     cache, takers = {}, []
     skipped = [s.system_id for s in spec.systems if s.http is not None]
     for s in systems:
-        retriever = build_retriever(s.retriever, ids, texts, matrix, embedding_model.embed, cache)
+        retriever = build_retriever(s.retriever, ids, texts, matrix, embedding_model.embed, cache, second)
         info = llms[s.system_id]
         for icl in config.icl_levels:
             ts = TakerSpec(f"{s.system_id}@icl{icl}", s.retriever, s.top_k, int(icl), config.seed)
-            takers.append(ExamTaker(ts, retriever, info.client, info.llm_id, info.fingerprint, mode, pool, ihash))
+            takers.append(ExamTaker(ts, retriever, info.client, info.llm_id, info.fingerprint, mode, pool,
+                                    use_hash if s.retriever == "dense_use" else ihash))
     return takers, skipped, mode
 
 

@@ -34,6 +34,7 @@ from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.http_system import HttpRagSystem
 from hcat_pipeline.resources.llm import LLM, is_transient_error
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.responses.campaign_run import (
     CheckpointHistory,
@@ -95,8 +96,9 @@ def answer_shard(context: dg.OpExecutionContext, config: CampaignRunConfig, llm:
     one = spec.model_copy(update={"systems": [s for s in spec.systems if s.system_id == shard.system_id]})
     cases = _cases_by_id(golden_set, shard.case_ids)
     index = chunks.select("chunk_id", "text").join(chunk_embeddings, on="chunk_id", how="inner")
+    use_m3 = MultilingualEncoder(cache_dir=embedding_model.cache_dir, use_cache=embedding_model.use_cache)  # loaded only for dense_use
     built = build_systems([s.model_dump() for s in one.systems], system_llms(one, llm), index, embedding_model.embed, embedding_model.model_id,
-                          golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse)  # fmt: skip
+                          golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse, use_m3.dense_index)  # fmt: skip
     history = CheckpointHistory(config.checkpoint_dir, version, night)
     marks, done = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}, iter(range(1, len(cases) + 1))
 

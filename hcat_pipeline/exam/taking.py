@@ -1,7 +1,7 @@
 """Exam taking (exam-generation paper §3.3 pointwise evaluation, §4.2 systems): every system of the
 campaign answers every question of a frozen exam.
 
-A *taker* is retriever (closed_book | oracle | bm25 | dense | hybrid, over the campaign's chunk index)
+A *taker* is retriever (closed_book | oracle | bm25 | dense | dense_use | hybrid, over the campaign's chunk index)
 × LLM × 0/1/2 in-context examples (other questions of the same exam with their answers, seeded,
 never the question itself):
 

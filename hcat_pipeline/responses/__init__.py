@@ -3,7 +3,7 @@ golden-eval §4, §10). Its face is ``hcat_pipeline/assets/responses.py`` (``rag
 
 * ``rag`` — a system's configuration (``SystemConfig``, the one field list the campaign file's ``SystemSpec`` derives
   from), prompts, in-context examples, the checkpointed execution engine.
-* ``retrieval`` — closed_book | oracle | bm25 | dense | hybrid retrievers and planted distractor passages.
+* ``retrieval`` — closed_book | oracle | bm25 | dense | dense_use | hybrid retrievers and planted distractor passages.
 * ``campaign_run`` — a campaign run: build the systems (each on its own LLM, or a user's service over HTTP), resume,
   reuse, run, summarise.
 * ``retrieval_metrics`` — recall@k, precision@k, MRR, abstention and false-refusal rates.

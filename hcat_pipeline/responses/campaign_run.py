@@ -77,12 +77,21 @@ def build_systems(
     icl_pool: Sequence[dict],
     http_factory: Callable[[dict], object],
     reuse_mode: str = "deterministic_local",
+    second_dense: Callable[[list[str]], tuple[np.ndarray, Callable, str]] | None = None,
 ) -> list[BuiltSystem]:
     """One ``BuiltSystem`` per spec (dicts in the campaign schema), a retrieval-augmented one on ``llms[system_id]``.
-    ``chunks`` has chunk_id, text and embedding (the dense index). Retriever indexes are shared between systems."""
+    ``chunks`` has chunk_id, text and embedding (the dense index). Retriever indexes are shared between systems.
+    ``second_dense(texts) -> (vectors, embed, model id)`` builds the USE-M3 index, called only when a system uses
+    ``dense_use`` (its index fingerprint names that model, so a changed encoder never reuses an answer)."""
     chunk_ids, texts = chunks["chunk_id"].to_list(), chunks["text"].to_list()
     matrix = chunks["embedding"].to_numpy() if "embedding" in chunks.columns else None
     index = index_fingerprint(chunk_ids, texts, embedder_id)
+    use_index, use_id = None, None
+    if any(s.get("retriever") == "dense_use" and not s.get("http") for s in specs):
+        if second_dense is None:
+            raise ValueError("a system uses retriever 'dense_use' but no multilingual encoder was given (second_dense)")
+        vectors, use_embed, use_model = second_dense(texts)
+        use_index, use_id = (vectors, use_embed), index_fingerprint(chunk_ids, texts, use_model)
     cache: dict = {}
     built = []
     for s in specs:
@@ -93,13 +102,14 @@ def build_systems(
                                      {"llm": None, "retriever": "external", "top_k": None, "icl_examples": None, "prompt_hash": None},
                                      reusable=False))  # fmt: skip
             continue
-        retriever = build_retriever(s["retriever"], chunk_ids, texts, matrix, embed, cache)
+        retriever = build_retriever(s["retriever"], chunk_ids, texts, matrix, embed, cache, use_index)
         llm = llms[s["system_id"]]
         cfg = SystemConfig(
             system_id=s["system_id"], retriever=s["retriever"], top_k=s["top_k"], icl_examples=s["icl_examples"],
             prompt=s["prompt"], max_tokens=s["max_tokens"], temperature=s["temperature"], seed=s["seed"],
             inject_distractors=s["inject_distractors"],
-            extra={"model_sha": llm.fingerprint, "index": None if s["retriever"] == "closed_book" else index},
+            extra={"model_sha": llm.fingerprint,
+                   "index": {"closed_book": None, "dense_use": use_id}.get(s["retriever"], index)},
         )
         system = RagPipeline(cfg, retriever, llm.client, llm.llm_id, icl_pool=icl_pool)
         reusable = reuse_mode == "deterministic_local" and llm.is_deterministic(cfg.temperature)

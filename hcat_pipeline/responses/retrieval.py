@@ -1,5 +1,6 @@
 """Retrieval mechanisms of a RAG pipeline (exam-generation paper §4.2): closed-book, oracle,
-sparse (BM25), dense and hybrid (dense + sparse fused by reciprocal rank fusion).
+sparse (BM25), dense (MiniLM), a second dense encoder ``dense_use`` (the packaged multilingual USE-M3: the paper
+compares two dense encoders) and hybrid (MiniLM dense + sparse fused by reciprocal rank fusion).
 
 Every retriever has ``retrieve_batch(queries, k, source_chunk_ids=None) -> list[list[Passage]]``
 (and ``retrieve(query, k, source_chunk_ids=None)`` for one query). Pure: the dense retriever takes
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 DISTRACTOR_PREFIX = "distractor:"
-RetrieverName = Literal["closed_book", "oracle", "bm25", "dense", "hybrid"]
+RetrieverName = Literal["closed_book", "oracle", "bm25", "dense", "dense_use", "hybrid"]
+DenseIndex = tuple[np.ndarray, Callable[[list[str]], np.ndarray]]  # (chunk vectors in chunk order, embed of the same model)
 RETRIEVERS: tuple[str, ...] = get_args(RetrieverName)
 
 
@@ -110,7 +112,9 @@ class Dense(Retriever):
 
     name = "dense"
 
-    def __init__(self, chunk_ids: Sequence[str], texts: Sequence[str], matrix: np.ndarray, embed: Callable[[list[str]], np.ndarray]):
+    def __init__(self, chunk_ids: Sequence[str], texts: Sequence[str], matrix: np.ndarray, embed: Callable[[list[str]], np.ndarray],
+                 name: str = "dense"):
+        self.name = name
         m = np.asarray(matrix, dtype=np.float32)
         norms = np.linalg.norm(m, axis=1, keepdims=True)
         self.matrix = m / np.where(norms == 0, 1, norms)
@@ -124,6 +128,9 @@ class Dense(Retriever):
         if not queries:
             return []
         q = np.asarray(self.embed(list(queries)), dtype=np.float32)
+        if q.ndim != 2 or q.shape[1] != self.matrix.shape[1]:
+            raise ValueError(f"{self.name} retriever: the query vectors have {q.shape[-1]} dimensions, the chunk index "
+                             f"{self.matrix.shape[1]}: the index and the query encoder must be the same model")  # fmt: skip
         q = q / np.where((n := np.linalg.norm(q, axis=1, keepdims=True)) == 0, 1, n)
         sims = q @ self.matrix.T
         out = []
@@ -206,8 +213,10 @@ def build_retriever(
     matrix: np.ndarray | None = None,
     embed: Callable[[list[str]], np.ndarray] | None = None,
     cache: dict | None = None,
+    second_dense: DenseIndex | None = None,
 ) -> Retriever:
-    """Make the retriever ``name`` (one of ``RETRIEVERS``); ``cache`` shares indexes between systems."""
+    """Make the retriever ``name`` (one of ``RETRIEVERS``); ``cache`` shares indexes between systems. ``matrix`` /
+    ``embed``: the MiniLM index (dense, hybrid); ``second_dense``: the USE-M3 index (dense_use)."""
     cache = {} if cache is None else cache
     if name in cache:
         return cache[name]
@@ -225,6 +234,10 @@ def build_retriever(
         else:
             r = Hybrid(build_retriever("dense", chunk_ids, texts, matrix, embed, cache),
                        build_retriever("bm25", chunk_ids, texts, cache=cache))
+    elif name == "dense_use":
+        if second_dense is None:
+            raise ValueError("retriever 'dense_use' needs the multilingual encoder's chunk index (second_dense)")
+        r = Dense(chunk_ids, texts, second_dense[0], second_dense[1], name="dense_use")
     else:
         raise ValueError(f"unknown retriever {name!r}; expected one of {RETRIEVERS}")
     cache[name] = r
