@@ -24,7 +24,8 @@ PLANTED = "Records show the Eiffel Tower was only completed in 1925."
 def _golden() -> pl.DataFrame:
     base = {c: None for c in GOLDEN_SET}
     rows = [
-        {**base, "case_id": "c1", "version": "v1", "query": QUERY, "reference_answer": "It was completed in 1889.", "pair_id": "p1", "attribute": "gender"},
+        {**base, "case_id": "c1", "version": "v1", "query": QUERY, "reference_answer": "It was completed in 1889.", "pair_id": "p1", "attribute": "gender",
+         "source_chunk_ids": ["k1"]},
         {**base, "case_id": "c2", "version": "v1", "query": QUERY, "reference_answer": "It was completed in 1889.", "pair_id": "p1", "attribute": "gender"},
     ]
     return pl.DataFrame(rows, schema=GOLDEN_SET)
@@ -120,6 +121,36 @@ def test_metric_tables_every_metric_and_unavailable_ones(warehouse, embedding_mo
     assert list(md["metrics_unavailable"].data) == ["groundedness_nli"] and "hcat train-nli" in md["metrics_unavailable"].data["groundedness_nli"]
     assert md["metrics_computed"].data == ["groundedness_similarity"]
     assert pl.read_parquet(warehouse / "metric_tables" / "v1" / "2026-11-21.parquet")["groundedness_nli"].null_count() == 4
+
+
+def test_long_document_faithfulness_reads_the_cases_long_source_documents(warehouse, embedding_model, tmp_path):
+    # c1's source chunk k1 belongs to d1 (3 chunks: long at long_document_min_chunks 2); c2 has no source chunk
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    doc = "The Eiffel Tower is in Paris. It was completed in 1889. It is 330 metres tall."
+    pl.DataFrame({"doc_id": ["d1"], "source": ["s"], "title": ["Eiffel"], "text": [doc]}).write_parquet(corpus_dir / "corpus.parquet")
+    pl.DataFrame({"chunk_id": ["k1", "k2", "k3"], "doc_id": ["d1"] * 3}).write_parquet(corpus_dir / "chunks.parquet")
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("golden_set_version", ["v1"])
+    metric_tables, _ = build_metric_assets()
+    io = PolarsParquetIOManager(base_dir=str(warehouse))
+    assert dg.materialize([_golden_set], partition_key="v1", instance=instance, resources={"io_manager": io}).success
+    config = {"metrics": ["answer_relevancy"], "extra_metrics": ["long_document_faithfulness"], "corpus_dir": str(corpus_dir),
+              "long_document_min_chunks": 2}  # fmt: skip
+    res = dg.materialize(
+        [_golden_set, _rag_responses, metric_tables], selection=[_rag_responses, metric_tables],
+        partition_key=campaign_run_key("v1", "2026-11-21"), instance=instance,
+        resources={"io_manager": io, "embedding_model": embedding_model, "pii_detector": PIIDetector(), "nli_model": NLIModel()},
+        run_config={"ops": {"metric_tables": {"config": config}}},
+    )  # fmt: skip
+    assert res.success
+    out = pl.read_parquet(warehouse / "metric_tables" / "v1" / "2026-11-21.parquet")
+    by = {(r["system_id"], r["case_id"]): r for r in out.to_dicts()}
+    assert by[("good", "c1")]["long_document_faithfulness"] == pytest.approx(1.0)  # its one sentence is in d1
+    bad = by[("bad", "c1")]
+    assert bad["long_document_faithfulness"] == 0.0 and bad["long_document_unfaithful"][0]["sentence"] == "Bananas are yellow."
+    assert by[("good", "c2")]["long_document_faithfulness"] is None and by[("good", "c2")]["long_document_sources"] == 0
+    assert "source_documents" not in out.columns  # the documents are read, never stored again
 
 
 def test_violation_campaign_asset(tmp_path, warehouse, embedding_model):

@@ -56,15 +56,17 @@ def test_hcat_score_every_metric(tmp_path, capsys):
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.parquet"
     rows = [*ROWS, {"query": "Who do I write to?", "contexts": ["Write to Jane Doe at jane.doe@example.com."],
                     "answer": "I don't know. You are a stupid idiot. Mail john.smith@example.org.", "reference": "Jane Doe.", "id": 3}]
+    rows = [{**r, "source_documents": r["contexts"]} for r in rows]  # long_document_faithfulness reads them
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     rc = main(["score", str(src), str(dst), "--cache-dir", str(tmp_path / "c"), "--no-progress", "--cross-lingual",
-               "--with", "hierarchical_consistency"])  # fmt: skip
+               "--with", "hierarchical_consistency,long_document_faithfulness"])  # fmt: skip
     assert rc == 0, capsys.readouterr().err
     out = pl.read_parquet(dst)
     info = json.loads(out["score_info"][0])
     from hcat_pipeline.metrics import metric_names
 
     assert out["hierarchy_structure"].to_list() == ["none"] * out.height  # prose answers: the opt-in metric does not apply
+    assert out["long_document_sources"].to_list() == [1] * out.height and out["long_document_faithfulness"].is_not_null().all()
 
     assert info["metrics_computed"] == metric_names() and info["metrics_unavailable"] == {}  # every registered metric ran
     assert out["groundedness_nli"][0] > out["groundedness_nli"][1]

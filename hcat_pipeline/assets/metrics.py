@@ -11,6 +11,7 @@ then its columns are null and the reason is in the ``metrics_unavailable`` metad
 """
 
 import json
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -24,11 +25,13 @@ from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, merge_shards, split
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.golden.coverage import mean_ci
 from hcat_pipeline.io import as_frame
+from hcat_pipeline.metrics.long_document import long_source_documents
 from hcat_pipeline.metrics.options import ScoreOptions
 from hcat_pipeline.metrics.registry import MetricUnavailable, default_metrics
 from hcat_pipeline.metrics.safety import bias_report as bias_report_table
 from hcat_pipeline.metrics.scoring import merge_score_infos, score_frame
 from hcat_pipeline.partitions import campaign_run
+from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
@@ -49,7 +52,12 @@ MetricsConfig = config_from(
                                     "e.g. hierarchical_consistency, cross_lingual_similarity")),
     allow_unavailable=(bool, Field(default=False, description="a metric that cannot run gets null columns instead of failing the asset")),
     shard_cases=(int, Field(default=DEFAULT_SHARD_CASES, ge=0, description="cases per step and system (0: one step per system)")),
+    long_document_min_chunks=(int, Field(default=10, ge=1, description="long_document_faithfulness: a source document with at "
+                                         "least this many chunks is long (the default corpus: median 3, 75th percentile 10)")),
+    corpus_dir=(str, Field(default=str(WAREHOUSE_DIR), description="where corpus.parquet and chunks.parquet are read for "
+                           "long_document_faithfulness's source documents")),
 )
+LONG_DOCUMENT = "long_document_faithfulness"
 
 
 def _distribution(values: pl.Series) -> dict:
@@ -82,7 +90,7 @@ def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector:
             nli=nli_model,
             multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
-            **config.model_dump(exclude={"metrics", "extra_metrics", "allow_unavailable", "shard_cases"}),
+            **config.model_dump(exclude={"metrics", "extra_metrics", "allow_unavailable", "shard_cases", "long_document_min_chunks", "corpus_dir"}),
         )
     except MetricUnavailable as e:
         raise dg.Failure(
@@ -101,9 +109,21 @@ def plan_metric_shards(context: dg.OpExecutionContext, config: MetricsConfig, ra
     gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type", "expected_behavior") if c in golden_set.columns]
     refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})
     frame = without_planted(rag_responses).join(refs.lazy(), on="case_id", how="left", maintain_order="left")
+    if LONG_DOCUMENT in (*config.metrics, *config.extra_metrics):
+        frame = frame.join(_long_documents(config, golden_set).lazy(), on="case_id", how="left", maintain_order="left")
     work = split_frame(frame, config.shard_cases)
     context.log.info(f"{len(work)} shard(s) of responses")
     yield from emit_work(work)
+
+
+def _long_documents(config: MetricsConfig, golden_set: pl.DataFrame) -> pl.DataFrame:
+    """case_id → the full texts of its long source documents (read from the stored corpus and chunks)."""
+    paths = [Path(config.corpus_dir) / f"{name}.parquet" for name in ("chunks", "corpus")]
+    if missing := [str(p) for p in paths if not p.exists()]:
+        raise dg.Failure(f"metric_tables: {LONG_DOCUMENT} reads the corpus's documents, but {missing} do not exist: "
+                         "materialize corpus and chunks (ingest_job) or set corpus_dir")  # fmt: skip
+    chunks, corpus = (pl.read_parquet(p) for p in paths)
+    return long_source_documents(golden_set, chunks, corpus, config.long_document_min_chunks)
 
 
 @dg.op(description="Every metric on one shard of the night's responses.")

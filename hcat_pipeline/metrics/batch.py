@@ -49,6 +49,10 @@ class Batch:
         self.answers: list[str | None] = frame["answer"].to_list()
         self.contexts: list[list[str]] = [list(c or []) for c in frame["contexts"].to_list()]
         self.has_reference = "reference" in frame.columns
+        # the full source documents of a row (long-document faithfulness; None: the input has no such column)
+        self.source_documents: list[list[str]] | None = (
+            [list(d or []) for d in frame["source_documents"].to_list()] if "source_documents" in frame.columns else None
+        )
         self.references: list[str | None] = frame["reference"].to_list() if self.has_reference else [None] * self.n
         self.tasks: list[str | None] = (
             frame["task"].to_list() if "task" in frame.columns else [None] * self.n
