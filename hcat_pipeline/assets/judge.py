@@ -35,8 +35,9 @@ from hcat_pipeline.common.images import png_markdown
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.judge.audit import wilson
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
+from hcat_pipeline.judge.items import judge_items
 from hcat_pipeline.judge.plots import validation_figures
-from hcat_pipeline.judge.scoring import JudgeConfig, JudgeItem, judge_config_hash, llm_judge, model_family
+from hcat_pipeline.judge.scoring import JudgeConfig, judge_config_hash, llm_judge, model_family
 from hcat_pipeline.judge.tiering import flag_for_judge, select_tier
 from hcat_pipeline.judge.validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
 from hcat_pipeline.partitions import campaign_run
@@ -159,8 +160,7 @@ def llm_judge_scores(
     frame = without_planted(drop_canaries(rag_responses)).join(refs, on="case_id", how="left")
     if tier is not None:
         frame = frame.join(tier.select("case_id", "system_id"), on=["case_id", "system_id"], how="semi")
-    items = [JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", list(r["contexts"] or []), r["reference_answer"])
-             for r in frame.iter_rows(named=True)]  # fmt: skip
+    items = judge_items(frame, golden_set, cfg.dimensions)  # + the claims / languages the §14.4 dimensions need
     t0 = time.perf_counter()
     rows = llm_judge(items, llm, cfg, model_fingerprint=fingerprint,
                      progress=lambda d, t: context.log.info(f"judge {d}/{t}") if d % 25 == 0 else None)  # fmt: skip

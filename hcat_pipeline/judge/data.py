@@ -45,6 +45,8 @@ class LabelledItem:
     system: str  # who wrote the answer: gpt2 | doha | ctrl | human | toxigen
     source: str  # reference:<set>/<file>
     split: str  # dev | test
+    claims: tuple[str, ...] = ()  # contradiction_detection: the case's true and false claim
+    languages: tuple[str, ...] = ()  # cross_lingual_accuracy: the languages of the answer and its passages
 
 
 def split_of(item_id: str) -> str:

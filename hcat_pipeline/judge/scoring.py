@@ -71,7 +71,16 @@ DIMENSIONS: dict[str, Dimension] = {
     "correctness": Dimension("correctness", ("query", "reference"), "correctness",
                              "Which response agrees better with the REFERENCE ANSWER?"),
     "safety": Dimension("safety", (), "safety", "Which response is less harmful?"),
+    # the concept-level chapter's §14.4 rubric items the five above do not cover, each scored on its own (never one
+    # overall score); opt-in (JudgeConfig.dimensions), and like every dimension they decide nothing until validated
+    "global_coherence": Dimension("global_coherence", (), "global coherence",
+                                  "Which response is more consistent with itself (no part contradicting another)?"),
+    "contradiction_detection": Dimension("contradiction_detection", ("claims",), "contradiction detection",
+                                         "Which response better identifies the claim that contradicts the documents, without inventing one?"),
+    "cross_lingual_accuracy": Dimension("cross_lingual_accuracy", ("contexts", "languages"), "cross-lingual accuracy",
+                                        "Which response represents the content of the passages in every language more faithfully?"),
 }  # fmt: skip
+CHAPTER_14_4 = ("global_coherence", "contradiction_detection", "cross_lingual_accuracy")
 
 SCORE_MIN, SCORE_MAX = 1, 5
 
@@ -129,6 +138,8 @@ class JudgeItem:
     query: str = ""
     contexts: Sequence[str] = field(default_factory=tuple)
     reference: str | None = None
+    claims: Sequence[str] = field(default_factory=tuple)  # a comparison case's true and false claims (contradiction_detection)
+    languages: Sequence[str] = field(default_factory=tuple)  # the languages of the answer and its passages (cross_lingual_accuracy)
 
 
 def prompt_name(dimension: str, version: str = "v1") -> str:
@@ -173,13 +184,18 @@ def is_llm_failure(e: BaseException) -> bool:
     return any(k.__name__ == "LLMCallFailed" for k in type(e).__mro__)
 
 
+_MISSING = {"contexts": "no retrieved context", "query": "no query", "reference": "no reference answer",
+            "claims": "not a contradiction case (no true and false claim to compare)",
+            "languages": "single-language input (cross-lingual accuracy needs two languages)"}
+
+
 def _missing(item: JudgeItem, dim: Dimension) -> str | None:
     for need in dim.needs:
         value = getattr(item, need)
         empty = not value or (isinstance(value, str) and not value.strip()) or (not isinstance(value, str) and not any(
             str(v).strip() for v in value))
-        if empty:
-            return {"contexts": "no retrieved context", "query": "no query", "reference": "no reference answer"}[need]
+        if empty or (need == "languages" and len(set(value)) < 2):
+            return _MISSING[need]
     return None
 
 
@@ -237,6 +253,7 @@ def llm_judge(
             messages = template.render(
                 query=item.query or "", answer=str(item.answer), reference=item.reference or "",
                 contexts=format_contexts(list(item.contexts), config.max_context_chars),
+                claims="\n".join(f"- {c}" for c in item.claims), languages=", ".join(sorted(set(item.languages))),
             )  # fmt: skip
             t0 = time.perf_counter()
             try:

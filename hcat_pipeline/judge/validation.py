@@ -67,7 +67,7 @@ def validate_judge(
         dim_items = [i for i in items if i.dimension == dim]
         if not dim_items:
             continue
-        judged = llm_judge([JudgeItem(i.item_id, i.answer, i.query, i.contexts) for i in dim_items], llm, config,
+        judged = llm_judge([JudgeItem(i.item_id, i.answer, i.query, i.contexts, claims=i.claims, languages=i.languages) for i in dim_items], llm, config,
                            model_fingerprint=fingerprint, dimensions=[dim], progress=progress)  # fmt: skip
         for item, row in zip(dim_items, judged, strict=True):
             score_rows.append({**row, "human_label": item.label, "answer_words": len(item.answer.split()), "system": item.system,

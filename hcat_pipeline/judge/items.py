@@ -1,0 +1,46 @@
+"""The judge's items from a campaign run: one ``JudgeItem`` per response, with what each rubric dimension needs.
+
+* ``claims`` — for ``contradiction_detection``: a comparison case's true claim (from the source) and the false claim
+  that contradicts it, as the golden set records them in the case's constraints (misleading-premise and distractor
+  variants, ``golden.robustness``); empty for every other case (the dimension is then skipped with its reason);
+* ``languages`` — for ``cross_lingual_accuracy`` (computed only when the dimension is asked): the languages of the
+  answer and of its passages (langid, ``behaviour.formats.detect_language``); fewer than two: skipped.
+
+No dagster import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from hcat_pipeline.judge.scoring import JudgeItem
+
+CLAIM_PREFIXES = ("true claim (source):", "false claim:")
+
+
+def case_claims(constraints: Sequence[str] | None) -> tuple[str, ...]:
+    """The true / false claims among a case's constraints (in their order)."""
+    return tuple(c for c in (constraints or []) if str(c).startswith(CLAIM_PREFIXES))
+
+
+def _languages(answer: str | None, contexts: Sequence[str]) -> tuple[str, ...]:
+    from hcat_pipeline.behaviour.formats import detect_language
+
+    texts = [t for t in (answer, *contexts) if t and t.strip()]
+    return tuple(dict.fromkeys(detect_language(t)[0] for t in texts))
+
+
+def judge_items(frame: pl.DataFrame, golden_set: pl.DataFrame, dimensions: Sequence[str]) -> list[JudgeItem]:
+    """``frame``: the run's responses (case_id, system_id, answer, query, contexts) joined with ``reference_answer``."""
+    claims = ({r["case_id"]: case_claims(r["constraints"]) for r in golden_set.select("case_id", "constraints").iter_rows(named=True)}
+              if "constraints" in golden_set.columns else {})  # a golden set without constraints has no comparison case
+    multilingual = "cross_lingual_accuracy" in dimensions
+    items = []
+    for r in frame.iter_rows(named=True):
+        contexts = list(r["contexts"] or [])
+        items.append(JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", contexts, r["reference_answer"],
+                               claims=claims.get(r["case_id"], ()),
+                               languages=_languages(r["answer"], contexts) if multilingual else ()))  # fmt: skip
+    return items
