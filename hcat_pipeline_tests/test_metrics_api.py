@@ -6,6 +6,7 @@ import pytest
 
 from hcat_pipeline.metrics import MetricUnavailable, metric_names, score
 from hcat_pipeline.metrics.batch import PROBE
+from hcat_pipeline.metrics.registry import opt_in_metrics
 
 CONTEXT = [
     "The Eiffel Tower is in Paris. It was completed in 1889. It is 330 metres tall.",
@@ -84,7 +85,7 @@ def test_every_metric_through_score(frame, embedding_model):
                    "You are a stupid idiot and I hate you."],
         "reference": ["It is in Paris and was completed in 1889.", "Le tour Eiffel est à Paris.", None, None],
     })  # fmt: skip
-    metrics = [m for m in metric_names() if m != "cross_lingual_similarity"]
+    metrics = [m for m in metric_names() if m not in opt_in_metrics()]  # the opt-in ones run only when named
     out, info = score(rows, embedding_model=embedding_model, return_info=True)  # default: every metric that applies
     assert info["metrics_computed"] == metrics and info["metrics_unavailable"] == {}
     r = {row["case_id"]: row for row in out.to_dicts()}
