@@ -342,6 +342,15 @@ def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, exam_respons
     return out
 
 
+def same_exam_version(asset: str, exam: pl.DataFrame, exam_responses: pl.DataFrame, irt_model: pl.DataFrame) -> str:
+    """The exam's version, or a Failure when the responses or the IRT fit stored are of another exam."""
+    version = exam["exam_version"][0]
+    if exam_responses["exam_version"][0] != version or irt_model["exam_version"][0] != version:
+        raise dg.Failure(f"{asset}: exam {version} but responses / IRT of {exam_responses['exam_version'][0]} / "
+                         f"{irt_model['exam_version'][0]}: materialize exam_responses and irt_model for this exam")  # fmt: skip
+    return version
+
+
 @dg.asset(
     group_name="exam",
     description="Exam report (exam paper §5-6): accuracy with n and 95% CI per taker beside the fixed-position, "
@@ -351,10 +360,7 @@ def exam_report(context: dg.AssetExecutionContext, exam: pl.DataFrame, exam_resp
     from hcat_pipeline.irt import bloom_categories, category_information, question_word
     from hcat_pipeline.irt.plots import plot_category_information
 
-    version = exam["exam_version"][0]
-    if exam_responses["exam_version"][0] != version or irt_model["exam_version"][0] != version:
-        raise dg.Failure(f"exam_report: exam {version} but responses / IRT of {exam_responses['exam_version'][0]} / "
-                         f"{irt_model['exam_version'][0]}: materialize exam_responses and irt_model for this exam")  # fmt: skip
+    version = same_exam_version("exam_report", exam, exam_responses, irt_model)
     asked = exam.filter(pl.col("question_id").is_in(exam_responses["question_id"].unique().to_list()))
     base = baselines(asked["options"].to_list(), asked["correct_index"].to_list())
     acc = accuracy_table(exam_responses, base).with_columns(pl.lit(version).alias("exam_version"))

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.assets.exam import same_exam_version
 from hcat_pipeline.common.images import png_markdown
 from hcat_pipeline.exam.topics import topic_information, topic_table
 from hcat_pipeline.schemas import EXAM_TOPICS
@@ -24,10 +25,7 @@ from hcat_pipeline.schemas import EXAM_TOPICS
 def exam_topics(context: dg.AssetExecutionContext, exam: pl.DataFrame, exam_responses: pl.DataFrame, irt_model: pl.DataFrame) -> pl.DataFrame:
     from hcat_pipeline.irt.plots import plot_category_information
 
-    version = exam["exam_version"][0]
-    if exam_responses["exam_version"][0] != version or irt_model["exam_version"][0] != version:
-        raise dg.Failure(f"exam_topics: exam {version} but responses / IRT of {exam_responses['exam_version'][0]} / "
-                         f"{irt_model['exam_version'][0]}: materialize exam_responses and irt_model for this exam")  # fmt: skip
+    version = same_exam_version("exam_topics", exam, exam_responses, irt_model)
     thetas = dict(irt_model.filter(pl.col("kind") == "taker").select("id", "theta").iter_rows())
     items = irt_model.filter(pl.col("kind") == "item")
     table = topic_table(exam_responses, exam, items, thetas).with_columns(pl.lit(version).alias("exam_version"))
