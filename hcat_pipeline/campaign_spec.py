@@ -24,6 +24,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
 from hcat_pipeline.configs import config_from
+from hcat_pipeline.corpus.chunking import Chunking
 from hcat_pipeline.corpus.sampling import SAMPLE_SIZE
 from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
@@ -228,6 +229,17 @@ class CampaignSpec(_Strict):
         default_factory=list, description="planted-fault copies of systems of this campaign: each must get the verdicts its "
         "fault declares (canary_detection); a missed one fails that asset's check — the evaluator is broken")
 
+    exam_chunkings: list[Chunking] = Field(
+        default_factory=list, description="two chunkings of the corpus (name, max_tokens, overlap_tokens) the exam is taken "
+        "over to compare them (exam paper App. B.1; asset exam_chunking); empty: no comparison")
+
+    @field_validator("exam_chunkings")
+    @classmethod
+    def _two_chunkings(cls, v: list[Chunking]) -> list[Chunking]:
+        if v and (len(v) != 2 or v[0].name == v[1].name):
+            raise ValueError(f"exam_chunkings: two chunkings with different names, got {[c.name for c in v]}")
+        return v
+
     def canary_plans(self) -> list[CanaryPlan]:
         return [CanaryPlan(of=c.of, fault=f) for c in self.canaries for f in c.faults]
 
@@ -236,7 +248,9 @@ class CampaignFileError(ValueError):
     """A campaign file that cannot be used; the message says file, line and reason."""
 
 
-EXECUTION_ONLY = {"device"}  # where the work runs, not what is evaluated: the same campaign on a GPU is the same campaign
+# where the work runs, not what is evaluated: the same campaign on a GPU is the same campaign; and what only the on-demand
+# exam reads (the nights' tables do not depend on it)
+EXECUTION_ONLY = {"device", "exam_chunkings"}
 DEVICE_RESOURCES = ("embedding_model", "nli_model")
 
 

@@ -75,6 +75,7 @@ CONTRACTS: dict[str, Contract] = {
     "exam": Contract(s.EXAM, ("question_id",), ("exam_version", "question", "options")),
     "exam_responses": Contract(s.EXAM_RESPONSES, (), ("exam_version", "question_id", "system_id")),
     "irt_model": Contract(s.IRT_MODEL, (), ("exam_version", "kind", "id")),
+    "exam_chunking": Contract(s.EXAM_CHUNKING, ("taker", "chunking"), ("exam_version", "chunking", "taker", "verdict")),
     "exam_topics": Contract(s.EXAM_TOPICS, ("system_id", "topic"), ("exam_version", "system_id", "topic", "n", "correct", "items_kept")),
     # violation matching
     "violation_campaign": Contract(s.VIOLATION_CAMPAIGN, (), ()),

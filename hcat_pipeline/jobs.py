@@ -44,7 +44,8 @@ exam_job = dg.define_asset_job(
     "exam_job",
     selection=dg.AssetSelection.groups("exam"),
     description="Exam paper, on demand: exam_candidates → exam (frozen under data/exams/<version>/) → exam_responses "
-    "(every campaign system × ICL 0/1/2, checkpointed) → irt_model → exam_report, exam_topics.",
+    "(every campaign system × ICL 0/1/2, checkpointed) → irt_model → exam_report, exam_topics; exam_chunking (the campaign "
+    "file's two exam_chunkings compared).",
 )
 
 labels_job = dg.define_asset_job(

@@ -281,6 +281,14 @@ EXAM_TOPICS = {
     "theta": pl.Float64, "items_kept": pl.Int64, "mean_information": pl.Float64,
 }  # fmt: skip
 
+# exam_chunking: taker × chunking of the corpus, with the comparison's verdict on every row (exam.chunkings; App. B.1)
+EXAM_CHUNKING = {
+    "exam_version": pl.String, "chunking": pl.String, "max_tokens": pl.Int64, "overlap_tokens": pl.Int64, "chunks": pl.Int64,
+    "taker": pl.String, "theta": pl.Float64, "se": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64,
+    "accuracy": pl.Float64, "comparison": pl.String, "delta": pl.Float64, "delta_ci_low": pl.Float64, "delta_ci_high": pl.Float64,
+    "verdict": pl.String,
+}  # fmt: skip
+
 # gate_verdicts (per campaign run): gate × system × scope group (gates.apply)
 GATE_VERDICTS = {
     "gate": pl.String, "kind": pl.String, "table": pl.String, "metric": pl.String, "statistic": pl.String,

@@ -44,7 +44,7 @@ class ScriptedLLM(LLM):
 @pytest.fixture
 def corpus_tables():
     chunks = pl.DataFrame({"chunk_id": [f"c-{f[0]}" for f in FACTS], "doc_id": [f"d-{f[0]}" for f in FACTS],
-                           "text": [f[1] for f in FACTS]})  # fmt: skip
+                           "text": [f[1] for f in FACTS], "start": [0] * len(FACTS), "end": [len(f[1]) for f in FACTS]})  # fmt: skip
     strata = pl.DataFrame({"chunk_id": chunks["chunk_id"], "stratum": pl.Series([0, 0, 1, 1, 2, 2], dtype=pl.Int32),
                            "stratum_label": ["a", "a", "b", "b", "c", "c"], "x": [0.0] * 6, "y": [0.0] * 6})  # fmt: skip
     return chunks, strata
@@ -107,6 +107,40 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     assert meta["llm_calls_this_run"].value == 0 and meta["resumed_from_checkpoint"].value == 72
     gen = again.asset_materializations_for_node("exam_candidates")[0].metadata
     assert gen["candidates_from_checkpoint"].value == 6  # nothing generated again
+
+
+def test_exam_chunking_compares_two_chunkings_of_the_corpus(tmp_path, embedding_model, corpus_tables):
+    # the scripted taker picks the longest option whatever the passages say: the two chunkings cannot differ for it, and
+    # the comparison must say so (Δ = 0, no difference resolved); the oracle's sources are mapped into each chunking
+    import dagster as dg
+
+    from hcat_pipeline.assets import exam as exam_assets
+    from hcat_pipeline.assets.exam_chunking import exam_chunking
+
+    chunks, strata = corpus_tables
+    corpus = pl.DataFrame({"doc_id": chunks["doc_id"], "text": chunks["text"], "title": [None] * chunks.height}, schema_overrides={"title": pl.String})
+    emb = chunks.select("chunk_id", pl.Series("embedding", embedding_model.embed(chunks["text"].to_list())))
+    (tmp_path / "campaign.yaml").write_text(
+        "name: t\nsystems:\n  - {system_id: bm25, retriever: bm25}\n  - {system_id: oracle, retriever: oracle}\n"
+        "exam_chunkings:\n  - {name: wide, max_tokens: 200, overlap_tokens: 40}\n  - {name: narrow, max_tokens: 40, overlap_tokens: 0}\n")  # fmt: skip
+    assets = [stub_asset("topic_strata", strata), stub_asset("chunks", chunks), stub_asset("chunk_embeddings", emb), stub_asset("corpus", corpus),
+              exam_assets.exam_candidates, exam_assets.exam, exam_chunking]  # fmt: skip
+    run_config = {"ops": {
+        "exam_candidates": {"config": {"sample_size": 6, "intra_cosine_min": 0.0, "extra_cosine_min": 0.0, "extra_cosine_margin": 1.0,
+                                       "extra_jaccard_margin": 1.0, "length_ratio_max": 10.0, "length_ratio_min": 0.0,
+                                       "checkpoint_dir": str(tmp_path / "gen")}},
+        "exam": {"config": {"exam_dir": str(tmp_path / "exams")}},
+        "exam_chunking": {"config": {"campaign_file": str(tmp_path / "campaign.yaml"), "checkpoint_dir": str(tmp_path / "ck"), "n_boot": 20}},
+    }}  # fmt: skip
+    result = dg.materialize(assets, resources={"llm": ScriptedLLM(), "embedding_model": embedding_model}, run_config=run_config)
+    assert result.success
+    table = result.output_for_node("exam_chunking")
+    assert table.height == 4 and set(table["chunking"]) == {"wide", "narrow"} and set(table["taker"]) == {"bm25@icl0", "oracle@icl0"}
+    assert table["verdict"].unique().to_list() == ["no difference resolved (the interval contains 0)"]
+    assert table["delta"][0] == pytest.approx(0.0, abs=1e-6) and table["comparison"][0] == "narrow − wide"
+    wide = table.filter(pl.col("chunking") == "wide")
+    narrow = table.filter(pl.col("chunking") == "narrow")
+    assert wide["accuracy"].to_list() == narrow["accuracy"].to_list()
 
 
 def _simulate(n_takers: int, n_items: int, seed: int = 0):

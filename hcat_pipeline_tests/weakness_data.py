@@ -139,7 +139,7 @@ def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int)
                                                                        "calibrated_scores", "llm_judge_scores", "canary_detection",
                                                                        "review_queue")]  # fmt: skip
     upstream += [dg.AssetSpec("golden_set", partitions_def=golden_set_version),
-                 *[dg.AssetSpec(k) for k in ("metric_validity", "exam_report", "exam_topics", "calibrators", "human_labels")]]
+                 *[dg.AssetSpec(k) for k in ("metric_validity", "exam_report", "exam_topics", "exam_chunking", "calibrators", "human_labels")]]
     cfg = {"reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir)}
     result = dg.materialize(
         [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],

@@ -232,7 +232,7 @@ def exam(context: dg.AssetExecutionContext, config: ExamConfig, exam_candidates:
     return frame
 
 
-def _takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingModel, exam: pl.DataFrame, index: pl.DataFrame):
+def exam_takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingModel, exam: pl.DataFrame, index: pl.DataFrame):
     """LLM × retriever × ICL (exam paper §4, Table 3): every campaign system on its own LLM at each ICL level."""
     try:
         spec = load_campaign(config.campaign_file)
@@ -278,7 +278,7 @@ def exam_responses(
     version = exam["exam_version"][0]
     questions = exam.sort("question_id").head(config.max_questions) if config.max_questions > 0 else exam
     index = chunks.select("chunk_id", "text").join(chunk_embeddings.select("chunk_id", "embedding"), on="chunk_id", how="inner")
-    takers, skipped, mode = _takers(config, llm, embedding_model, exam, index)
+    takers, skipped, mode = exam_takers(config, llm, embedding_model, exam, index)
     checkpoint = Path(config.checkpoint_dir) / version / config.run_label
     out, figures = take_exam(takers, questions, checkpoint, on_record=None)
     for sid, f in figures.items():

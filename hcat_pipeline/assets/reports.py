@@ -160,7 +160,7 @@ def weakness_report(
     partitions_def=campaign_run,
     group_name="reports",
     ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",
-                                                          "metric_validity", "exam_report", "exam_topics", "canary_detection", "calibrators",
+                                                          "metric_validity", "exam_report", "exam_topics", "exam_chunking", "canary_detection", "calibrators",
                                                           "human_labels", "review_queue")},  # fmt: skip
     description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
     "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
@@ -185,6 +185,7 @@ def campaign_report(
     metric_validity: Optional[pl.DataFrame],
     exam_report: Optional[pl.DataFrame],
     exam_topics: Optional[pl.DataFrame],
+    exam_chunking: Optional[pl.DataFrame],
     canary_detection: Optional[pl.DataFrame],
     calibrators: Optional[pl.DataFrame],
     human_labels: Optional[pl.DataFrame],
@@ -203,6 +204,7 @@ def campaign_report(
         "metric_validity": _given(metric_validity, "metric_validity", "metric_validity is not materialized (labels_job)"),
         "exam_report": _given(exam_report, "exam_report", "exam_report is not materialized (exam_job)"),  # the latest exam, not per run
         "exam_topics": _given(exam_topics, "exam_topics", "exam_topics is not materialized (exam_job)"),
+        "exam_chunking": _given(exam_chunking, "exam_chunking", "exam_chunking is not materialized (exam_job; the campaign file's exam_chunkings)"),
         "canary_detection": _given(canary_detection, "canary_detection"),
         "calibrators": _given(calibrators, "calibrators"),
         "human_labels": _given(human_labels, "human_labels"),

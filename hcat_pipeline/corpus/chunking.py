@@ -8,6 +8,8 @@ Every chunk is an exact slice ``text[start:end]`` of its document, so offsets al
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -148,3 +150,19 @@ def chunk_corpus(
 def split_sentences(text: str, language: str = "en") -> list[str]:
     """The project's one sentence splitter (pysbd, paragraph-aware), shared by chunking and metrics."""
     return [text[s:e] for s, e in sentence_spans(text, language)]
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """One chunking of the corpus (``chunk_corpus``'s parameters) under a name: the campaign file's ``exam_chunkings``
+    (exam paper App. B.1, ``exam.chunkings``)."""
+
+    name: str
+    max_tokens: int = 200
+    overlap_tokens: int = 40
+
+    def __post_init__(self):
+        if not self.name or "|" in self.name:
+            raise ValueError(f"chunking name {self.name!r}: a non-empty name without '|'")
+        if not 0 <= self.overlap_tokens < self.max_tokens:
+            raise ValueError(f"chunking {self.name}: overlap_tokens ({self.overlap_tokens}) must be ≥ 0 and < max_tokens ({self.max_tokens})")

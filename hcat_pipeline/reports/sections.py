@@ -190,6 +190,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "construct_validity": constructs,
         "exam": _optional_section("exam", "Exam accuracy per taker (exam_report)",
                                   optional.get("exam_report") or OptionalTable(None, "exam_report is not materialized (exam_job)")),
+        "exam_chunking": _optional_section("exam_chunking", "Chunk size as a design variable (exam_chunking)",
+                                           optional.get("exam_chunking") or OptionalTable(None, "exam_chunking is not materialized")),
         "exam_topics": _optional_section("exam_topics", "Exam accuracy and item information per topic and taker (exam_topics)",
                                          optional.get("exam_topics") or OptionalTable(None, "exam_topics is not materialized (exam_job)")),
     }  # fmt: skip
