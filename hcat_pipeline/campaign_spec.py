@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
-from hcat_pipeline.configs import config_from
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.corpus.chunking import Chunking
 from hcat_pipeline.corpus.sampling import SAMPLE_SIZE
 from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
@@ -38,6 +38,10 @@ DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT /
 
 class _Strict(dg.Config):
     model_config = ConfigDict(extra="forbid")
+
+
+# a chunking of the corpus for the exam's comparison: the core's Chunking fields (one field list, one set of defaults)
+ChunkingSpec = config_from(Chunking, "ChunkingSpec", base=_Strict)
 
 
 class HttpSystemSpec(_Strict):
@@ -229,15 +233,17 @@ class CampaignSpec(_Strict):
         default_factory=list, description="planted-fault copies of systems of this campaign: each must get the verdicts its "
         "fault declares (canary_detection); a missed one fails that asset's check — the evaluator is broken")
 
-    exam_chunkings: list[Chunking] = Field(
+    exam_chunkings: list[ChunkingSpec] = Field(
         default_factory=list, description="two chunkings of the corpus (name, max_tokens, overlap_tokens) the exam is taken "
         "over to compare them (exam paper App. B.1; asset exam_chunking); empty: no comparison")
 
     @field_validator("exam_chunkings")
     @classmethod
-    def _two_chunkings(cls, v: list[Chunking]) -> list[Chunking]:
+    def _two_chunkings(cls, v: list) -> list:
         if v and (len(v) != 2 or v[0].name == v[1].name):
             raise ValueError(f"exam_chunkings: two chunkings with different names, got {[c.name for c in v]}")
+        for c in v:
+            to_core(Chunking, c)  # the core's checks (a name, overlap below the size) as the file's errors
         return v
 
     def canary_plans(self) -> list[CanaryPlan]:

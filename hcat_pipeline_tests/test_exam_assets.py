@@ -136,7 +136,7 @@ def test_exam_chunking_compares_two_chunkings_of_the_corpus(tmp_path, embedding_
     assert result.success
     table = result.output_for_node("exam_chunking")
     assert table.height == 4 and set(table["chunking"]) == {"wide", "narrow"} and set(table["taker"]) == {"bm25@icl0", "oracle@icl0"}
-    assert table["verdict"].unique().to_list() == ["no difference resolved (the interval contains 0)"]
+    assert table["verdict"].unique().to_list() == ["no difference: every taker gave the same answers under both chunkings"]
     assert table["delta"][0] == pytest.approx(0.0, abs=1e-6) and table["comparison"][0] == "narrow − wide"
     wide = table.filter(pl.col("chunking") == "wide")
     narrow = table.filter(pl.col("chunking") == "narrow")

@@ -29,8 +29,8 @@ def test_a_source_chunk_maps_to_the_other_chunkings_chunks_by_shared_characters(
     other = pl.DataFrame({"chunk_id": ["c1", "c2", "c3", "x"], "doc_id": ["d", "d", "d", "e"], "start": [0, 30, 70, 20], "end": [30, 70, 100, 60]})
     mapping = source_map(base, other)
     assert mapping == {"s": ["c2", "c1"]}  # 30 shared characters, then 10; c3 shares none, x is another document
-    exam = pl.DataFrame({"question_id": ["q"], "source_chunk_ids": [["s", "gone"]]})
-    assert remap_sources(exam, mapping)["source_chunk_ids"].to_list() == [["c2", "c1"]]
+    exam = pl.DataFrame({"question_id": ["q", "r"], "chunk_id": ["s", "gone"]})
+    assert remap_sources(exam, mapping)["source_chunk_ids"].to_list() == [["c2", "c1"], []]
 
 
 def test_the_chunking_that_helps_is_found_and_no_effect_is_not_invented():
@@ -60,3 +60,16 @@ def test_a_chunking_is_named_and_its_overlap_below_its_size():
         Chunking("small", max_tokens=50, overlap_tokens=50)
     with pytest.raises(ValueError, match="name"):
         Chunking("a|b")
+
+
+def test_the_campaign_file_names_two_valid_chunkings_or_none():
+    from hcat_pipeline.campaign_spec import CampaignFileError, campaign_sha256, parse_campaign
+
+    base = "name: t\nsystems:\n  - {system_id: bm25, retriever: bm25}\n"
+    two = parse_campaign(base + "exam_chunkings:\n  - {name: wide}\n  - {name: narrow, max_tokens: 80, overlap_tokens: 10}\n")
+    assert [(c.name, c.max_tokens, c.overlap_tokens) for c in two.exam_chunkings] == [("wide", 200, 40), ("narrow", 80, 10)]
+    assert campaign_sha256(two) == campaign_sha256(parse_campaign(base))  # the nights do not read it
+    for bad, why in (("  - {name: only}\n", "two chunkings"), ("  - {name: a}\n  - {name: a}\n", "different names"),
+                     ("  - {name: a}\n  - {name: b, max_tokens: 40, overlap_tokens: 40}\n", "overlap_tokens")):
+        with pytest.raises(CampaignFileError, match=why):
+            parse_campaign(base + "exam_chunkings:\n" + bad)

@@ -8,10 +8,9 @@ Every chunk is an exact slice ``text[start:end]`` of its document, so offsets al
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import polars as pl

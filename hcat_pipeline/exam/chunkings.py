@@ -21,6 +21,7 @@ No dagster import.
 from __future__ import annotations
 
 from collections.abc import Mapping
+
 import numpy as np
 import polars as pl
 
@@ -42,8 +43,9 @@ def source_map(base: pl.DataFrame, other: pl.DataFrame) -> dict[str, list[str]]:
 
 
 def remap_sources(exam: pl.DataFrame, mapping: Mapping[str, list[str]]) -> pl.DataFrame:
-    """The exam with each question's ``source_chunk_ids`` mapped to the other chunking's chunks (order kept, no repeats)."""
-    mapped = [list(dict.fromkeys(t for c in (ids or []) for t in mapping.get(c, []))) for ids in exam["source_chunk_ids"].to_list()]
+    """The exam with ``source_chunk_ids``: each question's source chunk (``chunk_id``) mapped to the other chunking's
+    chunks (most shared characters first); the takers' oracle reads them (``exam.taking``)."""
+    mapped = [list(mapping.get(c, [])) for c in exam["chunk_id"].to_list()]
     return exam.with_columns(pl.Series("source_chunk_ids", mapped, pl.List(pl.String)))
 
 
@@ -73,13 +75,21 @@ def compare_chunkings(responses: Mapping[str, pl.DataFrame], model: str = "2pl",
         raise ValueError(f"compare_chunkings: two chunkings to compare, got {list(responses)}")
     (a, b) = list(responses)
     y, takers, questions, comps = joint_matrix(responses)
+    row = {t: i for i, t in enumerate(takers)}
+    paired = [(row[f"{t}|{a}"], row[f"{t}|{b}"]) for t in dict.fromkeys(x.rsplit("|", 1)[0] for x in takers)
+              if f"{t}|{a}" in row and f"{t}|{b}" in row]  # fmt: skip
+    ya, yb = y[[i for i, _ in paired]], y[[j for _, j in paired]]
+    differing = int((np.isfinite(ya) & np.isfinite(yb) & (ya != yb)).sum())  # answers that changed with the chunking
     delta, fit = _delta(y, comps, a, b, model, seed)
-    rng = np.random.default_rng(seed)
-    boots = [_delta(y[:, rng.integers(0, y.shape[1], y.shape[1])], comps, a, b, model, seed)[0] for _ in range(n_boot)]
-    tail = 100 * (1 - confidence) / 2
-    lo, hi = (float(x) for x in np.percentile(boots, [tail, 100 - tail]))
-    verdict = (f"{b} retrieves better" if lo > 0 else f"{a} retrieves better" if hi < 0
-               else "no difference resolved (the interval contains 0)")  # fmt: skip
+    if differing == 0:  # the same answers under both chunkings: nothing to tell them apart (the latent is not identified)
+        delta, lo, hi, verdict = 0.0, 0.0, 0.0, "no difference: every taker gave the same answers under both chunkings"
+    else:
+        rng = np.random.default_rng(seed)
+        boots = [_delta(y[:, rng.integers(0, y.shape[1], y.shape[1])], comps, a, b, model, seed)[0] for _ in range(n_boot)]
+        tail = 100 * (1 - confidence) / 2
+        lo, hi = (float(x) for x in np.percentile(boots, [tail, 100 - tail]))
+        verdict = (f"{b} retrieves better" if lo > 0 else f"{a} retrieves better" if hi < 0
+                   else "no difference resolved (the interval contains 0)")  # fmt: skip
     rows = []
     for i, t in enumerate(takers):
         taker, chunking = t.rsplit("|", 1)
@@ -88,4 +98,5 @@ def compare_chunkings(responses: Mapping[str, pl.DataFrame], model: str = "2pl",
     table = pl.DataFrame(rows).with_columns((pl.col("theta") - Z95 * pl.col("se")).alias("ci_low"),
                                             (pl.col("theta") + Z95 * pl.col("se")).alias("ci_high")).sort("taker", "chunking")  # fmt: skip
     return table, {"a": a, "b": b, "delta": delta, "ci_low": lo, "ci_high": hi, "verdict": verdict, "model": model, "n_boot": n_boot,
+                   "answers_differing": differing,
                    "takers": len(takers) // 2, "questions": len(questions), "converged": bool(fit.converged)}  # fmt: skip

@@ -115,13 +115,13 @@ class ExamTaker:
 
     def prefetch(self, cases: Sequence[dict]) -> None:
         if cases:
-            got = self.retriever.retrieve_batch([c["question"] for c in cases], self.spec.top_k, [[c["chunk_id"]] for c in cases])
+            got = self.retriever.retrieve_batch([c["question"] for c in cases], self.spec.top_k, [_sources(c) for c in cases])
             self._prefetched.update({c["case_id"]: p for c, p in zip(cases, got, strict=True)})
 
     def respond(self, case: dict) -> dict:
         ps = self._prefetched.pop(case["case_id"], None)
         if ps is None:
-            ps = self.retriever.retrieve(case["question"], self.spec.top_k, [case["chunk_id"]])
+            ps = self.retriever.retrieve(case["question"], self.spec.top_k, _sources(case))
         examples = select_icl_examples(case, self.icl_pool, self.spec.icl_examples, self.spec.seed)
         messages = render_exam_prompt(self.template, case, ps, examples, self.mode)
         rec = {"case_id": case["case_id"], "system_id": self.system_id, "config_hash": self.config_hash, **self.describe(),
@@ -151,6 +151,11 @@ class ExamCheckpoint(CheckpointStore):
     holding exam-response records."""
 
     FIELDS = _FIELDS
+
+
+def _sources(case: dict) -> list[str]:
+    """The oracle's passages: the question's source chunk, or its chunks in another chunking (``exam.chunkings``)."""
+    return list(case.get("source_chunk_ids") or [case["chunk_id"]])
 
 
 def exam_cases(exam: pl.DataFrame) -> list[dict]:
