@@ -100,6 +100,7 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     stratum_n = exam.group_by("stratum").len()["len"].sort().to_list()
     assert topics.filter(pl.col("system_id") == topics["system_id"][0])["n"].sort().to_list() == stratum_n
     assert topics["exam_version"].unique().to_list() == [version] and topics["mean_information"].drop_nulls().min() > 0
+    assert "accuracy_by_topic" in result.asset_materializations_for_node("exam_report")[0].metadata  # shown in exam_report too
     # a second run freezes the same version and resumes every answer from the checkpoint
     again = dg.materialize(assets, resources=resources, run_config=run_config)
     assert again.output_for_node("exam")["exam_version"][0] == version

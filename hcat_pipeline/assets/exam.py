@@ -51,6 +51,7 @@ from hcat_pipeline.exam.report import (
 )
 from hcat_pipeline.exam.spans import TermIndex
 from hcat_pipeline.exam.taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
+from hcat_pipeline.exam.topics import topic_table
 from hcat_pipeline.golden.cases import corpus_hash
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -389,6 +390,10 @@ def exam_report(context: dg.AssetExecutionContext, exam: pl.DataFrame, exam_resp
         "fixed_position_baseline": float(base["fixed_position"]["accuracy"]), "longest_answer_baseline": float(base["longest_answer"]["accuracy"]),
         "accuracy_plot": _png_md(plot_accuracy(acc, base, f"Exam {version}: accuracy per taker (n={asked.height})"), "accuracy"),
         "abilities_per_component": preview(comp.with_columns(pl.col(pl.Float64).round(3)), 40),
+        # App. A.5 per topic stratum (the table: exam_topics)
+        "accuracy_by_topic": preview(topic_table(exam_responses, exam, irt_model.filter(pl.col("kind") == "item"),
+                                                 dict(theta.iter_rows())).select("system_id", "topic", "n", "accuracy", "ci_low",
+                                                                                 "ci_high", "mean_information"), 60),
         **meta,
     })  # fmt: skip
     return acc
