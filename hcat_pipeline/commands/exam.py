@@ -2,7 +2,10 @@
 visible in the UI): generate (resuming the checkpointed candidates), freeze, take with every campaign system,
 fit IRT, report. Prints the exam version, survival, baselines, accuracy per taker and the IRT summary.
 
-    hcat exam [--sample-size 80] [--icl-levels 0,1,2] [--max-questions 0] [--run-label default]
+    hcat exam [--sample-size 80] [--icl-levels 0,1,2] [--max-questions 0] [--run-label default] [--campaign FILE]
+
+``--campaign`` names the systems that take the exam and, when that file names ``exam_chunkings``, the two chunkings
+``exam_chunking`` compares (campaigns/exam.yaml does both).
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ def run_config(args: argparse.Namespace) -> dict:
     resp: dict = {"max_questions": args.max_questions, "run_label": args.run_label}
     if args.icl_levels is not None:
         resp["icl_levels"] = [int(x) for x in args.icl_levels.split(",") if x.strip()]
+    chunking: dict = {"max_questions": args.max_questions, "run_label": args.run_label}
     if args.campaign:
-        resp["campaign_file"] = args.campaign
-    return {"ops": {"exam_candidates": {"config": gen}, "exam_responses": {"config": resp}}}
+        resp["campaign_file"] = chunking["campaign_file"] = args.campaign
+    return {"ops": {"exam_candidates": {"config": gen}, "exam_responses": {"config": resp}, "exam_chunking": {"config": chunking}}}
 
 
 def _meta(result, node: str) -> dict:
@@ -62,5 +66,28 @@ def _exam(args: argparse.Namespace) -> int:
               f"  theta {r.get('theta') if r.get('theta') is None else round(r['theta'], 2)}")
     print(f"IRT: {irt.get('questions_kept')}/{irt.get('questions')} questions kept ({irt.get('stop_reason')}); "
           f"RMSE {irt.get('rmse_irt')} vs mean-prediction {irt.get('rmse_mean_prediction_baseline')}")
+    _print_topics(result.output_for_node("exam_topics"))
+    _print_chunking(result.output_for_node("exam_chunking"), _meta(result, "exam_chunking"))
     print(f"run {result.run_id}")
     return 0
+
+
+def _print_topics(topics) -> None:
+    """Per taker, its weakest and strongest topic stratum (accuracy with n and CI; the whole table is the asset)."""
+    for sid in sorted(topics["system_id"].unique().to_list()):
+        rows = topics.filter((topics["system_id"] == sid) & (topics["n"] > 0)).sort("accuracy")
+        if rows.height:
+            lo, hi = rows.row(0, named=True), rows.row(-1, named=True)
+            print(f"  {sid:<22} weakest topic {lo['topic']!r} {lo['accuracy']:.2f} (n={lo['n']}, {lo['ci_low']:.2f}-{lo['ci_high']:.2f}); "
+                  f"strongest {hi['topic']!r} {hi['accuracy']:.2f} (n={hi['n']}, {hi['ci_low']:.2f}-{hi['ci_high']:.2f})")
+
+
+def _print_chunking(table, meta: dict) -> None:
+    if table.height == 0:
+        print(f"chunk size: not compared ({meta.get('skipped', 'no rows')})")
+        return
+    for r in table.sort("taker", "chunking").iter_rows(named=True):
+        print(f"  {r['taker']:<22} {r['chunking']:<8} ({r['chunks']} chunks) θ {r['theta']:+.2f} ({r['ci_low']:+.2f} to {r['ci_high']:+.2f})"
+              f"  accuracy {r['accuracy']:.3f} (n={r['n']})")
+    r = table.row(0, named=True)
+    print(f"chunk size: {r['comparison']} Δθ {r['delta']:+.3f} (95% CI {r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}) → {r['verdict']}")
