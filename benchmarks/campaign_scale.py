@@ -173,6 +173,7 @@ def run_stage(workdir: Path, stage: str, urls: dict, shard_cases: int) -> dict:
     from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
     from hcat_pipeline.resources.embedding import EmbeddingModel
     from hcat_pipeline.resources.llm import LLM
+    from hcat_pipeline.resources.multilingual import MultilingualEncoder
     from hcat_pipeline.resources.nli import NLIModel
     from hcat_pipeline.resources.pii import PIIDetector
 
@@ -197,7 +198,7 @@ def run_stage(workdir: Path, stage: str, urls: dict, shard_cases: int) -> dict:
     res = dg.materialize(
         [*upstream, assets[stage]], selection=[stage], partition_key=campaign_run_key(VERSION, NIGHT), instance=instance,
         resources={"io_manager": PolarsParquetIOManager(base_dir=str(workdir / "wh")), "embedding_model": EmbeddingModel(),
-                   "nli_model": NLIModel(), "pii_detector": PIIDetector(), "llm": LLM(provider="local")},
+                   "multilingual_encoder": MultilingualEncoder(), "nli_model": NLIModel(), "pii_detector": PIIDetector(), "llm": LLM(provider="local")},
         run_config={"ops": {stage: {"config": run_config}}} if run_config else None,
     )  # fmt: skip
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

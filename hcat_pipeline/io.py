@@ -70,6 +70,9 @@ def write_parquet_atomic(frame: pl.DataFrame | pl.LazyFrame, path: Path) -> None
         tmp.unlink(missing_ok=True)
 
 
+OPTIONAL = {"optional": True}  # AssetIn metadata: the IO manager gives None when the input was never stored
+
+
 @dataclass(frozen=True)
 class StoredFrame:
     """A frame of a step output, stored as Parquet beside the output's pickle."""

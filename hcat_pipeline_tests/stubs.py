@@ -10,6 +10,7 @@ from hcat_pipeline.assets.responses import rag_responses, retrieval_metrics
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run_key, golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET
 
@@ -84,7 +85,7 @@ def run(tmp_path, embedding_model, llm, config=None, select=("golden_set", "chun
     select = [a for a in select if a != "golden_set"]
     return dg.materialize(
         assets, selection=list(select), partition_key=campaign_run_key(VERSION, night), instance=instance, raise_on_error=raise_on_error,
-        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "llm": llm,
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(), "llm": llm,
                    "nli_model": NLIModel()},
         run_config={"ops": {"rag_responses": {"config": cfg}}} if "rag_responses" in select else None,
     )

@@ -16,6 +16,7 @@ from hcat_pipeline.assets.calibration import calibrators, metric_validity, refer
 from hcat_pipeline.assets.labels import human_labels, review_queue
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES, RUN_COLUMNS
 from hcat_pipeline_tests.stubs import stub_asset
@@ -123,7 +124,7 @@ def test_calibration_chain_on_a_small_campaign_run(tmp_path, embedding_model):
     _write_labels(labels / "round1.csv", rows)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("golden_set_version", [V])
-    resources = {"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "nli_model": NLIModel()}
+    resources = {"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(), "nli_model": NLIModel()}
     assert dg.materialize([_golden_set], partition_key=V, instance=instance, resources=resources).success
     mine = [human_labels, reference_label_scores, calibrators, calibrated_scores, review_queue, metric_validity]
     # the judge never ran for this run: the review queue's optional input is None (not stored), said in its metadata

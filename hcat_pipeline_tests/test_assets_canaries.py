@@ -14,6 +14,7 @@ from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan, plant
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES
@@ -68,7 +69,7 @@ def _run(responses_fn, warehouse, night: str) -> dict[str, pl.DataFrame]:
     res = dg.materialize(
         [_golden_set, _chunks, responses, metric_tables, behaviour_checks, retrieval_metrics],
         selection=[responses, metric_tables, behaviour_checks, retrieval_metrics], partition_key=campaign_run_key("v1", night),
-        instance=instance, resources={"io_manager": io, "embedding_model": fresh, "pii_detector": PIIDetector(), "nli_model": NLIModel()},
+        instance=instance, resources={"io_manager": io, "embedding_model": fresh, "multilingual_encoder": MultilingualEncoder(), "pii_detector": PIIDetector(), "nli_model": NLIModel()},
     )  # fmt: skip
     assert res.success
     return {a: pl.read_parquet(warehouse / a / "v1" / f"{night}.parquet") for a in ("metric_tables", "behaviour_checks", "retrieval_metrics")}

@@ -116,7 +116,8 @@ def test_judge_validation_table_figures_and_its_flag_reach_the_score_rows(tmp_pa
     instance = dg.DagsterInstance.ephemeral()
     io = PolarsParquetIOManager(base_dir=str(tmp_path / "wh"))
     dims = ["groundedness", "safety"]
-    val = dg.materialize([judge_validation], instance=instance, resources={"io_manager": io, "llm": RuleJudge(provider="local")},
+    never_labelled = stub_asset("human_labels", pl.DataFrame())  # not materialized: the optional input is None
+    val = dg.materialize([never_labelled, judge_validation], selection=["judge_validation"], instance=instance, resources={"io_manager": io, "llm": RuleJudge(provider="local")},
                          run_config={"ops": {"judge_validation": {"config": {"n_per_label": 4, "n_pairs": 3, "min_items": 4,
                                                                               "dimensions": dims}}}})  # fmt: skip
     table = val.output_for_node("judge_validation")

@@ -14,6 +14,7 @@ from hcat_pipeline.common.shards import case_families, merge_shards, plan_shards
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run_key, golden_set_version
 from hcat_pipeline.resources.llm import LLM, LLMResult
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import GOLDEN_SET
@@ -79,7 +80,7 @@ def _night(tmp_path, shard_cases: int):
         [golden, chunks_stub, chunk_embeddings_stub, rag_responses, metric_tables, behaviour_checks],
         selection=["chunks", "chunk_embeddings", "rag_responses", "metric_tables", "behaviour_checks"],
         partition_key=campaign_run_key(VERSION, NIGHT), instance=instance,
-        resources={"io_manager": io, "embedding_model": EmbeddingModel(cache_dir=str(tmp_path / "emb")), "llm": TopicLLM(provider="local"),
+        resources={"io_manager": io, "embedding_model": EmbeddingModel(cache_dir=str(tmp_path / "emb")), "multilingual_encoder": MultilingualEncoder(), "llm": TopicLLM(provider="local"),
                    "nli_model": NLIModel(), "pii_detector": PIIDetector()},
         run_config={"ops": {"rag_responses": {"config": responses}, "metric_tables": {"config": metrics},
                             "behaviour_checks": {"config": {"shard_cases": shard_cases}}}},

@@ -10,6 +10,7 @@ from hcat_pipeline.assets.rankings import case_contamination, grader_gaming, par
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline_tests.stubs import TablesIO as _TablesIO
 
 
@@ -37,7 +38,7 @@ def test_rankings_pareto_integrity_assets(tmp_path):
         [dg.AssetSpec("rag_responses", partitions_def=campaign_run), dg.AssetSpec("metric_tables", partitions_def=campaign_run),
          dg.AssetSpec("golden_set", partitions_def=golden_set_version), case_contamination, grader_gaming, system_rankings, pareto_frontier],
         partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance,
-        resources={"io_manager": io, "embedding_model": EmbeddingModel(), "llm": LLM()},
+        resources={"io_manager": io, "embedding_model": EmbeddingModel(), "multilingual_encoder": MultilingualEncoder(), "llm": LLM()},
         run_config={"ops": {"case_contamination": {"config": {"contamination_dir": str(tmp_path), "use_embeddings": False}},
                             "system_rankings": {"config": {"n_boot": 100, "ts_n_boot": 10, "metrics": ["groundedness_nli", "nope"]}}}},
     )  # fmt: skip

@@ -52,6 +52,7 @@ from hcat_pipeline.assets.responses import rag_responses
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run_key
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline_tests.stubs import chunk_embeddings_stub, chunks_stub, golden_set_stub
 from hcat_pipeline_tests.test_ops_faults import ScriptLLM
 
@@ -63,7 +64,7 @@ systems = [{"system_id": f"team_{i}", "http": {"url": url, "max_retries": 0, "ma
 res = dg.materialize(
     [golden_set_stub, chunks_stub, chunk_embeddings_stub, rag_responses], selection=["rag_responses"],
     partition_key=campaign_run_key("v-test", "2026-11-20"), instance=instance, raise_on_error=False,
-    resources={"io_manager": PolarsParquetIOManager(base_dir=wh), "embedding_model": EmbeddingModel(), "llm": ScriptLLM()},
+    resources={"io_manager": PolarsParquetIOManager(base_dir=wh), "embedding_model": EmbeddingModel(), "multilingual_encoder": MultilingualEncoder(), "llm": ScriptLLM()},
     run_config={"ops": {"rag_responses": {"config": {"checkpoint_dir": ckpt, "import_dir": ckpt + "/imports",
                                                      "campaign": {"systems": systems}}}}},
     tags={"hcat/pid": str(os.getpid()), "hcat/host": socket.gethostname()},

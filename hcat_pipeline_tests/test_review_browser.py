@@ -14,6 +14,7 @@ import pytest
 
 from hcat_pipeline.calibration.store import LabelStore
 from hcat_pipeline.golden.cases import load_version
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline_tests.review_data import NIGHT, VERSION, make_project
 from hcat_pipeline_tests.servers import review_server
 from hcat_pipeline_tests.weakness_data import CHROMIUM, CHROMIUM_FLAGS
@@ -54,7 +55,7 @@ def _refit(project):
                                               "plots_dir": str(project.root / "plots")}}}}  # fmt: skip
     return dg.materialize([human_labels, reference_label_scores, calibrators], run_config=run, instance=dg.DagsterInstance.ephemeral(),
                           resources={"io_manager": PolarsParquetIOManager(base_dir=str(project.root / "wh")),
-                                     "embedding_model": EmbeddingModel(), "nli_model": NLIModel()})  # fmt: skip
+                                     "embedding_model": EmbeddingModel(), "multilingual_encoder": MultilingualEncoder(), "nli_model": NLIModel()})  # fmt: skip
 
 
 def test_label_curate_and_agree_in_a_real_browser(tmp_path):

@@ -135,35 +135,26 @@ def test_the_encoder_runs_on_the_device_asked_for_and_cuda_without_a_gpu_is_refu
         finetuned_logits(HATE[:4], tiny_adapter, "cuda")
 
 
-def test_the_toxicity_metric_runs_its_encoder_where_the_embedding_model_runs(monkeypatch):
-    from hcat_pipeline.metrics import toxicity_metric as tm
+def test_the_toxicity_metric_runs_its_encoder_on_the_device_score_frame_is_given(monkeypatch):
+    import numpy as np
+    import polars as pl
 
-    seen = {}
+    from hcat_pipeline.metrics import toxicity_metric as tm
+    from hcat_pipeline.metrics.scoring import score_frame
+
+    seen = []
 
     def scorer(rows, layers, embed_aux=None, device="cpu"):
-        seen["device"] = device
+        seen.append(device)
         return [{} for _ in rows]
 
-    class Model:
-        device = "auto"
-
-        def layer_features(self, texts):  # pragma: no cover - the stand-in scorer never embeds
-            raise AssertionError
+    class Encoder:  # stand-in multilingual encoder (the probe encodes one sentence)
+        def encode(self, texts):
+            return np.zeros((len(texts), 4), dtype=np.float32)
 
     monkeypatch.setattr(tm, "_scorer", lambda: scorer)
-
-    class Batch:
-        valid = [0]
-
-        def column(self):
-            return [None]
-
-        def sentences(self, col, i):
-            return ["a sentence"]
-
-    class Resources:
-        def get(self, need):
-            return {"embed_layers": Model().layer_features, "multilingual": type("M", (), {"encode": None})()}[need]
-
-    tm.toxicity_metric(Batch(), Resources(), None)
-    assert seen["device"] == "auto"
+    frame = pl.DataFrame({"query": ["q"], "contexts": [["c"]], "answer": ["An answer."]})
+    given = {"embed_layers": lambda texts: None, "multilingual": Encoder()}
+    score_frame(frame, ["toxicity"], device="auto", **given)
+    score_frame(frame, ["toxicity"], **given)
+    assert seen == ["auto", "cpu"]  # the device given, else the CPU — never guessed from the callable

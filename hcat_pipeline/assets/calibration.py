@@ -52,7 +52,8 @@ class ReferenceScoresConfig(dg.Config):
     "toxicity) scored with the project's own metrics; label_source = reference:<set>.",
 )
 def reference_label_scores(
-    context: dg.AssetExecutionContext, config: ReferenceScoresConfig, embedding_model: EmbeddingModel, nli_model: NLIModel
+    context: dg.AssetExecutionContext, config: ReferenceScoresConfig, embedding_model: EmbeddingModel, nli_model: NLIModel,
+    multilingual_encoder: MultilingualEncoder,
 ) -> pl.DataFrame:
     frames, info_all = [], {}
     for name in config.sets:
@@ -61,7 +62,7 @@ def reference_label_scores(
         try:
             scored, info = score_frame(ref.select("query", "contexts", "answer"), metrics, embed=embedding_model.embed,
                                          embed_layers=embedding_model.layer_features, nli=nli_model,
-                                         multilingual=MultilingualEncoder)
+                                         multilingual=multilingual_encoder, device=embedding_model.device)
         except MetricUnavailable as e:
             raise dg.Failure(f"reference_label_scores: {name}: {e}") from e
         info_all[name] = {"metrics": metrics, "rows_scored": info["rows_scored"], "seconds": info["seconds"]}

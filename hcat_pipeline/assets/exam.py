@@ -233,7 +233,8 @@ def exam(context: dg.AssetExecutionContext, config: ExamConfig, exam_candidates:
     return frame
 
 
-def exam_takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingModel, exam: pl.DataFrame, index: pl.DataFrame):
+def exam_takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingModel, multilingual: MultilingualEncoder,
+                exam: pl.DataFrame, index: pl.DataFrame):
     """LLM × retriever × ICL (exam paper §4, Table 3): every campaign system on its own LLM at each ICL level."""
     try:
         spec = load_campaign(config.campaign_file)
@@ -250,7 +251,7 @@ def exam_takers(config: ExamResponsesConfig, llm: LLM, embedding_model: Embeddin
     ihash = index_fingerprint(ids, texts, embedding_model.model_id)
     second, use_hash = None, None
     if any(s.retriever == "dense_use" for s in systems):  # the second dense encoder (exam paper §4.2): USE-M3
-        vectors, use_embed, use_model = MultilingualEncoder(cache_dir=embedding_model.cache_dir, use_cache=embedding_model.use_cache).dense_index(texts)
+        vectors, use_embed, use_model = multilingual.dense_index(texts)
         second, use_hash = (vectors, use_embed), index_fingerprint(ids, texts, use_model)
     pool = [{**r, "case_id": r["question_id"], "reference_answer": r["answer"], "expected_behavior": "answer"} for r in exam.to_dicts()]
     cache, takers = {}, []
@@ -274,12 +275,12 @@ def exam_takers(config: ExamResponsesConfig, llm: LLM, embedding_model: Embeddin
 )
 def exam_responses(
     context: dg.AssetExecutionContext, config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingModel,
-    exam: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame,
+    multilingual_encoder: MultilingualEncoder, exam: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame,
 ) -> pl.DataFrame:  # fmt: skip
     version = exam["exam_version"][0]
     questions = exam.sort("question_id").head(config.max_questions) if config.max_questions > 0 else exam
     index = chunks.select("chunk_id", "text").join(chunk_embeddings.select("chunk_id", "embedding"), on="chunk_id", how="inner")
-    takers, skipped, mode = exam_takers(config, llm, embedding_model, exam, index)
+    takers, skipped, mode = exam_takers(config, llm, embedding_model, multilingual_encoder, exam, index)
     checkpoint = Path(config.checkpoint_dir) / version / config.run_label
     out, figures = take_exam(takers, questions, checkpoint, on_record=None)
     for sid, f in figures.items():

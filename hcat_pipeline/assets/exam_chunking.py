@@ -23,6 +23,7 @@ from hcat_pipeline.exam.chunkings import compare_chunkings, remap_sources, sourc
 from hcat_pipeline.exam.taking import take_exam
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.schemas import EXAM_CHUNKING
 
@@ -41,7 +42,7 @@ class ExamChunkingConfig(ExamResponsesConfig):
     "chunking latent, Δ with its CI). Empty when the campaign file names no exam_chunkings.",
 )
 def exam_chunking(context: dg.AssetExecutionContext, config: ExamChunkingConfig, llm: LLM, embedding_model: EmbeddingModel,
-                  exam: pl.DataFrame, corpus: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
+                  multilingual_encoder: MultilingualEncoder, exam: pl.DataFrame, corpus: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
     try:
         spec = load_campaign(config.campaign_file)
     except CampaignFileError as e:
@@ -57,7 +58,7 @@ def exam_chunking(context: dg.AssetExecutionContext, config: ExamChunkingConfig,
         cks = chunk_corpus(docs, ch.max_tokens, ch.overlap_tokens)
         index = cks.select("chunk_id", "text").with_columns(pl.Series("embedding", embedding_model.embed(cks["text"].to_list())))
         mapped = remap_sources(questions, source_map(chunks, cks))
-        takers, _, _ = exam_takers(config, llm, embedding_model, mapped, index)
+        takers, _, _ = exam_takers(config, llm, embedding_model, multilingual_encoder, mapped, index)
         out, figures = take_exam(takers, mapped, Path(config.checkpoint_dir) / version / config.run_label)
         context.log.info(f"{ch.name}: {cks.height} chunks; " + "; ".join(f"{k}: {v}" for k, v in figures.items()))
         responses[ch.name], sizes[ch.name] = out, cks.height

@@ -33,7 +33,9 @@ from hcat_pipeline.campaign_spec import JudgeSpec, LLMSpec
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_markdown
 from hcat_pipeline.configs import config_from
+from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.judge.audit import wilson
+from hcat_pipeline.judge.campaign_labels import RESPONSE_COLUMNS, campaign_label_items
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
 from hcat_pipeline.judge.items import judge_items
 from hcat_pipeline.judge.plots import validation_figures
@@ -88,6 +90,10 @@ JudgeValidationConfig = config_from(
     n_pairs=(int, Field(default=5, ge=0, description="position-bias pairs, each asked in both orders")),
     sample_seed=(int, 0),
     llm=(Optional[LLMSpec], Field(default=None, description="the judge LLM to validate; absent: the llm resource")),
+    campaign_labels=(bool, Field(default=True, description="also the campaign's own human labels (human_labels: the review page, "
+                                 "data/labels) of the judge's dimensions, on the answers they were given to")),
+    max_campaign_items=(int, Field(default=200, ge=0, description="held-out campaign-labelled items judged at most per dimension")),
+    warehouse_dir=(str, Field(default="", description="where the stored answers are read (empty: the project warehouse)")),
     **_judge_fields(),
 )
 
@@ -206,14 +212,38 @@ def llm_judge_scores(
     return out
 
 
+def _campaign_items(human_labels: pl.DataFrame, warehouse: Path, cfg: JudgeConfig, cap: int) -> tuple[list, dict]:
+    """The campaign's labelled answers of the judge's dimensions (test split, at most ``cap`` per dimension) and their
+    metadata: items per dimension, and every label that could not be used with its reason."""
+    keys = human_labels.select("case_id", "system_id").unique()
+    files = sorted((warehouse / "rag_responses").glob("*/*.parquet"))
+    responses = (pl.concat([pl.scan_parquet(f).select(RESPONSE_COLUMNS) for f in files], how="vertical_relaxed")
+                 .join(keys.lazy(), on=["case_id", "system_id"], how="semi").collect()) if files else pl.DataFrame(
+                     schema={c: pl.String for c in RESPONSE_COLUMNS} | {"contexts": pl.List(pl.String)})  # fmt: skip
+    golden = [pl.read_parquet(f, columns=["case_id", "constraints"]) for f in sorted((warehouse / "golden_set").glob("*.parquet"))]
+    golden_set = pl.concat(golden).unique("case_id", keep="last") if golden else None
+    items, skipped = campaign_label_items(human_labels, responses, golden_set, cfg.dimensions, cfg.pass_threshold)
+    test = [i for i in items if i.split == "test"]
+    kept = [i for d in cfg.dimensions for i in sorted((i for i in test if i.dimension == d), key=lambda i: i.item_id)[:cap]]
+    per_dim = {d: sum(i.dimension == d for i in kept) for d in cfg.dimensions}
+    return kept, {
+        "campaign_items": dg.MetadataValue.json({d: n for d, n in per_dim.items() if n}),
+        "campaign_items_dev_held_back": len(items) - len(test),
+        "campaign_labels_unused": skipped.height,
+        "campaign_labels_unused_reasons": dg.MetadataValue.json(dict(skipped.group_by("reason").len().sort("reason").iter_rows())),
+    }
+
+
 @dg.asset(
     group_name="judge",
     pool=llm_pool(),
-    description="LLM judge vs held-out human labels (FaithDial → groundedness, ToxiGen → safety): Cohen's κ with its 95 % CI "
-    "per dimension, validated flag (κ ≥ floor; never used for gates otherwise), position / length / self-preference audits "
+    ins={"human_labels": dg.AssetIn(metadata=OPTIONAL)},
+    description="LLM judge vs held-out human labels (FaithDial → groundedness, ToxiGen → safety, and the campaign's own labels "
+    "of any judge dimension — the only labels the §14.4 items can have): Cohen's κ with its 95 % CI per dimension, validated flag (κ ≥ floor; never used for gates otherwise), position / length / self-preference audits "
     "with figures. Keyed by judge_config_hash.",
 )
-def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationConfig, llm: LLM) -> pl.DataFrame:
+def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationConfig, llm: LLM,
+                     human_labels: Optional[pl.DataFrame]) -> pl.DataFrame:  # fmt: skip
     cfg = _core_config(config)
     llm = named_llm(llm, config.llm, "judge_validation")
     try:
@@ -223,6 +253,10 @@ def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationC
     except FileNotFoundError as e:
         raise dg.Failure(f"judge_validation: {e}") from e
     items = [i for i in items if i.dimension in cfg.dimensions]
+    campaign_meta: dict = {}
+    if config.campaign_labels and human_labels is not None and human_labels.height:
+        camp, campaign_meta = _campaign_items(human_labels, Path(config.warehouse_dir or WAREHOUSE_DIR), cfg, config.max_campaign_items)
+        items += camp
     t0 = time.perf_counter()
     res = validate_judge(
         llm, items, pairs if "groundedness" in cfg.dimensions else [], cfg, kappa_floor=config.kappa_floor,
@@ -244,7 +278,7 @@ def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationC
         "validated": dg.MetadataValue.json(dict(zip(table["dimension"].to_list(), table["validated"].to_list(), strict=True))),
         "kappa": preview(table.select(cols), 20, 60), "bias_audits": preview(table.select(bias_cols), 20, 60),
         "position_bias": dg.MetadataValue.json(res["position_bias"]), "label_split": "test (held out; dev is 1 in 5 items by hash)",
-        "items": len(items), "pairs": len(pairs), "calls": calls, "wall_seconds": round(wall, 1),
+        "items": len(items), "pairs": len(pairs), "calls": calls, "wall_seconds": round(wall, 1), **campaign_meta,
         "judged_items": preview(scores.select("dimension", "system", "human_label", "score", "error", "justification")
                                 if scores.height else scores, 20, 80),
         **{name: dg.MetadataValue.md(png_markdown(png, name)) for name, png in figures.items()},

@@ -77,7 +77,7 @@ def _fmt_ci(r: dict) -> str:
 
 
 def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector: PIIDetector, nli_model: NLIModel,
-           part: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+           multilingual_encoder: MultilingualEncoder, part: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
     try:
         wanted = [*(config.metrics or default_metrics()), *config.extra_metrics] if config.extra_metrics else (config.metrics or None)
         return score_frame(
@@ -88,8 +88,9 @@ def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector:
             embed_layers=embedding_model.layer_features,
             pii=pii_detector,
             nli=nli_model,
-            multilingual=MultilingualEncoder,  # instantiated only if cross_lingual_similarity is requested
+            multilingual=multilingual_encoder,  # its model loads only when a metric needing it is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
+            device=embedding_model.device,
             **config.model_dump(exclude={"metrics", "extra_metrics", "allow_unavailable", "shard_cases", "long_document_min_chunks", "corpus_dir"}),
         )
     except MetricUnavailable as e:
@@ -128,9 +129,9 @@ def _long_documents(config: MetricsConfig, golden_set: pl.DataFrame) -> pl.DataF
 
 @dg.op(description="Every metric on one shard of the night's responses.")
 def score_shard(context: dg.OpExecutionContext, config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector: PIIDetector,
-                nli_model: NLIModel, work: dict) -> dict:
+                nli_model: NLIModel, multilingual_encoder: MultilingualEncoder, work: dict) -> dict:
     rows = as_frame(work["rows"])
-    scored, info = _score(config, embedding_model, pii_detector, nli_model, rows)
+    scored, info = _score(config, embedding_model, pii_detector, nli_model, multilingual_encoder, rows)
     shard_log(context, work["shard"], f"{info['rows_scored']} scored, {info['rows_skipped']} skipped in {info['seconds']:.1f}s")
     return {"shard": work["shard"], "frame": scored, "info": info, "columns": rows.columns}
 

@@ -37,6 +37,7 @@ from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_data_uri
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
+from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR
 from hcat_pipeline.reports.campaign_report import render_report, review_link
@@ -72,7 +73,6 @@ def _weakness_cfg(config) -> WeaknessConfig:
     return to_core(WeaknessConfig, config)
 
 
-OPTIONAL = {"optional": True}  # the IO manager gives None when the input was never stored (io.PolarsParquetIOManager)
 
 
 def _judge_note(context: dg.AssetExecutionContext) -> str | None:

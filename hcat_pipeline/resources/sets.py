@@ -38,6 +38,7 @@ import dagster as dg
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
+from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 
@@ -74,6 +75,7 @@ def resources_for(profile: str | None = None) -> dict:
         "embedding_model": EmbeddingModel(),
         "pii_detector": PIIDetector(),
         "nli_model": NLIModel(),
+        "multilingual_encoder": MultilingualEncoder(),  # USE-M3: dense_use, cross-lingual metrics, the toxicity head, rule similarity
     }
     if profile == "local":
         return {**common, "llm": LLM(provider="local", n_threads=int(os.environ.get("HCAT_LLM_THREADS", "2")))}
