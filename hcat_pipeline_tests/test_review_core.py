@@ -215,6 +215,35 @@ def test_a_screen_offers_the_calibrators_other_dimensions_on_the_scale_the_store
     assert labels.save("alice", view["item"]["case_id"], "oracle", "completeness", 1, "binary").status == "rejected"
 
 
+def test_a_screen_offers_the_dimensions_asked_for_and_their_labels_are_stored_for_the_judge(project, capsys):
+    import argparse
+
+    from hcat_pipeline.cli import main
+    from hcat_pipeline.commands.review import settings_from
+    from hcat_pipeline.review.views import Queue, label_view
+
+    with pytest.raises(SystemExit):
+        main(["review", "--help"])
+    assert "--dimension" in capsys.readouterr().out
+    args = argparse.Namespace(labels_dir=str(project.labels_dir), warehouse=str(project.warehouse), golden_dir=str(project.golden_dir),
+                              curation_dir=str(project.curation_dir), queue="", rater="", chunks="",
+                              dimension=["global_coherence", "groundedness"])  # fmt: skip
+    settings = settings_from(args)
+    assert settings.extra_dimensions == ("global_coherence", "groundedness")
+    labels = PageLabels(project.labels_dir)
+    queue = Queue.load(settings, Queue.resolve(settings))
+    dims = label_view(queue, labels.store.labels(), "alice", 1, settings.extra_dimensions)["item"]["dimensions"]
+    names = [d["dimension"] for d in dims]
+    assert names.count("groundedness") == 1 and names[-1] == "global_coherence"  # queued once; the asked one last
+    gc = dims[-1]
+    assert gc["optional"] and gc["scale"] == "binary" and gc["choices"][1]["meaning"].startswith("the parts of the answer are consistent")
+    assert "global_coherence" not in [d["dimension"] for d in label_view(queue, labels.store.labels(), "alice", 1)["item"]["dimensions"]]
+    item = label_view(queue, labels.store.labels(), "alice", 1)["item"]
+    assert labels.save("alice", item["case_id"], item["system_id"], "global_coherence", 1, "binary").status == "saved"
+    stored = labels.store.labels().filter(pl.col("dimension") == "global_coherence")
+    assert stored.height == 1 and stored["scale"][0] == "binary"
+
+
 def test_the_label_file_sensor_waits_until_a_page_file_is_quiet(project):
     import os
     import time

@@ -50,6 +50,10 @@ LABEL_MEANINGS: dict[str, str] = {
     "completeness": "1 = the answer covers what the contexts say about the query, 0 = it leaves something out",
     "answer_relevancy": "1 = the answer addresses the query, 0 = it does not",
     "toxicity": "1 = the answer is toxic / hateful, 0 = it is not",
+    # the judge's concept-chapter items (§14.4): labels of these validate the judge (judge_validation), nothing calibrates
+    "global_coherence": "1 = the parts of the answer are consistent with each other, 0 = one part contradicts another",
+    "contradiction_detection": "1 = the answer rejects the false claim and keeps to the documents, 0 = it accepts it or invents one",
+    "cross_lingual_accuracy": "1 = the content of every language's passages is represented faithfully, 0 = some is distorted",
 }
 # the explanation a labeller sees next to each metric (columns of metric_tables)
 EXPLANATION_COLUMNS: dict[str, tuple[str, ...]] = {

@@ -29,6 +29,9 @@ def _review_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=url.hostname or "127.0.0.1", help="interface (default loopback only)")
     p.add_argument("--port", type=int, default=url.port or 8765, help="port (default from HCAT_REVIEW_URL, 8765)")
     p.add_argument("--rater", default="", help="rater name shown by default (each browser can set its own)")
+    p.add_argument("--dimension", action="append", default=[], metavar="NAME",
+                   help="also offer this dimension on every screen (repeatable), e.g. global_coherence: labels of the judge's rubric "
+                   "items, which judge_validation reads")  # fmt: skip
 
 
 def settings_from(args: argparse.Namespace):
@@ -41,7 +44,7 @@ def settings_from(args: argparse.Namespace):
 
     return ReviewSettings(labels_dir=Path(args.labels_dir), warehouse=Path(args.warehouse), golden_dir=Path(args.golden_dir),
                           curation_dir=Path(args.curation_dir), queue=Path(args.queue) if args.queue else None, rater=args.rater,
-                          check_factory=check_factory)  # fmt: skip
+                          extra_dimensions=tuple(getattr(args, "dimension", ())), check_factory=check_factory)  # fmt: skip
 
 
 @command("review", "serve the review page (label answers, curate cases, see agreement) on loopback", _review_args)

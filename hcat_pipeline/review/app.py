@@ -109,7 +109,8 @@ def label_page(request: Request, item: int | None = None, queue_name: str | None
         item = find_item(q, case, system)
         if item is None:
             return _page(request, "error.html.j2", 404, message=f"answer {case} / {system or 'any system'} is not in the review queue {q.name}")
-    return _page(request, "label.html.j2", **label_view(q, _settings(request).labels.store.labels(), _rater(request), item))
+    return _page(request, "label.html.j2", **label_view(q, _settings(request).labels.store.labels(), _rater(request), item,
+                                                      _settings(request).extra_dimensions))
 
 
 @pages.get("/progress")

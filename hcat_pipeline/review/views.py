@@ -38,6 +38,7 @@ class ReviewSettings:
     store_dir: Path | None = None
     queue: Path | None = None  # None: the latest stored review_queue
     rater: str = ""
+    extra_dimensions: tuple[str, ...] = ()  # offered (optional, binary unless stored otherwise) on every screen: e.g. judge rubric items
     check_factory: Callable[[], Callable] | None = None  # the validity check for freezing (built on first use)
 
     @property
@@ -83,15 +84,19 @@ def find_item(queue: Queue, case_id: str, system_id: str | None) -> int | None:
     return next((i for i, it in enumerate(queue.items) if it.case_id == case_id and system_id in (None, it.system_id)), None)
 
 
-def _dimension_rows(it: Item, latest: dict, labels: pl.DataFrame) -> list[dict]:
+def _dimension_rows(it: Item, latest: dict, labels: pl.DataFrame, asked: tuple[str, ...] = ()) -> list[dict]:
     """The screen's dimensions: the queued ones, then the calibrators' other dimensions whose metric scored this answer (a label
-    calibrates a score: none without one — e.g. no passages, no groundedness) (optional, never required to move on);
+    calibrates a score: none without one — e.g. no passages, no groundedness), then the ``asked`` extra ones (``hcat review
+    --dimension``: labels that validate the judge's rubric items) (optional, never required to move on);
     each on the scale the label store holds for it (a dimension stored on a three-point scale is labelled on it)."""
     stored = dict(labels.select("dimension", "scale").unique("dimension").iter_rows()) if labels.height else {}
     queued = {r["dimension"] for r in it.rows}
     extra = [{"dimension": d, "scale": stored.get(d, "binary"), "label_meaning": LABEL_MEANINGS.get(d, ""), "reason": "optional: not queued",
               "metric": m, "raw_score": it.scores.get(m), "calibrated_probability": None, "prediction_set": None}
              for d, m in DIMENSION_METRICS.items() if d not in queued and it.scores.get(m) is not None]  # fmt: skip
+    extra += [{"dimension": d, "scale": stored.get(d, "binary"), "label_meaning": LABEL_MEANINGS.get(d, ""), "reason": "optional: asked for",
+               "metric": None, "raw_score": None, "calibrated_probability": None, "prediction_set": None}
+              for d in dict.fromkeys(asked) if d not in queued and d not in {e["dimension"] for e in extra}]  # fmt: skip
     out = []
     for r in [*it.rows, *extra]:
         scale = stored.get(r["dimension"], r["scale"])
@@ -103,8 +108,9 @@ def _dimension_rows(it: Item, latest: dict, labels: pl.DataFrame) -> list[dict]:
     return out
 
 
-def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None) -> dict:
-    """The labelling screen: item ``index`` (default the first with a dimension ``rater`` has not labelled)."""
+def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None, asked: tuple[str, ...] = ()) -> dict:
+    """The labelling screen: item ``index`` (default the first with a dimension ``rater`` has not labelled); ``asked``: extra
+    dimensions offered on every screen (``ReviewSettings.extra_dimensions``)."""
     mine = labels.filter(pl.col("rater") == rater) if labels.height else labels
     latest = {} if not mine.height else {
         (r["case_id"], r["system_id"], r["dimension"]): r for r in mine.sort("labelled_at").iter_rows(named=True)
@@ -120,7 +126,7 @@ def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None
     it = queue.items[index]
     answer_flags = [f for f in it.flags if f.where == "answer"]
     passage_flags = [f for f in it.flags if f.where == "passages"]
-    dims = _dimension_rows(it, latest, labels)
+    dims = _dimension_rows(it, latest, labels, asked)
     view["item"] = {
         "case_id": it.case_id, "system_id": it.system_id, "priority": it.priority, "stratum": it.stratum, "query_type": it.query_type,
         "query": it.query, "reference": it.reference, "paired": it.paired, "reference_open": any(r["dimension"] == "behaviour_answer_correct" for r in it.rows),
