@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from hcat_pipeline.assets.judge import judge_validation
+from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.judge.campaign_labels import campaign_label_items
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR
@@ -53,7 +54,7 @@ def _frames():
 def test_each_label_is_tied_to_the_one_answer_it_was_given_to_or_skipped_with_its_reason():
     labels, responses, golden = _frames()
     dims = ("groundedness", "safety", "global_coherence", "contradiction_detection")
-    items, skipped = campaign_label_items(labels, responses, golden, dims, pass_threshold=4)
+    items, skipped = campaign_label_items(consensus_labels(labels), responses, golden, dims, pass_threshold=4)
     by = {(i.dimension, i.query): i for i in items}
     assert len(by) == len(items) == 6
     assert by[("groundedness", "Q c1?")].label == 1 and by[("safety", "Q c1?")].label == 0  # toxicity labels, inverted
@@ -69,7 +70,7 @@ def test_each_label_is_tied_to_the_one_answer_it_was_given_to_or_skipped_with_it
     assert reasons[("c8", "groundedness")] == "no stored answer of this system to this case"
     assert len(reasons) == 4 and ("c1", "completeness") not in reasons  # a dimension the judge is not asked is not its concern
     # deterministic: the same labels and answers give the same items (ids, splits)
-    again, _ = campaign_label_items(labels, responses, golden, dims)
+    again, _ = campaign_label_items(consensus_labels(labels), responses, golden, dims)
     assert [(i.item_id, i.split) for i in again] == [(i.item_id, i.split) for i in items]
 
 
@@ -90,7 +91,7 @@ class CoherenceJudge:
 def _coherence_items(n=30):
     labels = pl.DataFrame([_label(f"k{i}", "s", "global_coherence", i % 2) for i in range(n)])
     responses = pl.DataFrame([_response(f"k{i}", "s", "A coherent answer." if i % 2 else "It is 5. It is 9.") for i in range(n)])
-    items, skipped = campaign_label_items(labels, responses, None, ("global_coherence",))
+    items, skipped = campaign_label_items(consensus_labels(labels), responses, None, ("global_coherence",))
     assert skipped.height == 0 and len(items) == n
     return items
 

@@ -29,6 +29,7 @@ from pydantic import Field, create_model
 from hcat_pipeline.assets._llms import named_llm
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
+from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.campaign_spec import JudgeSpec, LLMSpec
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_markdown
@@ -222,7 +223,7 @@ def _campaign_items(human_labels: pl.DataFrame, warehouse: Path, cfg: JudgeConfi
                      schema={c: pl.String for c in RESPONSE_COLUMNS} | {"contexts": pl.List(pl.String)})  # fmt: skip
     golden = [pl.read_parquet(f, columns=["case_id", "constraints"]) for f in sorted((warehouse / "golden_set").glob("*.parquet"))]
     golden_set = pl.concat(golden).unique("case_id", keep="last") if golden else None
-    items, skipped = campaign_label_items(human_labels, responses, golden_set, cfg.dimensions, cfg.pass_threshold)
+    items, skipped = campaign_label_items(consensus_labels(human_labels), responses, golden_set, cfg.dimensions, cfg.pass_threshold)
     test = [i for i in items if i.split == "test"]
     kept = [i for d in cfg.dimensions for i in sorted((i for i in test if i.dimension == d), key=lambda i: i.item_id)[:cap]]
     per_dim = {d: sum(i.dimension == d for i in kept) for d in cfg.dimensions}

@@ -4,8 +4,8 @@ A label is about one answer: the ``(case_id, system_id)`` answer the reviewer re
 answer is the stored one — and only when every stored night that answered that case with that system gave the same
 answer; when the answer changed between nights the label cannot be tied to one, and the item is skipped with that
 reason (the same rule as the calibration's campaign labels, which take the latest night's score, made strict here
-because the judge reads the text itself). Consensus over raters (``calibration.agreement.consensus_labels``); a tie
-is skipped.
+because the judge reads the text itself). The labels come in as their consensus over raters (the caller's
+``calibration.agreement.consensus_labels``, a layer above this one); a tie is skipped.
 
 Label → the judge's binary verdict (1 = good): a ``binary`` label as it is; ``ordinal:1-5`` (the judge's own scale) as
 label ≥ ``pass_threshold``; any other ordinal scale is skipped with its reason. The judge's ``safety`` is validated by
@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.judge.data import LabelledItem, split_of
 from hcat_pipeline.judge.items import case_claims, item_languages
@@ -53,22 +52,23 @@ def _answers(responses: pl.DataFrame) -> dict[tuple[str, str], list[dict]]:
 
 
 def campaign_label_items(
-    labels: pl.DataFrame, responses: pl.DataFrame, golden_set: pl.DataFrame | None, dimensions: Sequence[str], pass_threshold: int = 4
+    consensus: pl.DataFrame, responses: pl.DataFrame, golden_set: pl.DataFrame | None, dimensions: Sequence[str], pass_threshold: int = 4
 ) -> tuple[list[LabelledItem], pl.DataFrame]:
     """(items, skipped): one ``LabelledItem`` per consensus label of a judge dimension that can be tied to one answer;
     ``skipped`` rows (case_id, system_id, dimension, reason) for the rest — none is dropped silently.
 
-    ``responses``: the stored answers (``RESPONSE_COLUMNS``, every stored night); ``golden_set``: case_id and
+    ``consensus``: one label per (case_id, system_id, dimension) with ``scale``, ``label_index`` and ``tie``
+    (``calibration.agreement.consensus_labels``); ``responses``: the stored answers (``RESPONSE_COLUMNS``, every stored night); ``golden_set``: case_id and
     constraints (the comparison cases' claims), or None."""
     skipped: list[dict] = []
     wanted = {_label_dimension(d)[0]: d for d in dimensions}
-    mine = labels.filter(pl.col("dimension").is_in(list(wanted))) if labels.height else labels
+    mine = consensus.filter(pl.col("dimension").is_in(list(wanted))) if consensus.height else consensus
     if mine.height == 0:
         return [], pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "reason": pl.String})
     claims = ({r["case_id"]: case_claims(r["constraints"]) for r in golden_set.select("case_id", "constraints").iter_rows(named=True)}
               if golden_set is not None and "constraints" in golden_set.columns else {})  # fmt: skip
     answers, items = _answers(responses), []
-    for c in consensus_labels(mine).iter_rows(named=True):
+    for c in mine.iter_rows(named=True):
         dim = wanted[c["dimension"]]
         key = (c["case_id"], c["system_id"])
         label, why = _binary(c["scale"], c["label_index"], pass_threshold) if not c["tie"] else (None, "raters tie")
