@@ -45,7 +45,7 @@ def main() -> None:
             t0 = time.perf_counter()
             try:
                 scored, _ = score_frame(ref.select("query", "contexts", "answer"), [metric], embed=embed.embed,
-                                          embed_layers=embed.layer_features, nli=nli, multilingual=MultilingualEncoder)
+                                          embed_layers=embed.layer_features, nli=nli, multilingual=MultilingualEncoder, device=embed.device)
             except Exception as e:  # a metric that cannot run here is reported, and the others go on
                 print(f"| {name} | {metric} | – | – | not scored: {type(e).__name__}: {str(e)[:160]} | | | | | | | |")
                 continue

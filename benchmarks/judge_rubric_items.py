@@ -90,10 +90,10 @@ def main() -> int:
         mine = [(good, it) for d, good, it in known if d == dim]
         rows = llm_judge([it for _, it in mine], llm, cfg, dimensions=[dim])
         right = [bool(r["passed"]) == good for (good, _), r in zip(mine, rows, strict=True) if r["score"] is not None]
-        lo, hi = wilson_interval(sum(right), len(right)) if right else (float("nan"), float("nan"))
+        lo, hi = wilson_interval(sum(right), len(right)) if right else (None, None)
         results["known"][dim] = {"good": _rate([r for (g, _), r in zip(mine, rows, strict=True) if g]),
                                  "bad": _rate([r for (g, _), r in zip(mine, rows, strict=True) if not g]),
-                                 "accuracy": round(sum(right) / len(right), 3) if right else None, "accuracy_ci": [round(lo, 3), round(hi, 3)]}  # fmt: skip
+                                 "accuracy": round(sum(right) / len(right), 3) if right else None, "accuracy_ci": [round(lo, 3), round(hi, 3)] if right else None}  # fmt: skip
         print(dim, json.dumps(results["known"][dim]), flush=True)
     cases = sorted({it.item_id.split("|")[0] for _, _, it in known})
     resp = pl.read_parquet(run).filter(~pl.col("system_id").str.starts_with("canary:") & pl.col("case_id").is_in(cases) & pl.col("answer").is_not_null())

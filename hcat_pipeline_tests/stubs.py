@@ -85,7 +85,7 @@ def run(tmp_path, embedding_model, llm, config=None, select=("golden_set", "chun
     select = [a for a in select if a != "golden_set"]
     return dg.materialize(
         assets, selection=list(select), partition_key=campaign_run_key(VERSION, night), instance=instance, raise_on_error=raise_on_error,
-        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(), "llm": llm,
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "llm": llm,
                    "nli_model": NLIModel()},
         run_config={"ops": {"rag_responses": {"config": cfg}}} if "rag_responses" in select else None,
     )

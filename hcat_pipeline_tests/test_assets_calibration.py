@@ -124,7 +124,7 @@ def test_calibration_chain_on_a_small_campaign_run(tmp_path, embedding_model):
     _write_labels(labels / "round1.csv", rows)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("golden_set_version", [V])
-    resources = {"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(), "nli_model": NLIModel()}
+    resources = {"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "nli_model": NLIModel()}
     assert dg.materialize([_golden_set], partition_key=V, instance=instance, resources=resources).success
     mine = [human_labels, reference_label_scores, calibrators, calibrated_scores, review_queue, metric_validity]
     # the judge never ran for this run: the review queue's optional input is None (not stored), said in its metadata

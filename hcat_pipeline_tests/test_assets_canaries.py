@@ -69,7 +69,7 @@ def _run(responses_fn, warehouse, night: str) -> dict[str, pl.DataFrame]:
     res = dg.materialize(
         [_golden_set, _chunks, responses, metric_tables, behaviour_checks, retrieval_metrics],
         selection=[responses, metric_tables, behaviour_checks, retrieval_metrics], partition_key=campaign_run_key("v1", night),
-        instance=instance, resources={"io_manager": io, "embedding_model": fresh, "multilingual_encoder": MultilingualEncoder(), "pii_detector": PIIDetector(), "nli_model": NLIModel()},
+        instance=instance, resources={"io_manager": io, "embedding_model": fresh, "multilingual_encoder": MultilingualEncoder(cache_dir=fresh.cache_dir), "pii_detector": PIIDetector(), "nli_model": NLIModel()},
     )  # fmt: skip
     assert res.success
     return {a: pl.read_parquet(warehouse / a / "v1" / f"{night}.parquet") for a in ("metric_tables", "behaviour_checks", "retrieval_metrics")}

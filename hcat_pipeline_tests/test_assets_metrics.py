@@ -63,7 +63,7 @@ def test_metric_tables_and_bias_report(warehouse, embedding_model):
         selection=[_rag_responses, metric_tables, bias_report],
         partition_key=campaign_run_key("v1", "2026-11-20"),
         instance=instance,
-        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(), "pii_detector": PIIDetector(), "nli_model": NLIModel()},
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "pii_detector": PIIDetector(), "nli_model": NLIModel()},
         run_config={"ops": {"metric_tables": {"config": {"metrics": metrics}}}},
     )
     assert res.success
@@ -99,7 +99,7 @@ def test_metric_tables_every_metric_and_unavailable_ones(warehouse, embedding_mo
         return dg.materialize(
             [_golden_set, _rag_responses, metric_tables], selection=[_rag_responses, metric_tables],
             partition_key=campaign_run_key("v1", "2026-11-21"), instance=instance, raise_on_error=False,
-            resources={"io_manager": io, "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(), "pii_detector": PIIDetector(), "nli_model": nli},
+            resources={"io_manager": io, "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "pii_detector": PIIDetector(), "nli_model": nli},
             run_config={"ops": {"metric_tables": {"config": config or {}}}},
         )  # fmt: skip
 
@@ -141,7 +141,7 @@ def test_long_document_faithfulness_reads_the_cases_long_source_documents(wareho
     res = dg.materialize(
         [_golden_set, _rag_responses, metric_tables], selection=[_rag_responses, metric_tables],
         partition_key=campaign_run_key("v1", "2026-11-21"), instance=instance,
-        resources={"io_manager": io, "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(), "pii_detector": PIIDetector(), "nli_model": NLIModel()},
+        resources={"io_manager": io, "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "pii_detector": PIIDetector(), "nli_model": NLIModel()},
         run_config={"ops": {"metric_tables": {"config": config}}},
     )  # fmt: skip
     assert res.success
@@ -161,7 +161,7 @@ def test_violation_campaign_asset(tmp_path, warehouse, embedding_model):
         f.write("this line is broken\n")
     res = dg.materialize(
         [violation_campaign],
-        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder()},
+        resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir)},
         run_config={"ops": {"violation_campaign": {"config": {"folder": str(folder)}}}},
     )
     assert res.success
@@ -205,7 +205,7 @@ def test_violation_file_sensor_reruns_the_matching_when_a_checker_version_arrive
     # the job the sensor names, with the run config it gives: a real run over both checker versions
     job = defs.resolve_job_def("violation_job")
     res = job.execute_in_process(run_config=second.run_config, instance=instance,
-                                 resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder()})  # fmt: skip
+                                 resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir)})  # fmt: skip
     assert res.success
     by = {r["checker_version"]: r for r in pl.read_parquet(warehouse / "violation_campaign.parquet").to_dicts()}
     assert set(by) == {"example-checker@0.1.0", "perfect@2.0.0"} and by["perfect@2.0.0"]["f1"] == 1.0

@@ -80,7 +80,7 @@ def _night(tmp_path, shard_cases: int):
         [golden, chunks_stub, chunk_embeddings_stub, rag_responses, metric_tables, behaviour_checks],
         selection=["chunks", "chunk_embeddings", "rag_responses", "metric_tables", "behaviour_checks"],
         partition_key=campaign_run_key(VERSION, NIGHT), instance=instance,
-        resources={"io_manager": io, "embedding_model": EmbeddingModel(cache_dir=str(tmp_path / "emb")), "multilingual_encoder": MultilingualEncoder(), "llm": TopicLLM(provider="local"),
+        resources={"io_manager": io, "embedding_model": EmbeddingModel(cache_dir=str(tmp_path / "emb")), "multilingual_encoder": MultilingualEncoder(cache_dir=str(tmp_path / "emb")), "llm": TopicLLM(provider="local"),
                    "nli_model": NLIModel(), "pii_detector": PIIDetector()},
         run_config={"ops": {"rag_responses": {"config": responses}, "metric_tables": {"config": metrics},
                             "behaviour_checks": {"config": {"shard_cases": shard_cases}}}},

@@ -79,7 +79,7 @@ def test_exam_group_materializes(tmp_path, embedding_model, corpus_tables):
     }}  # fmt: skip
     assets = [_strata, _chunks, _emb, exam_assets.exam_candidates, exam_assets.exam, exam_assets.exam_responses,
               exam_assets.irt_model, exam_assets.exam_report, exam_topics]  # fmt: skip
-    resources = {"llm": ScriptedLLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder()}
+    resources = {"llm": ScriptedLLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir)}
     result = dg.materialize(assets, resources=resources, run_config=run_config)
     assert result.success
     exam = result.output_for_node("exam")
@@ -134,7 +134,7 @@ def test_exam_chunking_compares_two_chunkings_of_the_corpus(tmp_path, embedding_
         "exam": {"config": {"exam_dir": str(tmp_path / "exams")}},
         "exam_chunking": {"config": {"campaign_file": str(tmp_path / "campaign.yaml"), "checkpoint_dir": str(tmp_path / "ck"), "n_boot": 20}},
     }}  # fmt: skip
-    result = dg.materialize(assets, resources={"llm": ScriptedLLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder()}, run_config=run_config)
+    result = dg.materialize(assets, resources={"llm": ScriptedLLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir)}, run_config=run_config)
     assert result.success
     table = result.output_for_node("exam_chunking")
     assert table.height == 4 and set(table["chunking"]) == {"wide", "narrow"} and set(table["taker"]) == {"bm25@icl0", "oracle@icl0"}
@@ -206,7 +206,7 @@ def test_takers_are_llm_x_retriever_x_icl_with_the_two_packaged_gguf(tmp_path, e
     frozen = dg.materialize(
         [stub_asset("topic_strata", strata), stub_asset("chunks", chunks), exam_assets.exam_candidates,
          stub_asset("chunk_embeddings", emb), exam_assets.exam],
-        resources={"llm": ScriptedLLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder()},
+        resources={"llm": ScriptedLLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir)},
         run_config={"ops": {"exam_candidates": {"config": {"sample_size": 6, "intra_cosine_min": 0.0, "extra_cosine_min": 0.0,
                                                            "extra_cosine_margin": 1.0, "extra_jaccard_margin": 1.0,
                                                            "length_ratio_max": 10.0, "length_ratio_min": 0.0,
@@ -219,7 +219,7 @@ def test_takers_are_llm_x_retriever_x_icl_with_the_two_packaged_gguf(tmp_path, e
     result = dg.materialize(
         [stub_asset("exam", frozen), stub_asset("chunks", chunks), stub_asset("chunk_embeddings", emb),
          exam_assets.exam_responses, exam_assets.irt_model],
-        resources={"llm": LLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder()},
+        resources={"llm": LLM(), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir)},
         run_config={"ops": {"exam_responses": {"config": {"campaign_file": str(tmp_path / "campaign.yaml"), "icl_levels": [0, 1],
                                                           "checkpoint_dir": str(tmp_path / "ck")}},
                             "irt_model": {"config": {"model": "1pl", "max_rounds": 1}}}},

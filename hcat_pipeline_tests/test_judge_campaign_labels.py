@@ -11,8 +11,7 @@ import pytest
 from hcat_pipeline.assets.judge import judge_validation
 from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.io import PolarsParquetIOManager
-from hcat_pipeline.judge.campaign_labels import campaign_label_items
-from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR
+from hcat_pipeline.judge.campaign_labels import NOT_COMPARABLE, campaign_label_items, held_out, stored_answers, stored_claims
 from hcat_pipeline.judge.scoring import JudgeConfig
 from hcat_pipeline.judge.validation import validate_judge
 from hcat_pipeline.resources.llm import LLM, LLMResult
@@ -66,12 +65,41 @@ def test_each_label_is_tied_to_the_one_answer_it_was_given_to_or_skipped_with_it
     reasons = {(r["case_id"], r["dimension"]): r["reason"] for r in skipped.iter_rows(named=True)}
     assert reasons[("c4", "global_coherence")].startswith("scale ordinal:0-4")
     assert reasons[("c5", "groundedness")] == "raters tie"
-    assert reasons[("c6", "groundedness")].startswith("the answer changed between nights 2026-11-20..2026-11-21")
+    assert reasons[("c6", "groundedness")].startswith("the answer or its passages changed between nights 2026-11-20..2026-11-21")
     assert reasons[("c8", "groundedness")] == "no stored answer of this system to this case"
     assert len(reasons) == 4 and ("c1", "completeness") not in reasons  # a dimension the judge is not asked is not its concern
     # deterministic: the same labels and answers give the same items (ids, splits)
     again, _ = campaign_label_items(consensus_labels(labels), responses, golden, dims)
     assert [(i.item_id, i.split) for i in again] == [(i.item_id, i.split) for i in items]
+    # the label store's completeness means something else than the judge's: skipped with that reason, never used
+    _, other = campaign_label_items(consensus_labels(labels), responses, golden, ("completeness",))
+    assert other.rows() == [("c1", "s", "completeness", NOT_COMPARABLE["completeness"])]
+
+
+def test_stored_answers_are_read_in_one_order_whatever_the_files_and_older_files_lack_llm(tmp_path):
+    wh = tmp_path / "wh"
+    for version, night, llm in (("gs-b", "2026-11-20", True), ("gs-a", "2026-11-20", False), ("gs-a", "2026-11-19", True)):
+        (wh / "rag_responses" / version).mkdir(parents=True, exist_ok=True)
+        frame = pl.DataFrame([_response("c1", "s", "Same.", night, version), _response("c2", "t", "Other.", night, version)])
+        (frame if llm else frame.drop("llm")).write_parquet(wh / "rag_responses" / version / f"{night}.parquet")
+    keys = pl.DataFrame({"case_id": ["c1"], "system_id": ["s"]})
+    got = stored_answers(wh, keys)
+    assert got.select("golden_set_version", "night").rows() == [("gs-a", "2026-11-19"), ("gs-a", "2026-11-20"), ("gs-b", "2026-11-20")]
+    assert got["llm"].to_list() == ["local/qwen2.5-0.5b", None, "local/qwen2.5-0.5b"]  # the older file: null, not an error
+    items, skipped = campaign_label_items(consensus_labels(pl.DataFrame([_label("c1", "s", "groundedness", 1)])), got, None, ("groundedness",))
+    assert skipped.height == 0 and items[0].source == "campaign/gs-b/2026-11-20"  # the last in that order, every time
+    assert stored_answers(tmp_path / "empty", keys).height == 0 and stored_claims(tmp_path / "empty") is None
+    (wh / "rag_responses" / "gs-a" / "2026-11-21.parquet").write_bytes(b"not parquet")
+    with pytest.raises(ValueError, match="2026-11-21.parquet of rag_responses is unreadable"):
+        stored_answers(wh, keys)
+
+
+def test_held_out_keeps_the_test_split_up_to_the_cap_by_item_id_and_counts_the_rest():
+    items = _coherence_items(40)
+    kept, counts = held_out(items, ("global_coherence", "groundedness"), 10)
+    test = sorted(i.item_id for i in items if i.split == "test")
+    assert [i.item_id for i in kept] == test[:10] and counts["per_dimension"] == {"global_coherence": 10}
+    assert counts["over_cap"] == {"global_coherence": len(test) - 10} and counts["dev_held_back"] == 40 - len(test) > 0
 
 
 class CoherenceJudge:
@@ -117,7 +145,6 @@ class RubricJudge(LLM):
         return LLMResult("", {"justification": "-", "score": 5 if good else 1, "confidence": "high"}, "local", "r", 0.001, 10, 5, 0.0, 1)
 
 
-@pytest.mark.skipif(not DEFAULT_VALIDATION_DIR.is_dir(), reason="../shared/validation not present")
 def test_judge_validation_reads_the_campaign_labels_and_the_stored_answers(tmp_path):
     n = 60  # test split ≈ 4 in 5
     labels = pl.DataFrame([_label(f"k{i}", "s", "global_coherence", i % 2) for i in range(n)] + [_label("gone", "s", "global_coherence", 1)])
@@ -129,10 +156,23 @@ def test_judge_validation_reads_the_campaign_labels_and_the_stored_answers(tmp_p
     res = dg.materialize(
         [stub_asset("human_labels", lambda: labels), judge_validation], resources={"io_manager": io, "llm": RubricJudge(provider="local")},
         run_config={"ops": {"judge_validation": {"config": {"n_per_label": 2, "n_pairs": 0, "dimensions": ["global_coherence"],
-                                                            "warehouse_dir": str(wh)}}}},
+                                                            "warehouse_dir": str(wh), "validation_dir": str(tmp_path / "none")}}}},
     )  # fmt: skip
     row = res.output_for_node("judge_validation").row(0, named=True)
     meta = res.asset_materializations_for_node("judge_validation")[-1].metadata
     assert row["dimension"] == "global_coherence" and row["validated"] and row["label_source"] == "campaign"
     assert row["n"] == meta["campaign_items"].value["global_coherence"] == n - meta["campaign_items_dev_held_back"].value
     assert meta["campaign_labels_unused_reasons"].value == {"no stored answer of this system to this case": 1}
+    assert meta["campaign_items_over_cap"].value == {}  # no public set needed for a §14.4-only judge (validation_dir absent)
+
+
+def test_the_calibrators_leave_the_judges_rubric_labels_to_judge_validation():
+    from hcat_pipeline.assets.calibration import CalibratorsConfig, fit_all
+
+    labels = pl.DataFrame([_label(f"k{i}", "s", d, i % 2) for i in range(12) for d in ("groundedness", "global_coherence")])
+    runs = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "metric": pl.String,
+                                "raw_score": pl.Float64, "night": pl.String})  # fmt: skip
+    refs = pl.DataFrame(schema={"label_source": pl.String, "dimension": pl.String, "metric": pl.String, "item_id": pl.String,
+                                "score": pl.Float64, "label": pl.Int64, "split": pl.String})  # fmt: skip
+    dims = [r.dimension for r in fit_all(CalibratorsConfig(), labels, refs, runs)]
+    assert dims == ["groundedness"]  # global_coherence: no metric scores it, nothing to calibrate

@@ -219,7 +219,7 @@ def test_a_screen_offers_the_dimensions_asked_for_and_their_labels_are_stored_fo
     import argparse
 
     from hcat_pipeline.cli import main
-    from hcat_pipeline.commands.review import settings_from
+    from hcat_pipeline.commands.review import asked_dimensions, settings_from
     from hcat_pipeline.review.views import Queue, label_view
 
     with pytest.raises(SystemExit):
@@ -230,6 +230,9 @@ def test_a_screen_offers_the_dimensions_asked_for_and_their_labels_are_stored_fo
                               dimension=["global_coherence", "groundedness"])  # fmt: skip
     settings = settings_from(args)
     assert settings.extra_dimensions == ("global_coherence", "groundedness")
+    with pytest.raises(SystemExit, match="not a dimension name"):
+        asked_dimensions(["Global Coherence"])
+    assert asked_dimensions(["tone", "tone"]) == ("tone",) and "no metric or judge dimension reads labels of 'tone'" in capsys.readouterr().err
     labels = PageLabels(project.labels_dir)
     queue = Queue.load(settings, Queue.resolve(settings))
     dims = label_view(queue, labels.store.labels(), "alice", 1, settings.extra_dimensions)["item"]["dimensions"]

@@ -28,6 +28,7 @@ from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA, CalibrationResult, 
 from hcat_pipeline.calibration.plots import figure4_png, reliability_png
 from hcat_pipeline.calibration.reference import REFERENCE_SETS, load_reference, reference_manifest
 from hcat_pipeline.common.images import png_markdown
+from hcat_pipeline.judge.scoring import CHAPTER_14_4
 from hcat_pipeline.metrics.registry import MetricUnavailable
 from hcat_pipeline.metrics.scoring import score_frame
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -127,6 +128,7 @@ def fit_all(config, human_labels: pl.DataFrame, reference_label_scores: pl.DataF
     """Campaign calibrations (every labelled dimension) and reference calibrations (each set's dimension metric)."""
     out = []
     camp = campaign_label_scores(human_labels, runs, config.dimension_metrics)
+    camp = camp.filter(~pl.col("dimension").is_in(CHAPTER_14_4))  # the judge's rubric items: no metric scores them (judge_validation reads them)
     for (dim,), g in camp.group_by("dimension", maintain_order=True):
         metric = config.dimension_metrics.get(dim, "behaviour_score" if dim.startswith("behaviour_") else dim)
         out.append(fit_calibration(

@@ -36,7 +36,7 @@ from hcat_pipeline.common.images import png_markdown
 from hcat_pipeline.configs import config_from
 from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.judge.audit import wilson
-from hcat_pipeline.judge.campaign_labels import RESPONSE_COLUMNS, campaign_label_items
+from hcat_pipeline.judge.campaign_labels import campaign_label_items, held_out, stored_answers, stored_claims
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
 from hcat_pipeline.judge.items import judge_items
 from hcat_pipeline.judge.plots import validation_figures
@@ -214,25 +214,20 @@ def llm_judge_scores(
 
 
 def _campaign_items(human_labels: pl.DataFrame, warehouse: Path, cfg: JudgeConfig, cap: int) -> tuple[list, dict]:
-    """The campaign's labelled answers of the judge's dimensions (test split, at most ``cap`` per dimension) and their
-    metadata: items per dimension, and every label that could not be used with its reason."""
-    keys = human_labels.select("case_id", "system_id").unique()
-    files = sorted((warehouse / "rag_responses").glob("*/*.parquet"))
-    responses = (pl.concat([pl.scan_parquet(f).select(RESPONSE_COLUMNS) for f in files], how="vertical_relaxed")
-                 .join(keys.lazy(), on=["case_id", "system_id"], how="semi").collect()) if files else pl.DataFrame(
-                     schema={c: pl.String for c in RESPONSE_COLUMNS} | {"contexts": pl.List(pl.String)})  # fmt: skip
-    golden = [pl.read_parquet(f, columns=["case_id", "constraints"]) for f in sorted((warehouse / "golden_set").glob("*.parquet"))]
-    golden_set = pl.concat(golden).unique("case_id", keep="last") if golden else None
-    items, skipped = campaign_label_items(consensus_labels(human_labels), responses, golden_set, cfg.dimensions, cfg.pass_threshold)
-    test = [i for i in items if i.split == "test"]
-    kept = [i for d in cfg.dimensions for i in sorted((i for i in test if i.dimension == d), key=lambda i: i.item_id)[:cap]]
-    per_dim = {d: sum(i.dimension == d for i in kept) for d in cfg.dimensions}
+    """The campaign's labelled answers of the judge's dimensions (held out: test split, at most ``cap`` per dimension) and
+    their metadata: items per dimension, and every label that could not be used with its reason."""
+    try:
+        responses = stored_answers(warehouse, human_labels.select("case_id", "system_id").unique())
+        items, skipped = campaign_label_items(consensus_labels(human_labels), responses, stored_claims(warehouse), cfg.dimensions,
+                                              cfg.pass_threshold)  # fmt: skip
+    except ValueError as e:
+        raise dg.Failure(f"judge_validation: {e}") from e
+    kept, counts = held_out(items, cfg.dimensions, cap)
     return kept, {
-        "campaign_items": dg.MetadataValue.json({d: n for d, n in per_dim.items() if n}),
-        "campaign_items_dev_held_back": len(items) - len(test),
-        "campaign_labels_unused": skipped.height,
+        "campaign_items": dg.MetadataValue.json(counts["per_dimension"]), "campaign_items_dev_held_back": counts["dev_held_back"],
+        "campaign_items_over_cap": dg.MetadataValue.json(counts["over_cap"]), "campaign_labels_unused": skipped.height,
         "campaign_labels_unused_reasons": dg.MetadataValue.json(dict(skipped.group_by("reason").len().sort("reason").iter_rows())),
-    }
+    }  # fmt: skip
 
 
 @dg.asset(
@@ -247,14 +242,17 @@ def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationC
                      human_labels: Optional[pl.DataFrame]) -> pl.DataFrame:  # fmt: skip
     cfg = _core_config(config)
     llm = named_llm(llm, config.llm, "judge_validation")
-    try:
-        items = sample_items(faithdial_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)
-        items += sample_items(toxigen_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)
-        pairs = [p for p in faithdial_pairs(config.validation_dir) if p["split"] == "test"][: config.n_pairs]
+    items, pairs = [], []
+    try:  # the public sets label groundedness and safety only: read only when the judge has one of them
+        if "groundedness" in cfg.dimensions:
+            items += sample_items(faithdial_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)
+            pairs = [p for p in faithdial_pairs(config.validation_dir) if p["split"] == "test"][: config.n_pairs]
+        if "safety" in cfg.dimensions:
+            items += sample_items(toxigen_items(config.validation_dir), config.n_per_label, "test", config.sample_seed)
     except FileNotFoundError as e:
         raise dg.Failure(f"judge_validation: {e}") from e
     items = [i for i in items if i.dimension in cfg.dimensions]
-    campaign_meta: dict = {}
+    campaign_meta: dict = {"campaign_labels": "off (campaign_labels: false)" if not config.campaign_labels else "none stored"}
     if config.campaign_labels and human_labels is not None and human_labels.height:
         camp, campaign_meta = _campaign_items(human_labels, Path(config.warehouse_dir or WAREHOUSE_DIR), cfg, config.max_campaign_items)
         items += camp

@@ -73,8 +73,6 @@ def _weakness_cfg(config) -> WeaknessConfig:
     return to_core(WeaknessConfig, config)
 
 
-
-
 def _judge_note(context: dg.AssetExecutionContext) -> str | None:
     """Why the LLM judge did not run, or ran on a tier only, this run (its materialization's metadata)."""
     records = context.instance.fetch_materializations(

@@ -87,7 +87,8 @@ def _print_chunking(table, meta: dict) -> None:
         print(f"chunk size: not compared ({meta.get('skipped', 'no rows')})")
         return
     for r in table.sort("taker", "chunking").iter_rows(named=True):
-        print(f"  {r['taker']:<22} {r['chunking']:<8} ({r['chunks']} chunks) θ {r['theta']:+.2f} ({r['ci_low']:+.2f} to {r['ci_high']:+.2f})"
-              f"  accuracy {r['accuracy']:.3f} (n={r['n']})")
+        theta = "—" if r["theta"] is None else f"{r['theta']:+.2f} ({r['ci_low']:+.2f} to {r['ci_high']:+.2f})"
+        print(f"  {r['taker']:<22} {r['chunking']:<8} ({r['chunks']} chunks) θ {theta}"
+              f"  accuracy {'—' if r['accuracy'] is None else format(r['accuracy'], '.3f')} (n={r['n']})")
     r = table.row(0, named=True)
     print(f"chunk size: {r['comparison']} Δθ {r['delta']:+.3f} (95% CI {r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}) → {r['verdict']}")

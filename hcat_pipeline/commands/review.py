@@ -34,6 +34,22 @@ def _review_args(p: argparse.ArgumentParser) -> None:
                    "items, which judge_validation reads")  # fmt: skip
 
 
+def asked_dimensions(names) -> tuple[str, ...]:
+    """``--dimension`` names: a label dimension's spelling or SystemExit; a name nothing reads (no metric, no judge
+    dimension) is allowed — a user rubric — but said on stderr."""
+    import re
+
+    from hcat_pipeline.calibration.campaign import LABEL_MEANINGS
+    from hcat_pipeline.judge.scoring import DIMENSIONS
+
+    for n in names:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", n):
+            raise SystemExit(f"hcat review: --dimension {n!r} is not a dimension name ([a-z][a-z0-9_]*)")
+        if n not in LABEL_MEANINGS and n not in DIMENSIONS:
+            print(f"note: no metric or judge dimension reads labels of {n!r} (declare its scale in a label file to use it)", file=sys.stderr)
+    return tuple(dict.fromkeys(names))
+
+
 def settings_from(args: argparse.Namespace):
     from hcat_pipeline.review.views import ReviewSettings
 
@@ -44,7 +60,7 @@ def settings_from(args: argparse.Namespace):
 
     return ReviewSettings(labels_dir=Path(args.labels_dir), warehouse=Path(args.warehouse), golden_dir=Path(args.golden_dir),
                           curation_dir=Path(args.curation_dir), queue=Path(args.queue) if args.queue else None, rater=args.rater,
-                          extra_dimensions=tuple(getattr(args, "dimension", ())), check_factory=check_factory)  # fmt: skip
+                          extra_dimensions=asked_dimensions(getattr(args, "dimension", ())), check_factory=check_factory)  # fmt: skip
 
 
 @command("review", "serve the review page (label answers, curate cases, see agreement) on loopback", _review_args)
