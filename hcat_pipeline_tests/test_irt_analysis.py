@@ -167,3 +167,16 @@ def test_plots_return_png():
     hist = iterative_improvement(y, model="2pl", max_steps=2, min_items=5)
     for png in (plot_category_information(grid, curves), plot_item_curves(res, grid), plot_pruning_history(hist)):
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_pruning_that_drops_every_question_two_takers_differ_on_is_named():
+    from hcat_pipeline.exam.irt_tables import erased_differences
+
+    # A and B differ on questions 0-3 (A right on 3, B on 1); C differs from A on question 5 only (too few to matter)
+    y = np.array([[1, 1, 1, 0, 1, 1, 0, 1], [0, 0, 0, 1, 1, 1, 0, 1], [1, 1, 1, 0, 1, 0, 0, 1]], dtype=float)
+    dropped_0_3 = np.array([False] * 4 + [True] * 4)
+    # B and C differ on 0-3 and on the kept question 5: the pruned exam still separates them
+    assert erased_differences(y, dropped_0_3, ["A", "B", "C"]) == [{"a": "A", "b": "B", "differing": 4, "a_only": 3, "b_only": 1}]
+    assert erased_differences(y, np.ones(8, dtype=bool), ["A", "B", "C"]) == []  # nothing dropped: nothing erased
+    y[1, 0] = np.nan  # a missing answer is no difference
+    assert erased_differences(y, dropped_0_3, ["A", "B", "C"])[0]["differing"] == 3

@@ -26,9 +26,9 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
-from hcat_pipeline.assets._llms import system_llms
 from hcat_pipeline.assets._metadata import frame_metadata, preview
-from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, load_campaign
+from hcat_pipeline.assets._takers import exam_takers
+from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE
 from hcat_pipeline.common.ids import json_hash
 from hcat_pipeline.common.images import png_markdown
 from hcat_pipeline.common.prompts import load_prompt
@@ -50,7 +50,7 @@ from hcat_pipeline.exam.report import (
     plot_accuracy,
 )
 from hcat_pipeline.exam.spans import TermIndex
-from hcat_pipeline.exam.taking import ExamTaker, TakerSpec, matrix_frame, response_matrix, take_exam
+from hcat_pipeline.exam.taking import matrix_frame, response_matrix, take_exam
 from hcat_pipeline.exam.topics import topic_table
 from hcat_pipeline.golden.cases import corpus_hash
 from hcat_pipeline.paths import DATA_DIR, WAREHOUSE_DIR
@@ -58,8 +58,6 @@ from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.sets import llm_pool
-from hcat_pipeline.responses.campaign_run import index_fingerprint
-from hcat_pipeline.responses.retrieval import build_retriever
 from hcat_pipeline.schemas import EXAM_CANDIDATES as CANDIDATES
 from hcat_pipeline.schemas import IRT_MODEL as IRT_TABLE
 
@@ -233,39 +231,6 @@ def exam(context: dg.AssetExecutionContext, config: ExamConfig, exam_candidates:
     return frame
 
 
-def exam_takers(config: ExamResponsesConfig, llm: LLM, embedding_model: EmbeddingModel, multilingual: MultilingualEncoder,
-                exam: pl.DataFrame, index: pl.DataFrame):
-    """LLM × retriever × ICL (exam paper §4, Table 3): every campaign system on its own LLM at each ICL level."""
-    try:
-        spec = load_campaign(config.campaign_file)
-    except CampaignFileError as e:
-        raise dg.Failure(str(e)) from None
-    systems = [s for s in spec.systems if s.http is None]
-    llms = system_llms(spec, llm)
-    all_loglik = all(llms[s.system_id].client.supports_logprobs for s in systems)
-    mode = config.mode if config.mode != "auto" else ("loglik" if all_loglik else "letter")
-    if mode == "loglik" and not all_loglik:
-        raise dg.Failure(f"exam_responses: mode loglik needs local models; the systems' LLMs are "
-                         f"{sorted({i.llm_id for i in llms.values()})}")  # fmt: skip
-    ids, texts, matrix = index["chunk_id"].to_list(), index["text"].to_list(), index["embedding"].to_numpy()
-    ihash = index_fingerprint(ids, texts, embedding_model.model_id)
-    second, use_hash = None, None
-    if any(s.retriever == "dense_use" for s in systems):  # the second dense encoder (exam paper §4.2): USE-M3
-        vectors, use_embed, use_model = multilingual.dense_index(texts)
-        second, use_hash = (vectors, use_embed), index_fingerprint(ids, texts, use_model)
-    pool = [{**r, "case_id": r["question_id"], "reference_answer": r["answer"], "expected_behavior": "answer"} for r in exam.to_dicts()]
-    cache, takers = {}, []
-    skipped = [s.system_id for s in spec.systems if s.http is not None]
-    for s in systems:
-        retriever = build_retriever(s.retriever, ids, texts, matrix, embedding_model.embed, cache, second)
-        info = llms[s.system_id]
-        for icl in config.icl_levels:
-            ts = TakerSpec(f"{s.system_id}@icl{icl}", s.retriever, s.top_k, int(icl), config.seed)
-            takers.append(ExamTaker(ts, retriever, info.client, info.llm_id, info.fingerprint, mode, pool,
-                                    use_hash if s.retriever == "dense_use" else ihash))
-    return takers, skipped, mode
-
-
 @dg.asset(
     group_name="exam",
     pool=llm_pool(),
@@ -300,8 +265,6 @@ def exam_responses(
     return out
 
 
-
-
 @dg.asset(
     group_name="exam",
     description="IRT fit of the exam's response matrix (exam paper §3.4, App. B): 3PL item parameters (a, b, c), taker "
@@ -309,7 +272,7 @@ def exam_responses(
     "pruning history (App. B.3); one long table (kind = item | taker | component), plots in metadata.",
 )
 def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, exam_responses: pl.DataFrame) -> pl.DataFrame:
-    from hcat_pipeline.exam.irt_tables import analyse_exam
+    from hcat_pipeline.exam.irt_tables import analyse_exam, erased_differences
     from hcat_pipeline.irt.plots import plot_item_curves, plot_pruning_history
 
     version = exam_responses["exam_version"][0]
@@ -327,12 +290,16 @@ def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, exam_respons
     out = pl.concat([items, tk, cp], how="diagonal_relaxed").with_columns(pl.lit(version).alias("exam_version"))
     out = out.select([pl.col(c).cast(t) if c in out.columns else pl.lit(None, t).alias(c) for c, t in IRT_TABLE.items()])
     history = pl.DataFrame(res.rounds).with_columns(pl.col(pl.Float64).round(4))
-    s = res.summary
+    s, erased = res.summary, erased_differences(y, res.items["kept"].to_numpy(), takers)
+    for e in erased:
+        context.log.warning(f"pruning dropped every question on which {e['a']} and {e['b']} differ ({e['a_only']} vs {e['b_only']} of "
+                            f"{e['differing']}): their pruned θ cannot tell them apart; read their accuracy instead")  # fmt: skip
     context.add_output_metadata({
         **frame_metadata(out.filter(pl.col("kind") != "item"), 30),
         "exam_version": version, "model": config.model, "hierarchical": config.hierarchical,
         "takers": len(takers), "questions": len(questions), "questions_kept": int(res.items["kept"].sum()),
         "pruning_history": preview(history, 20), "stop_reason": res.history.stop_reason,
+        "pruning_erased_differences": dg.MetadataValue.json(erased),
         "rmse_irt": dg.MetadataValue.json(s["rmse_irt"]),
         "rmse_mean_prediction_baseline": dg.MetadataValue.json(s["rmse_mean_prediction_baseline"]),
         "fit_summary": dg.MetadataValue.json(json.loads(json.dumps(s, default=float))),

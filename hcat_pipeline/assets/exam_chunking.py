@@ -16,7 +16,8 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.assets.exam import ExamResponsesConfig, exam_takers
+from hcat_pipeline.assets._takers import exam_takers
+from hcat_pipeline.assets.exam import ExamResponsesConfig
 from hcat_pipeline.campaign_spec import CampaignFileError, load_campaign
 from hcat_pipeline.corpus.chunking import chunk_corpus
 from hcat_pipeline.exam.chunkings import compare_chunkings, remap_sources, source_map
