@@ -28,7 +28,7 @@ import polars as pl
 
 from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.judge.data import LabelledItem, split_of
-from hcat_pipeline.judge.items import case_claims, item_languages
+from hcat_pipeline.judge.items import claims_by_case, item_languages
 
 __all__ = ["LABEL_DIMENSIONS", "NOT_COMPARABLE", "RESPONSE_COLUMNS", "campaign_label_items", "held_out", "stored_answers", "stored_claims"]
 
@@ -90,10 +90,6 @@ def held_out(items: Sequence[LabelledItem], dimensions: Sequence[str], cap: int)
                   "over_cap": {d: n for d, n in over.items() if n}}  # fmt: skip
 
 
-def _label_dimension(dim: str) -> tuple[str, bool]:
-    return LABEL_DIMENSIONS.get(dim, (dim, False))
-
-
 def _binary(scale: str, label_index: int, pass_threshold: int) -> tuple[int | None, str | None]:
     if scale == "binary":
         return int(label_index), None
@@ -116,8 +112,8 @@ def campaign_label_items(
     ``skipped`` rows (case_id, system_id, dimension, reason) for the rest — none is dropped silently.
 
     ``consensus``: one label per (case_id, system_id, dimension) with ``scale``, ``label_index`` and ``tie``
-    (``calibration.agreement.consensus_labels``); ``responses``: the stored answers (``RESPONSE_COLUMNS``, every stored night); ``golden_set``: case_id and
-    constraints (the comparison cases' claims), or None."""
+    (``calibration.agreement.consensus_labels``); ``responses``: the stored answers (``RESPONSE_COLUMNS``, every
+    stored night); ``golden_set``: case_id and constraints (the comparison cases' claims), or None."""
     skipped: list[dict] = []
     wanted = {LABEL_DIMENSIONS[d][0]: d for d in dimensions if d in LABEL_DIMENSIONS}
     if consensus.height:
@@ -126,9 +122,7 @@ def campaign_label_items(
     mine = consensus.filter(pl.col("dimension").is_in(list(wanted))) if consensus.height else consensus
     if mine.height == 0:
         return [], pl.DataFrame(skipped, schema=SKIPPED_SCHEMA)
-    claims = ({r["case_id"]: case_claims(r["constraints"]) for r in golden_set.select("case_id", "constraints").iter_rows(named=True)}
-              if golden_set is not None and "constraints" in golden_set.columns else {})  # fmt: skip
-    answers, items = _answers(responses), []
+    claims, answers, items = claims_by_case(golden_set), _answers(responses), []
     for c in mine.iter_rows(named=True):
         dim = wanted[c["dimension"]]
         key = (c["case_id"], c["system_id"])
@@ -143,7 +137,7 @@ def campaign_label_items(
             skipped.append({"case_id": key[0], "system_id": key[1], "dimension": dim, "reason": why})
             continue
         r = rows[-1]
-        label = 1 - label if _label_dimension(dim)[1] else label
+        label = 1 - label if LABEL_DIMENSIONS[dim][1] else label
         iid = short_hash("campaign", dim, *key, r["answer"])
         contexts = tuple(r["contexts"] or ())
         items.append(LabelledItem(

@@ -33,10 +33,16 @@ def item_languages(answer: str | None, contexts: Sequence[str]) -> tuple[str, ..
     return tuple(dict.fromkeys(detect_language(t)[0] for t in texts))
 
 
+def claims_by_case(golden_set: pl.DataFrame | None) -> dict[str, tuple[str, ...]]:
+    """case_id → its true / false claims; empty for a golden set without constraints (it has no comparison case)."""
+    if golden_set is None or "constraints" not in golden_set.columns:
+        return {}
+    return {r["case_id"]: case_claims(r["constraints"]) for r in golden_set.select("case_id", "constraints").iter_rows(named=True)}
+
+
 def judge_items(frame: pl.DataFrame, golden_set: pl.DataFrame, dimensions: Sequence[str]) -> list[JudgeItem]:
     """``frame``: the run's responses (case_id, system_id, answer, query, contexts) joined with ``reference_answer``."""
-    claims = ({r["case_id"]: case_claims(r["constraints"]) for r in golden_set.select("case_id", "constraints").iter_rows(named=True)}
-              if "constraints" in golden_set.columns else {})  # a golden set without constraints has no comparison case
+    claims = claims_by_case(golden_set)
     multilingual = "cross_lingual_accuracy" in dimensions
     items = []
     for r in frame.iter_rows(named=True):
