@@ -3,7 +3,8 @@
 ``judge/validation.py`` + ``judge/audit.py`` (κ vs humans, bias audits), ``judge/plots.py``.
 
 * ``judge_validation`` (unpartitioned, on demand): the judge on held-out human-labelled items
-  (FaithDial audit → groundedness, ToxiGen demonstrations → safety; ``judge/data.py``), Cohen's κ
+  (FaithDial audit → groundedness, ToxiGen demonstrations → safety; ``judge/data.py``; the campaign's own
+  labels tied to their stored answers, ``judge/campaign_labels.py``), Cohen's κ
   with its CI per dimension, ``validated`` (κ ≥ floor), and the position / length / self-preference
   audits with their figures. Keyed by ``judge_config_hash``.
 * ``llm_judge_scores`` (per campaign run): one row per case × system × rubric dimension with the
@@ -235,7 +236,7 @@ def _campaign_items(human_labels: pl.DataFrame, warehouse: Path, cfg: JudgeConfi
     pool=llm_pool(),
     ins={"human_labels": dg.AssetIn(metadata=OPTIONAL)},
     description="LLM judge vs held-out human labels (FaithDial → groundedness, ToxiGen → safety, and the campaign's own labels "
-    "of any judge dimension — the only labels the §14.4 items can have): Cohen's κ with its 95 % CI per dimension, validated flag (κ ≥ floor; never used for gates otherwise), position / length / self-preference audits "
+    "where they mean the judge's dimension — the only labels the §14.4 items can have): Cohen's κ with its 95 % CI per dimension, validated flag (κ ≥ floor; never used for gates otherwise), position / length / self-preference audits "
     "with figures. Keyed by judge_config_hash.",
 )
 def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationConfig, llm: LLM,
