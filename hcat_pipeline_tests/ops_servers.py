@@ -90,7 +90,7 @@ def postgres_cluster():
     env = {**os.environ, "PGPORT": str(port), "HCAT_PGDATA": str(root / "data")}
     try:
         start = subprocess.run(["bash", str(ROOT / "scripts/postgres.sh"), "start"], env=env, capture_output=True, text=True,
-                               timeout=120)  # fmt: skip
+                               timeout=600)  # fmt: skip
         if start.returncode != 0:
             raise RuntimeError(f"postgres.sh start failed: {start.stderr[-2000:]}")
         url = start.stdout.split("HCAT_POSTGRES_URL=")[1].split()[0]
@@ -121,7 +121,7 @@ def redis_server(log_dir: Path):
             except redis.RedisError:
                 return False
 
-        _wait(ping, 20, "redis-server", proc, log)
+        _wait(ping, 120, "redis-server", proc, log)
         yield f"redis://:{password}@127.0.0.1:{port}"
     finally:
         stop_group(proc)

@@ -35,7 +35,8 @@ def _process_server(cmd: list[str], ready_url: str, name: str, timeout_s: float,
                 if ok(httpx.get(ready_url, timeout=2)):
                     break
             except httpx.HTTPError:
-                time.sleep(0.3)
+                pass
+            time.sleep(0.3)
         else:
             raise RuntimeError(f"{name} did not start in time")
         yield
@@ -49,7 +50,7 @@ def _process_server(cmd: list[str], ready_url: str, name: str, timeout_s: float,
 
 
 @contextmanager
-def llama_openai_server(model_path: str, timeout_s: float = 120.0):
+def llama_openai_server(model_path: str, timeout_s: float = 600.0):
     """``python -m llama_cpp.server`` on the packaged GGUF, bound to 127.0.0.1; yields its base URL."""
     port = free_port()
     base = f"http://127.0.0.1:{port}/v1"
@@ -70,7 +71,7 @@ class UserRag:
     reply that is not JSON), ``"timeout"`` (the second: answered after ``slow_s``), ``"down"`` (the third: 503).
     ``asked`` counts every request by question."""
 
-    def __init__(self, documents: dict[str, str], secret: str, slow_s: float = 3.0, latency_s: float = 0.0):
+    def __init__(self, documents: dict[str, str], secret: str, slow_s: float = 60.0, latency_s: float = 0.0):
         import re
 
         self.paragraphs = [(f"{name}#{i}", p.strip()) for name, text in documents.items()
@@ -152,7 +153,7 @@ def user_rag_server(rag: UserRag):
 
 
 @contextmanager
-def review_server(args: list[str], timeout_s: float = 60.0):
+def review_server(args: list[str], timeout_s: float = 300.0):
     """``hcat review`` (the real command, a subprocess) on a free loopback port; yields its base URL."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"

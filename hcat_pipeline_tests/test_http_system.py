@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from hcat_pipeline.common.jsonpath import get_path
-from hcat_pipeline.resources.http_system import HttpRagSystem
+from hcat_pipeline.resources.http_system import HttpRagSystem, RateLimiter
 from hcat_pipeline.responses.rag import CheckpointStore, run_responses
 
 
@@ -30,6 +30,8 @@ class Handler(BaseHTTPRequestHandler):
             srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
         status, payload, delay, headers = step
         time.sleep(delay)
+        if srv.barrier is not None:  # every request of the batch in flight at once, or the barrier breaks (its timeout)
+            srv.barrier.wait()
         with srv.lock:  # before replying: the client may send its next request as soon as it reads this one
             srv.in_flight -= 1
         try:
@@ -55,7 +57,7 @@ def server():
     srv.daemon_threads = True
     srv.script, srv.seen, srv.lock = [], [], threading.Lock()
     srv.in_flight = srv.max_in_flight = 0
-    srv.default_delay = 0.0
+    srv.default_delay, srv.barrier = 0.0, None
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield srv
@@ -69,7 +71,7 @@ def system(srv, **kw):
         request_template='{"question": "{{query}}", "id": "{{case_id}}", "choices": "{{options}}", "top_k": 2}',
         answer_path="result.text", contexts_path="sources", context_text_field="content", context_id_field="id",
         input_tokens_path="usage.in", output_tokens_path="usage.out", auth_header="X-Api-Key", auth_env_var="MY_RAG_KEY",
-        auth_scheme="", timeout_s=2.0, max_retries=3, backoff_s=0.01,
+        auth_scheme="", timeout_s=30.0, max_retries=3, backoff_s=0.01,
     )
     return HttpRagSystem(**{**base, **kw})
 
@@ -122,16 +124,17 @@ def test_400_is_not_retried(server, monkeypatch):
 
 def test_timeout_is_retried_then_recorded(server, monkeypatch):
     monkeypatch.setenv("MY_RAG_KEY", "k")
-    server.script = [(200, None, 1.0, {})] * 3
+    server.script = [(200, None, 60.0, {})] * 3  # replies far past any timeout (daemon threads: nobody waits for them)
     rec = system(server, timeout_s=0.3, max_retries=1).respond(CASE)
     assert rec["error"].startswith("timeout:") and "after 2 attempt(s)" in rec["error"]
     # the server thread may record the second request after the client has already given up on it (loaded cores)
-    deadline = time.perf_counter() + 5.0
+    deadline = time.perf_counter() + 60.0  # a stall guard: the loop ends as soon as the request is recorded
     while len(server.seen) < 2 and time.perf_counter() < deadline:
         time.sleep(0.05)
     assert len(server.seen) == 2
-    server.script = [(200, None, 1.0, {})]
-    assert system(server, timeout_s=0.3, max_retries=1).respond(CASE)["error"] is None  # timeout, then success
+    server.script = [(200, None, 60.0, {})]
+    # timeout, then success: the retry's prompt reply has 3 s to arrive, ample on a loaded machine
+    assert system(server, timeout_s=3.0, max_retries=1).respond(CASE)["error"] is None
 
 
 def test_bad_reply_path_is_an_error_value(server, monkeypatch):
@@ -154,10 +157,11 @@ def test_concurrency_limit_and_checkpointed_run(server, monkeypatch, tmp_path):
 
 def test_respond_many_runs_in_parallel(server, monkeypatch):
     monkeypatch.setenv("MY_RAG_KEY", "k")
-    server.default_delay = 0.2
-    t0 = time.perf_counter()
-    out = system(server, max_concurrency=4).respond_many([{"case_id": f"k{i}", "query": "q"} for i in range(4)])
-    assert [r["case_id"] for r in out] == ["k0", "k1", "k2", "k3"] and time.perf_counter() - t0 < 0.7
+    # no reply until all four requests are in flight together: sequential calls would break the barrier (its timeout)
+    server.barrier = threading.Barrier(4, timeout=120)
+    out = system(server, max_concurrency=4, timeout_s=300).respond_many([{"case_id": f"k{i}", "query": "q"} for i in range(4)])
+    assert [r["case_id"] for r in out] == ["k0", "k1", "k2", "k3"] and all(r["error"] is None for r in out)
+    assert server.max_in_flight == 4 and not server.barrier.broken
 
 
 def test_get_path():
@@ -171,15 +175,34 @@ def test_get_path():
 def test_rate_limit_spaces_every_request_retries_included(server, monkeypatch):
     monkeypatch.setenv("MY_RAG_KEY", "k")
     server.script = [(503, {"error": "busy"}, 0, {})] * 2  # two of the requests are retried: 12 requests in all
+    acquired = []
+    real = RateLimiter.acquire
+    monkeypatch.setattr(RateLimiter, "acquire", lambda self: acquired.append(1) or real(self))
     s = system(server, max_concurrency=8, rate_limit_rps=20.0)
     t0 = time.perf_counter()
     out = s.respond_many([{"case_id": f"k{i}", "query": "q"} for i in range(10)])
     took = time.perf_counter() - t0
     assert all(r["error"] is None for r in out) and len(server.seen) == 12
+    assert len(acquired) == 12  # every request took a slot of the one shared limiter, the retries too
     assert took >= 11 / 20  # 12 requests at most 20 per second, evenly spaced: the last starts ≥ 0.55 s after the first
-    starts = sorted(r["t"] for r in server.seen)
-    # never a burst: any 6 consecutive requests span ≥ 5 intervals (less the server threads' scheduling jitter)
-    assert min(b - a for a, b in zip(starts, starts[5:])) > 5 / 20 - 0.1
+
+
+def test_rate_limiter_slots_are_evenly_spaced_whatever_the_callers_timing(monkeypatch):
+    """Never a burst, shown on the limiter's own slots with a frozen clock (the server's receive times carry the
+    threads' scheduling delays, which a loaded machine makes arbitrary)."""
+    from types import SimpleNamespace
+
+    import hcat_pipeline.resources.http_system as http_system
+
+    monkeypatch.setattr(http_system, "time", SimpleNamespace(monotonic=lambda: 100.0, sleep=lambda s: None))  # this module's clock only
+    limiter = RateLimiter(20.0)
+    waits = []
+    threads = [threading.Thread(target=lambda: waits.append(limiter.acquire())) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(waits) == pytest.approx([i / 20 for i in range(12)])  # one slot each, 0.05 s apart, none shared
 
 
 def test_backoff_waits_are_jittered_between_half_and_all_of_the_exponential_wait(server):

@@ -57,7 +57,7 @@ def _env(tmp: Path) -> dict:
 
 def _tick(env: dict) -> list[dict]:
     out = subprocess.run([sys.executable, "-m", "hcat_pipeline_tests.night_chain", "tick"], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+                         capture_output=True, text=True, timeout=3600)  # a stall guard only  # fmt: skip
     events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     assert out.returncode == 0 and events and events[-1] == {"done": True}, out.stdout[-2000:] + out.stderr[-4000:]
     return [e for e in events if "job" in e]
@@ -65,7 +65,7 @@ def _tick(env: dict) -> list[dict]:
 
 def _hcat(env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hcat_pipeline.cli", *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+                          timeout=3600)  # a stall guard only  # fmt: skip
 
 
 def _runs(events: list[dict]) -> list[tuple[str, str]]:

@@ -47,6 +47,17 @@ def _seed(tmp: Path) -> dict:
     return {"home": home, "wh": wh, "report": tmp / "reports" / VERSION / NIGHT / "report.html", "run_partition": f"{VERSION}|{NIGHT}"}
 
 
+def _location_loaded(url: str) -> bool:
+    """Every code location of the workspace LOADED (GraphQL ``workspaceOrError``)."""
+    query = "{ workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus } } } }"
+    try:
+        reply = httpx.post(f"{url}/graphql", json={"query": query}, timeout=10)
+        entries = reply.json()["data"]["workspaceOrError"].get("locationEntries") or []
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return False
+    return bool(entries) and all(e.get("loadStatus") == "LOADED" for e in entries)
+
+
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ui")
@@ -60,15 +71,12 @@ def ui(tmp_path_factory):
                              "-p", str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 900  # a stall guard: the loop ends as soon as the code location has loaded
         while True:
             assert proc.poll() is None, (tmp / "dagster_dev.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{url}/server_info", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "dagster dev did not answer within 240 s"
+            if _location_loaded(url):  # not just /server_info, which answers before the definitions are imported
+                break
+            assert time.monotonic() < deadline, "dagster dev did not load the code location within 900 s"
             time.sleep(1)
         yield {**seeded, "url": url, "tmp": tmp}
     finally:
@@ -112,12 +120,12 @@ def test_every_lineage_group_graph_loads(ui, page):
         js = "([keys, every]) => { const t = document.body.textContent.replace(/[\\u200b\\u00ad]/g, '');" \
              " return every ? keys.every(k => t.includes(k)) : keys.some(k => t.includes(k)); }"
         try:
-            page.wait_for_function(js, arg=[sorted(keys), False], timeout=60_000)
+            page.wait_for_function(js, arg=[sorted(keys), False], timeout=300_000)
         finally:
             shot = _shot(page, ui, f"group_{group}")
         assert shot.stat().st_size > 5_000
         page.goto(f"{ui['url']}/locations/{LOCATION}/asset-groups/{group}/list")  # … and lists every asset of the group
-        page.wait_for_function(js, arg=[sorted(keys), True], timeout=60_000)
+        page.wait_for_function(js, arg=[sorted(keys), True], timeout=300_000)
 
 
 def test_materialize_a_golden_set_version_by_clicking(ui, page):
@@ -141,7 +149,7 @@ def test_materialize_a_golden_set_version_by_clicking(ui, page):
     finally:
         _shot(page, ui, "materialize_last")
     instance = dg.DagsterInstance.from_config(str(ui["home"]))
-    deadline, run = time.monotonic() + 180, None
+    deadline, run = time.monotonic() + 900, None  # a stall guard: the loop ends when the run finishes
     while time.monotonic() < deadline:
         runs = instance.get_runs(dg.RunsFilter(tags={"dagster/partition": UI_VERSION}))
         run = runs[0] if runs else None

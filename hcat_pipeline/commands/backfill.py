@@ -74,7 +74,7 @@ def backfill(args: argparse.Namespace) -> int:
         return 2
     tags = claim_instance(instance)  # recovers an attempt killed mid-run, applies the LLM pool, tags this one
     result = run_backfill(defs.resolve_job_def(args.job), keys, instance, bid=args.id, run_config=run_config, tags=tags,
-                          keep_going=args.keep_going)  # fmt: skip
+                          keep_going=args.keep_going, say=lambda line: print(line, flush=True))  # fmt: skip
     print(f"backfill {result.backfill_id}: {len(result.done)} ran, {len(result.skipped)} already done, "
           f"{len(result.failed)} failed, {len(result.not_run)} not run")  # fmt: skip
     return 0 if result.success else 1
