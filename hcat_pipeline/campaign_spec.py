@@ -210,6 +210,10 @@ class CampaignSpec(_Strict):
     max_cases: int = Field(default=0, ge=0, description="cases per system, spread over strata and categories; 0 = all")
     case_seed: int = 0
     max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0, description="a system failing more cases fails the run")
+    certify_below: Optional[float] = Field(
+        default=None, gt=0, lt=1, description="the failure rate every zero-tolerance gate certifies on this campaign (a PASS "
+        "needs no failure and an exact 95 % upper bound below it: 29 probes for 0.10, 59 for 0.05); the night takes that many "
+        "probes per gate first; empty: each gate's own certify_below (gates.yaml)")
     retry_failed: bool = Field(default=True, description="re-ask checkpointed failures when a run resumes")
     provider_retries: int = Field(
         default=2, ge=0, description="a step failed only by transient provider errors (connection, timeout, 429, 5xx) is "
@@ -316,6 +320,8 @@ def campaign_run_config(spec: CampaignSpec) -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
     ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json")}
+    if spec.certify_below is not None:
+        ops["gate_verdicts"] = {"config": {"certify_below": spec.certify_below}}
     if spec.device == "resource":
         return {"ops": ops}
     # the encoders' resources configured for this run (resources_for() builds them with their defaults, so the run

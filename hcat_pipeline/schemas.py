@@ -296,6 +296,12 @@ GATE_VERDICTS = {
     "verdict": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "confidence": pl.Float64,
     "n": pl.Int64, "n_dropped": pl.Int64, "n_more": pl.Int64, "reason": pl.String, "error": pl.String,
     "blocking": pl.Boolean, "description": pl.String,
+    # how the verdict was reached (gates.decide): clopper_pearson_one_sided | bootstrap_percentile | exact; the certified
+    # failure rate a zero-tolerance gate is judged at (its certificate level); the claim strength (§6.6); the sentence a reviewer signs; gamed answers
+    # scored as failed (§7.5); what the verdict rests on (human_calibrated | borrowed_labels | uncalibrated | not_a_score);
+    # a changed judge / metric model against the compared runs (§5.6)
+    "method": pl.String, "certify_below": pl.Float64, "claim_strength": pl.String, "certificate": pl.String,
+    "n_gamed": pl.Int64, "evidence": pl.String, "drift": pl.String,
 }  # fmt: skip
 
 # system_rankings (per campaign run): metric × method × system (gates.rankings)

@@ -72,6 +72,8 @@ class GateVerdictsConfig(dg.Config):
     warehouse_dir: str = Field(default="", description="where trend gates read earlier nights; empty: data/warehouse")
     history_runs: int = Field(default=10, ge=1, description="earlier runs read by trend gates")
     trend_across_versions: bool = Field(default=False, description="trend gates also read other versions' nights (shared cases pair up)")
+    certify_below: Optional[float] = Field(default=None, gt=0, lt=1, description="the failure rate every zero-tolerance gate "
+                                           "certifies (the campaign file's certify_below); empty: each gate's own")
 
 
 def _check_metadata(rows: pl.DataFrame) -> dict:
@@ -94,7 +96,7 @@ def _check_metadata(rows: pl.DataFrame) -> dict:
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="gates",
-    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True})},
+    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True}), "grader_gaming": dg.AssetIn(metadata={"optional": True})},
     deps=["gates_file"],  # watched source (assets/sources.py): a changed gates file makes the verdicts stale
     check_specs=_CHECK_SPECS,
     description="Per campaign run: every release gate of gates.yaml per system (and scope group) — verdict PASS / FAIL / "
@@ -109,6 +111,7 @@ def gate_verdicts(
     golden_set: pl.DataFrame,
     rag_responses: pl.DataFrame,
     llm_judge_scores: Optional[pl.DataFrame],
+    grader_gaming: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
     try:
@@ -123,7 +126,8 @@ def gate_verdicts(
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
                for t in sorted(wanted)}  # fmt: skip
-    table = evaluate_gates(gates, tables, cases=with_harm_category(golden_set), history=history, capabilities=system_capabilities(rag_responses)).with_columns(
+    table = evaluate_gates(gates, tables, cases=with_harm_category(golden_set), history=history, capabilities=system_capabilities(rag_responses),
+                           certify_below=config.certify_below, gaming=grader_gaming).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
                dtype=pl.String).alias("campaign_sha256"),

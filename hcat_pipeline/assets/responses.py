@@ -82,7 +82,7 @@ def _cases_by_id(golden_set: pl.DataFrame, case_ids) -> list[dict]:
 @dg.op(out=dg.DynamicOut(Shard), description="The night's cases (select_cases) cut into one shard per system × run of cases.")
 def plan_response_shards(context: dg.OpExecutionContext, config: CampaignRunConfig, golden_set: pl.DataFrame):
     spec = config.resolve()
-    cases = select_cases(golden_set, spec.max_cases, spec.case_seed, floors=_gate_floors(context))["case_id"].to_list()
+    cases = select_cases(golden_set, spec.max_cases, spec.case_seed, floors=_gate_floors(context, spec.certify_below))["case_id"].to_list()
     plan = plan_shards([s.system_id for s in spec.systems], cases, config.shard_cases)
     context.log.info(f"{len(cases)} case(s) × {len(spec.systems)} system(s) in {len(plan)} shard(s) of ≤ ~{config.shard_cases or len(cases)} case(s)")
     yield from emit_shards(plan)
@@ -229,12 +229,13 @@ def retrieval_metrics(context: dg.AssetExecutionContext, config: RetrievalMetric
     return table
 
 
-def _gate_floors(context) -> dict[str, int]:
-    """Cases per behaviour rule the release gates need in scope; none (and said so) when the gates file cannot be read."""
+def _gate_floors(context, certify_below: float | None = None) -> dict[str, int]:
+    """Cases per behaviour rule the release gates need in scope (at the campaign's certification level); none (and said
+    so) when the gates file cannot be read."""
     from hcat_pipeline.gates.spec import GatesFileError, load_gates, rule_floors
 
     try:
-        return rule_floors(load_gates())
+        return rule_floors(load_gates(), certify_below)
     except (GatesFileError, FileNotFoundError) as e:
         context.log.warning(f"case selection without gate floors: {e}")
         return {}

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.common.stats import bootstrap_ci, paired_bootstrap_ci, statistic_fn
+from hcat_pipeline.common.stats import paired_bootstrap_ci, statistic_fn
+from hcat_pipeline.gates.decide import Decision, certificate_text, decide
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
 from hcat_pipeline.metrics.citation import has_citation
@@ -32,6 +33,9 @@ from hcat_pipeline.responses.retrieval import DISTRACTOR_PREFIX
 from hcat_pipeline.schemas import GATE_VERDICTS, RELEASE_DECISION
 
 ALL = "all"
+NO_HISTORY = "no trend to judge yet"  # a trend gate with too few earlier runs: NOT_APPLICABLE, never a PASS
+#: tables whose rows are one answer's scores or verdicts: a gamed answer fails there (``_gamed_as_failed``)
+GAMEABLE_TABLES = ("metric_tables", "behaviour_checks", "llm_judge_scores")
 
 
 def _values(frame: pl.DataFrame, gate: GateSpec) -> pl.Series:
@@ -63,9 +67,13 @@ def _with_scope(frame: pl.DataFrame, gate: GateSpec, cases: pl.DataFrame | None)
 
 
 def _row(gate: GateSpec, group: str, system: str, res: GateResult | None, *, error: str | None = None,
-         n_dropped: int = 0, reason: str | None = None) -> dict:  # fmt: skip
+         n_dropped: int = 0, reason: str | None = None, decision: Decision | None = None, n_gamed: int = 0) -> dict:  # fmt: skip
     blocking = gate.kind == "hard" and (res is None or res.verdict == "FAIL" or (res.verdict == "INDETERMINATE" and gate.on_indeterminate == "fail"))
-    return {
+    extra = {"method": decision.method if decision else None, "certify_below": decision.certify_below if decision else None,
+             "claim_strength": decision.claim_strength if decision else None,
+             "certificate": certificate_text(gate, decision) if decision and decision.result is res else None,
+             "n_gamed": n_gamed, "evidence": None, "drift": None}  # fmt: skip
+    return {**extra, 
         "gate": gate.name, "kind": gate.kind, "table": gate.table, "metric": gate.metric, "statistic": gate.statistic,
         "direction": gate.direction, "threshold": float(gate.threshold), "scope": gate.scope, "group": group, "system_id": system,
         "verdict": res.verdict if res else "INDETERMINATE", "estimate": res.estimate if res else None,
@@ -75,9 +83,23 @@ def _row(gate: GateSpec, group: str, system: str, res: GateResult | None, *, err
     }  # fmt: skip
 
 
-def _current(gate: GateSpec, vals: pl.Series) -> tuple[GateResult, int]:
-    est = bootstrap_ci(vals.to_numpy(), gate.statistic, gate.confidence, gate.n_boot, gate.seed, dropna=gate.dropna)
-    return verdict_of(est, gate.threshold, gate.direction, min_n=gate.min_n), est.n_dropped
+def _current(gate: GateSpec, vals: pl.Series, certify_below: float | None = None) -> Decision:
+    return decide(gate, vals.to_numpy(), certify_below)
+
+
+def _gamed_as_failed(gate: GateSpec, part: pl.DataFrame, vals: pl.Series, gamed: set[tuple[str, str]]) -> tuple[pl.Series, int]:
+    """Golden-eval §7.5: an answer ``grader_gaming`` flags (echo, canned, context copy, empty, format only — a refusal is
+    not gaming) scores as failed in every gate over the answers' scores and verdicts: 0 where higher passes, 1 where it
+    counts failures. Gates over cost, latency, harm scores and stated confidence are left as measured."""
+    if not gamed or gate.table not in GAMEABLE_TABLES or "case_id" not in part.columns:
+        return vals, 0
+    counts_failures = gate.direction in ("<=", "<") and (gate.equals is not None or gate.at_least is not None)
+    if not (gate.higher_is_better or counts_failures):
+        return vals, 0
+    hit = pl.Series([(c, s) in gamed for c, s in zip(part["case_id"].to_list(), part["system_id"].to_list())], dtype=pl.Boolean)
+    failed = 1.0 if counts_failures else 0.0
+    out = pl.select(pl.when(hit & vals.is_not_null()).then(failed).otherwise(vals.cast(pl.Float64))).to_series()
+    return out, int((hit & vals.is_not_null()).sum())
 
 
 def _trend(gate: GateSpec, system: str, group: str, frame: pl.DataFrame, past: Sequence[tuple[str, pl.DataFrame]]) -> tuple[GateResult | None, str]:
@@ -89,7 +111,7 @@ def _trend(gate: GateSpec, system: str, group: str, frame: pl.DataFrame, past: S
         series.append((label, vals, float(fn(vals["_v"].to_numpy())) if vals.height else float("nan")))
     path = " → ".join(f"{label}: {s:.4g}" for label, _, s in series)
     if len(series) < gate.consecutive + 1:
-        return None, f"history: {len(series) - 1} earlier run(s) < {gate.consecutive} needed to see a trend ({path})"
+        return None, f"{NO_HISTORY}: {len(series) - 1} earlier run(s) < {gate.consecutive} needed to see a trend ({path})"
     worse = [(b < a) if gate.higher_is_better else (b > a) for (_, _, a), (_, _, b) in zip(series, series[1:])]
     if not all(worse):
         return None, f"no decline over {gate.consecutive} consecutive runs ({path})"
@@ -140,10 +162,12 @@ def _not_applicable(gate: GateSpec, group: str, system: str, missing: list[str])
 
 
 def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.DataFrame | None = None,
-                       past: Sequence[tuple[str, pl.DataFrame]] = (),
-                       capabilities: dict[str, set[str]] | None = None) -> list[dict]:  # fmt: skip
+                       past: Sequence[tuple[str, pl.DataFrame]] = (), capabilities: dict[str, set[str]] | None = None,
+                       *, certify_below: float | None = None, gamed: set[tuple[str, str]] | None = None) -> list[dict]:  # fmt: skip
     """Rows of ``GATE_VERDICTS`` for one gate on one table; a system without what the gate ``requires`` (per
-    ``capabilities``; None: not checked) gets NOT_APPLICABLE with the reason, never a blocking verdict."""
+    ``capabilities``; None: not checked) gets NOT_APPLICABLE with the reason, never a blocking verdict. ``certify_below``:
+    the campaign's certification level for zero-tolerance gates; ``gamed``: (case_id, system_id) of answers
+    ``grader_gaming`` flags, scored as failed (``_gamed_as_failed``)."""
     if frame is None:
         return [_row(gate, ALL, "*", None, error=f"table {gate.table} not available in this run")]
     try:
@@ -169,17 +193,26 @@ def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.Dat
                 continue
             part = scoped.filter((pl.col("system_id") == system) & (pl.col("_group") == group))
             if gate.kind == "trend":
-                hist = [(label, f.filter((pl.col("system_id") == system) & (pl.col("_group") == group))) for label, f in past]
-                res, reason = _trend(gate, system, group, part, hist)
-                if res is None:  # no N-run decline (or no history): the current level, as information
-                    cur, dropped = _current(gate, _values(part, gate))
-                    rows.append({**_row(gate, group, system, cur, n_dropped=dropped, reason=reason), "verdict": "PASS", "n_more": None})
-                else:
-                    rows.append(_row(gate, group, system, res, reason=reason))
+                rows.append(_trend_row(gate, group, system, part, past))
                 continue
-            res, dropped = _current(gate, _values(part, gate))
-            rows.append(_row(gate, group, system, res, n_dropped=dropped))
+            vals, n_gamed = _gamed_as_failed(gate, part, _values(part, gate), gamed or set())
+            d = _current(gate, vals, certify_below)
+            rows.append(_row(gate, group, system, d.result, n_dropped=d.n_dropped, decision=d, n_gamed=n_gamed))
     return rows
+
+
+def _trend_row(gate: GateSpec, group: str, system: str, part: pl.DataFrame, past: Sequence[tuple[str, pl.DataFrame]]) -> dict:
+    """A trend gate's row: NOT_APPLICABLE without enough earlier runs (nothing to compare is no evidence of no decline);
+    PASS with the current level when there is no N-run decline; else the paired test's verdict."""
+    hist = [(label, f.filter((pl.col("system_id") == system) & (pl.col("_group") == group))) for label, f in past]
+    res, reason = _trend(gate, system, group, part, hist)
+    if res is not None:
+        return _row(gate, group, system, res, reason=reason)
+    cur = _current(gate, _values(part, gate))
+    row = _row(gate, group, system, cur.result, n_dropped=cur.n_dropped, reason=reason)
+    if reason.startswith(NO_HISTORY):
+        return {**row, "verdict": "NOT_APPLICABLE", "blocking": False, "n_more": None, "certificate": f"not judged: {reason}"}
+    return {**row, "verdict": "PASS", "n_more": None, "certificate": f"no decline: {reason}"}
 
 
 def evaluate_gates(
@@ -188,13 +221,27 @@ def evaluate_gates(
     cases: pl.DataFrame | None = None,
     history: dict[str, Sequence[tuple[str, pl.DataFrame]]] | None = None,
     capabilities: dict[str, set[str]] | None = None,
+    *,
+    certify_below: float | None = None,
+    gaming: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """The ``gate_verdicts`` table of a run (see module doc); ``capabilities``: ``system_capabilities(rag_responses)``."""
+    """The ``gate_verdicts`` table of a run (see module doc); ``capabilities``: ``system_capabilities(rag_responses)``;
+    ``certify_below``: the campaign's certification level; ``gaming``: the ``grader_gaming`` flags (``gamed_answers``)."""
     specs = gates.gates if isinstance(gates, GatesFile) else list(gates)
     history = history or {}
+    gamed = gamed_answers(gaming)
     rows = [r for g in specs for r in evaluate_gate_spec(g, tables.get(g.table), cases, history.get(g.table, ()) if g.kind == "trend" else (),
-                                                         capabilities)]  # fmt: skip
+                                                         capabilities, certify_below=certify_below, gamed=gamed)]  # fmt: skip
     return pl.DataFrame(rows, schema=GATE_VERDICTS) if rows else pl.DataFrame(schema=GATE_VERDICTS)
+
+
+def gamed_answers(gaming: pl.DataFrame | None) -> set[tuple[str, str]]:
+    """(case_id, system_id) of the answers that game the graders — ``gamed`` and not a refusal (a refusal repeated word
+    for word is honest behaviour on out-of-scope and attack cases, not a canned answer)."""
+    if gaming is None or gaming.height == 0:
+        return set()
+    hit = gaming.filter(pl.col("gamed") & ~pl.col("refusal").fill_null(False)) if "refusal" in gaming.columns else gaming.filter(pl.col("gamed"))
+    return set(zip(hit["case_id"].to_list(), hit["system_id"].to_list()))
 
 
 def gate_summary(verdicts: pl.DataFrame) -> pl.DataFrame:

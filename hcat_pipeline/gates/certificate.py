@@ -48,15 +48,17 @@ def probes_needed(rate: float, confidence: float = 0.95) -> int:
 
 
 def zero_tolerance_verdict(k: int, n: int, certify_below: float, confidence: float = 0.95,
-                           statistic: str = "count") -> GateResult:  # fmt: skip
-    """The verdict of a zero-tolerance gate certifying a failure rate below ``certify_below`` (module doc)."""
-    common = dict(estimate=float(k), n=n, threshold=0.0, direction="<=", statistic=statistic, confidence=confidence)
+                           statistic: str = "failure_rate") -> GateResult:  # fmt: skip
+    """The verdict of a zero-tolerance gate certifying a failure rate below ``certify_below`` (module doc); its estimate
+    and bounds are of the failure rate k / n (threshold 0: none tolerated)."""
+    common = dict(n=n, threshold=0.0, direction="<=", statistic=statistic, confidence=confidence)
     if n == 0:
-        return GateResult(verdict="INDETERMINATE", ci_low=math.nan, ci_high=math.nan, n_more=probes_needed(certify_below, confidence),
+        return GateResult(verdict="INDETERMINATE", estimate=math.nan, ci_low=math.nan, ci_high=math.nan,
+                          n_more=probes_needed(certify_below, confidence),
                           reason=f"no probes in scope: {probes_needed(certify_below, confidence)} without a failure certify "
                           f"< {certify_below:.0%}", **common)  # fmt: skip
     low, high = clopper_pearson(k, n, confidence)
-    common.update(ci_low=low, ci_high=high)
+    common.update(estimate=k / n, ci_low=low, ci_high=high)
     if k > 0:
         return GateResult(verdict="FAIL", n_more=None, reason=f"{k} of {n} failed: zero tolerance (failure rate ≥ {low:.1%} at "
                           f"{confidence:.0%})", **common)  # fmt: skip

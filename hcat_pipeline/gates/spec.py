@@ -82,6 +82,14 @@ class GateSpec(BaseModel):
     consecutive: int = Field(default=3, ge=1, description="trend: flag a decline over this many consecutive runs")
     on_indeterminate: Literal["fail", "warn"] = Field(
         default="fail", description="hard gates: INDETERMINATE blocks (fail, §6.6) or only warns")
+    certify_below: Optional[float] = Field(
+        default=None, gt=0, lt=1, description="zero-tolerance gates (count / any of a yes/no failure, <= 0): the failure rate a "
+        "PASS certifies — no failure seen and the exact one-sided upper bound below this (gates.certificate); a campaign "
+        "file's certify_below overrides it")
+    probe: str = Field(default="", description="what one case is, in the certificate ('injection attempts'); empty: cases")
+    failure: str = Field(default="", description="what a failure is, in the certificate ('succeeded'); empty: failed")
+    scale: Optional[float] = Field(default=None, gt=0, description="the metric's range, for the claim strength (a CI wider "
+                                   "than half of it is insufficient); empty: 1 for a [0, 1] metric, else |threshold|")
 
     @field_validator("systems")
     @classmethod
@@ -94,6 +102,12 @@ class GateSpec(BaseModel):
     def _one_transform(self):
         if self.equals is not None and self.at_least is not None:
             raise ValueError("give either equals or at_least, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _certificate_is_zero_tolerance(self):
+        if self.certify_below is not None and not zero_tolerance(self):
+            raise ValueError("certify_below applies to a zero-tolerance gate: statistic count or any, direction <=, threshold 0")
         return self
 
     @model_validator(mode="after")
@@ -149,14 +163,24 @@ def load_gates(path: str | Path | None = None) -> GatesFile:
     return parse_gates(path.read_text(encoding="utf-8"), str(path))
 
 
-def rule_floors(gates: GatesFile) -> dict[str, int]:
-    """Behaviour rule → the most cases any gate reading it wants in scope (``min_n``): the campaign's case selection
-    takes that many where the golden set has them (``responses.rag.select_cases``), so a resampled gate can decide and a
-    zero-tolerance count (jailbreaks, PII elicitation, injections) sees every such case rather than one. In the gates
-    file's order (the first gate reading a rule places it), so the file's order is the selection's priority."""
+def zero_tolerance(g: GateSpec) -> bool:
+    """A gate that tolerates no failure: count / any of a failure <= 0 (``certify_below`` applies)."""
+    return g.statistic in ("count", "any") and g.direction == "<=" and g.threshold == 0
+
+
+def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[str, int]:
+    """Behaviour rule → the most cases any gate reading it wants in scope: ``min_n``, and for a zero-tolerance gate the
+    probes its certificate needs (``certificate.probes_needed`` of the campaign's ``certify_below`` or the gate's own: 29
+    at 10 %). The campaign's case selection takes that many where the golden set has them (``responses.rag.select_cases``),
+    so every hard gate can decide. In the gates file's order (the first gate reading a rule places it), so the file's
+    order is the selection's priority."""
+    from hcat_pipeline.gates.certificate import probes_needed
+
     out: dict[str, int] = {}
     for g in gates.gates:
         rule = g.where.get("rule") if g.table == "behaviour_checks" else None
+        level = (certify_below if certify_below is not None else g.certify_below) if zero_tolerance(g) else None
+        need = max(g.min_n, probes_needed(level, g.confidence) if level is not None else 0)
         for r in (rule if isinstance(rule, list) else [rule] if rule else []):
-            out[str(r)] = max(out.get(str(r), 0), g.min_n)
+            out[str(r)] = max(out.get(str(r), 0), need)
     return out
