@@ -302,6 +302,10 @@ GATE_VERDICTS = {
     # a changed judge / metric model against the compared runs (§5.6)
     "method": pl.String, "certify_below": pl.Float64, "claim_strength": pl.String, "certificate": pl.String,
     "n_gamed": pl.Int64, "evidence": pl.String, "drift": pl.String,
+    # human labels (gates.calibrated): the threshold the gates file declares, where the applied one came from, and the
+    # night's human-pass rate by prediction-powered inference with its CI and the labelled answers it used
+    "threshold_declared": pl.Float64, "threshold_source": pl.String, "human_pass_rate": pl.Float64,
+    "human_pass_ci_low": pl.Float64, "human_pass_ci_high": pl.Float64, "n_labelled": pl.Int64,
 }  # fmt: skip
 
 # system_rankings (per campaign run): metric × method × system (gates.rankings)

@@ -54,3 +54,23 @@ def test_judge_section_shows_pass_rate_with_ci_and_validation():
     sec = judge_section(judge)
     assert sec.rows == [["a", "groundedness", "3", "1", "3.67", "0.67 [0.21, 0.94]", "no — never decides a gate"]]
     assert not judge_section(judge.head(0)).available
+
+
+def test_the_first_screen_prints_each_pass_as_its_certificate_and_what_it_rests_on():
+    gates = pl.DataFrame([
+        _row(gate="no_prompt_injection", system_id="s", verdict="PASS", estimate=0.0, ci_low=0.0, ci_high=0.0495, n=59,
+             certify_below=0.05, certificate="0 of 59 injection attempts succeeded: succeeded rate < 4.95% at 95% (certifies < 5%)",
+             evidence="uncalibrated"),
+        _row(gate="groundedness", system_id="s", verdict="PASS", estimate=0.9, ci_low=0.86, ci_high=0.93, n=40, threshold=0.8,
+             certificate="mean 0.9 [0.86, 0.93] >= 0.8 at 95% (n=40, bootstrap; claim strong)", evidence="human_calibrated",
+             human_pass_rate=0.84, human_pass_ci_low=0.78, human_pass_ci_high=0.9, n_labelled=120,
+             threshold_source="calibrator (groundedness, campaign labels): P(human pass) = 0.5 at raw 0.8 (declared 0.5)"),
+        _row(gate="abstains", system_id="s", verdict="INDETERMINATE", estimate=1.0, ci_low=0.05, ci_high=1.0, n=1, n_more=9,
+             blocking=True, certificate="undecided on n=1: too few; ~9 more case(s) would decide it", evidence="borrowed_labels"),
+    ], schema=GATE_VERDICTS)  # fmt: skip
+    sec, _ = decision_section(gates, ["s"])
+    blocking, certified = sec.rows[0][3], sec.rows[0][4]
+    assert "no_prompt_injection (hard): PASS — 0 of 59 injection attempts succeeded" in certified and "rests on no human labels" in certified
+    assert "human-pass rate 0.84 [0.78, 0.9] (PPI, 120 labelled)" in certified and "P(human pass) = 0.5 at raw 0.8" in certified
+    assert "~9 more case(s) would decide it" in blocking and "rests on borrowed labels only" in blocking
+    assert sec.columns[-1] == "what each hard PASS certifies"

@@ -27,6 +27,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.assets.calibration import load_results
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.behaviour.harm import with_harm_category
 from hcat_pipeline.calibration.stated import stated_confidence_cases
@@ -42,7 +43,9 @@ from hcat_pipeline.gates import (
     load_history,
 )
 from hcat_pipeline.gates.apply import system_capabilities
+from hcat_pipeline.gates.calibrated import human_calibrations
 from hcat_pipeline.gates.gate import WORST_FIRST
+from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -76,6 +79,14 @@ class GateVerdictsConfig(dg.Config):
                                            "certifies (the campaign file's certify_below); empty: each gate's own")
 
 
+def _calibrations(calibrators: Optional[pl.DataFrame], calibrated: Optional[pl.DataFrame], labels: Optional[pl.DataFrame]):
+    """Per dimension, the human labels' calibration the gates read (``gates.calibrated``); none before any calibrator."""
+    if calibrators is None or calibrators.height == 0:
+        return {}
+    active = [r for r, a in zip(load_results(calibrators), calibrators["active"].to_list()) if a]
+    return human_calibrations(active, calibrated, labels)
+
+
 def _check_metadata(rows: pl.DataFrame) -> dict:
     worst = rows.sort(pl.col("verdict").replace_strict(WORST_FIRST, return_dtype=pl.Int8)).row(0, named=True)
     fmt = lambda v: None if v is None else float(v)  # noqa: E731
@@ -96,7 +107,7 @@ def _check_metadata(rows: pl.DataFrame) -> dict:
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="gates",
-    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True}), "grader_gaming": dg.AssetIn(metadata={"optional": True})},
+    ins={k: dg.AssetIn(metadata=OPTIONAL) for k in ("llm_judge_scores", "grader_gaming", "calibrators", "calibrated_scores", "human_labels")},
     deps=["gates_file"],  # watched source (assets/sources.py): a changed gates file makes the verdicts stale
     check_specs=_CHECK_SPECS,
     description="Per campaign run: every release gate of gates.yaml per system (and scope group) — verdict PASS / FAIL / "
@@ -112,6 +123,9 @@ def gate_verdicts(
     rag_responses: pl.DataFrame,
     llm_judge_scores: Optional[pl.DataFrame],
     grader_gaming: Optional[pl.DataFrame],
+    calibrators: Optional[pl.DataFrame],
+    calibrated_scores: Optional[pl.DataFrame],
+    human_labels: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
     try:
@@ -127,7 +141,8 @@ def gate_verdicts(
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
                for t in sorted(wanted)}  # fmt: skip
     table = evaluate_gates(gates, tables, cases=with_harm_category(golden_set), history=history, capabilities=system_capabilities(rag_responses),
-                           certify_below=config.certify_below, gaming=grader_gaming).with_columns(
+                           certify_below=config.certify_below, gaming=grader_gaming,
+                           calibrations=_calibrations(calibrators, calibrated_scores, human_labels)).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
                dtype=pl.String).alias("campaign_sha256"),

@@ -24,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from hcat_pipeline.common.stats import paired_bootstrap_ci, statistic_fn
+from hcat_pipeline.gates.calibrated import HumanCalibration, calibrated_columns, dimension_of
 from hcat_pipeline.gates.decide import Decision, certificate_text, decide
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
@@ -72,7 +73,9 @@ def _row(gate: GateSpec, group: str, system: str, res: GateResult | None, *, err
     extra = {"method": decision.method if decision else None, "certify_below": decision.certify_below if decision else None,
              "claim_strength": decision.claim_strength if decision else None,
              "certificate": certificate_text(gate, decision) if decision and decision.result is res else None,
-             "n_gamed": n_gamed, "evidence": None, "drift": None}  # fmt: skip
+             "n_gamed": n_gamed, "evidence": "uncalibrated", "drift": None, "threshold_declared": float(gate.threshold),
+             "threshold_source": "declared in the gates file", "human_pass_rate": None, "human_pass_ci_low": None,
+             "human_pass_ci_high": None, "n_labelled": 0}  # fmt: skip
     return {**extra, 
         "gate": gate.name, "kind": gate.kind, "table": gate.table, "metric": gate.metric, "statistic": gate.statistic,
         "direction": gate.direction, "threshold": float(gate.threshold), "scope": gate.scope, "group": group, "system_id": system,
@@ -163,11 +166,13 @@ def _not_applicable(gate: GateSpec, group: str, system: str, missing: list[str])
 
 def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.DataFrame | None = None,
                        past: Sequence[tuple[str, pl.DataFrame]] = (), capabilities: dict[str, set[str]] | None = None,
-                       *, certify_below: float | None = None, gamed: set[tuple[str, str]] | None = None) -> list[dict]:  # fmt: skip
+                       *, certify_below: float | None = None, gamed: set[tuple[str, str]] | None = None,
+                       calibrations: dict[str, HumanCalibration] | None = None) -> list[dict]:  # fmt: skip
     """Rows of ``GATE_VERDICTS`` for one gate on one table; a system without what the gate ``requires`` (per
     ``capabilities``; None: not checked) gets NOT_APPLICABLE with the reason, never a blocking verdict. ``certify_below``:
     the campaign's certification level for zero-tolerance gates; ``gamed``: (case_id, system_id) of answers
-    ``grader_gaming`` flags, scored as failed (``_gamed_as_failed``)."""
+    ``grader_gaming`` flags, scored as failed (``_gamed_as_failed``); ``calibrations``: per dimension, the human labels'
+    calibration (``gates.calibrated``: the row's evidence, a threshold from the calibrator, the PPI human-pass rate)."""
     if frame is None:
         return [_row(gate, ALL, "*", None, error=f"table {gate.table} not available in this run")]
     try:
@@ -196,8 +201,10 @@ def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.Dat
                 rows.append(_trend_row(gate, group, system, part, past))
                 continue
             vals, n_gamed = _gamed_as_failed(gate, part, _values(part, gate), gamed or set())
-            d = _current(gate, vals, certify_below)
-            rows.append(_row(gate, group, system, d.result, n_dropped=d.n_dropped, decision=d, n_gamed=n_gamed))
+            applied, cal_cols = calibrated_columns(gate, dimension_of(gate, calibrations or {}), part)
+            d = _current(applied, vals, certify_below)
+            row = _row(applied, group, system, d.result, n_dropped=d.n_dropped, decision=d, n_gamed=n_gamed)
+            rows.append({**row, **cal_cols})
     return rows
 
 
@@ -224,6 +231,7 @@ def evaluate_gates(
     *,
     certify_below: float | None = None,
     gaming: pl.DataFrame | None = None,
+    calibrations: dict[str, HumanCalibration] | None = None,
 ) -> pl.DataFrame:
     """The ``gate_verdicts`` table of a run (see module doc); ``capabilities``: ``system_capabilities(rag_responses)``;
     ``certify_below``: the campaign's certification level; ``gaming``: the ``grader_gaming`` flags (``gamed_answers``)."""
@@ -231,7 +239,8 @@ def evaluate_gates(
     history = history or {}
     gamed = gamed_answers(gaming)
     rows = [r for g in specs for r in evaluate_gate_spec(g, tables.get(g.table), cases, history.get(g.table, ()) if g.kind == "trend" else (),
-                                                         capabilities, certify_below=certify_below, gamed=gamed)]  # fmt: skip
+                                                         capabilities, certify_below=certify_below, gamed=gamed,
+                                                         calibrations=calibrations)]  # fmt: skip
     return pl.DataFrame(rows, schema=GATE_VERDICTS) if rows else pl.DataFrame(schema=GATE_VERDICTS)
 
 

@@ -34,6 +34,21 @@ def _estimate(row: dict) -> str:
     return f"{_num(row['estimate'])}{ci} n={row['n']}"
 
 
+#: what a verdict rests on (gates.calibrated), as the first screen says it
+EVIDENCE = {"human_calibrated": "your human labels", "borrowed_labels": "borrowed labels only", "uncalibrated": "no human labels"}
+
+
+def evidence_text(row: dict) -> str:
+    """'rests on your human labels: human-pass rate 0.84 [0.78, 0.9] (PPI, 120 labelled); threshold …' or the like."""
+    what = EVIDENCE.get(row.get("evidence") or "uncalibrated", str(row.get("evidence")))
+    if row.get("human_pass_rate") is not None:
+        what += (f": human-pass rate {_num(row['human_pass_rate'])} [{_num(row['human_pass_ci_low'])}, "
+                 f"{_num(row['human_pass_ci_high'])}] (PPI, {row['n_labelled']} labelled)")  # fmt: skip
+    if row.get("threshold_source") and not str(row["threshold_source"]).startswith("declared in"):
+        what += f"; threshold from {row['threshold_source']}"
+    return f"rests on {what}"
+
+
 def gate_reason(row: dict) -> str:
     """One line a reviewer reads for a gate row: what was measured against what, or what is missing."""
     name = f"{row['gate']} ({row['kind']}{'' if row.get('group') in (None, 'all') else ', ' + str(row['group'])})"
@@ -43,8 +58,11 @@ def gate_reason(row: dict) -> str:
         return f"{name}: NOT APPLICABLE — {row['reason']}"
     target = f"{row['statistic']}({row['metric']}) {row['direction']} {row['threshold']:g}"
     est = _estimate(row)
+    if row.get("certificate") and row["verdict"] in ("PASS", "INDETERMINATE"):  # gates.decide: the sentence a reviewer signs
+        return (f"{name}: {row['verdict']} — {row['certificate']}" + (f" (vs {target})" if row["verdict"] == "INDETERMINATE" else "")
+                + f" [{evidence_text(row)}]")  # fmt: skip
     if row["verdict"] == "FAIL":
-        return f"{name}: FAIL — {est}, needs {target}"
+        return f"{name}: FAIL — {est}, needs {target} [{evidence_text(row)}]"
     if row["verdict"] == "INDETERMINATE":
         more = f"about {row['n_more']} more case(s) would resolve it" if row.get("n_more") else "more cases in scope are needed"
         why = f" ({row['reason']})" if row.get("reason") else ""
@@ -65,12 +83,18 @@ def decision_section(gates: pl.DataFrame | None, systems: list[str]) -> tuple[Se
         counts = {v: int((mine["verdict"] == v).sum()) for v in _ORDER}
         reasons = "; ".join(gate_reason(r) for r in blocking.iter_rows(named=True)) or "every hard gate passes"
         na = f" · {counts['NOT_APPLICABLE']} not applicable" if counts["NOT_APPLICABLE"] else ""
-        rows.append([sid, verdict, f"{counts['FAIL']} fail · {counts['INDETERMINATE']} indeterminate · {counts['PASS']} pass{na}", reasons])
+        certified = mine.filter((pl.col("kind") == "hard") & (pl.col("verdict") == "PASS"))
+        certs = "; ".join(gate_reason(r) for r in certified.iter_rows(named=True)) or "no hard gate passes"
+        rows.append([sid, verdict, f"{counts['FAIL']} fail · {counts['INDETERMINATE']} indeterminate · {counts['PASS']} pass{na}", reasons,
+                     certs])
         classes.append("FAIL" if verdict == "BLOCKED" else "PASS")
         lines.append(f"{sid}: {verdict}" + (f" by {blocking['gate'].n_unique()} gate(s)" if blocking.height else ""))
-    sec = Section("decision", "Release decision", columns=["system", "release", "gates", "blocking gates and why"], rows=rows,
+    sec = Section("decision", "Release decision", columns=["system", "release", "gates", "blocking gates and why",
+                                                           "what each hard PASS certifies"], rows=rows,
                   row_classes=classes, note="A system is cleared when every hard gate PASSes; an INDETERMINATE hard gate blocks "
-                  "(too few cases to decide) unless the gates file says on_indeterminate: warn.")  # fmt: skip
+                  "(too few cases to decide, or a claim too weak to sign) unless the gates file says on_indeterminate: warn. A "
+                  "zero-tolerance PASS certifies a failure rate below its level at 95 % (exact one-sided bound); a rate gate's "
+                  "PASS rests on its one-sided bound.")  # fmt: skip
     return sec, ["Release decision — " + "; ".join(lines) + "."]
 
 
