@@ -132,6 +132,7 @@ def score_shard(context: dg.OpExecutionContext, config: MetricsConfig, embedding
                 nli_model: NLIModel, multilingual_encoder: MultilingualEncoder, work: dict) -> dict:
     rows = as_frame(work["rows"])
     scored, info = _score(config, embedding_model, pii_detector, nli_model, multilingual_encoder, rows)
+    info["models"] = {"embedding": embedding_model.model_id, "nli": nli_model.fingerprint()}  # drift checks (gates.drift)
     shard_log(context, work["shard"], f"{info['rows_scored']} scored, {info['rows_skipped']} skipped in {info['seconds']:.1f}s")
     return {"shard": work["shard"], "frame": scored, "info": info, "columns": rows.columns}
 

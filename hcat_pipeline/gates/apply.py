@@ -26,6 +26,7 @@ import polars as pl
 from hcat_pipeline.common.stats import paired_bootstrap_ci, statistic_fn
 from hcat_pipeline.gates.calibrated import HumanCalibration, calibrated_columns, dimension_of
 from hcat_pipeline.gates.decide import Decision, certificate_text, decide
+from hcat_pipeline.gates.drift import model_drift, scoring_models
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
 from hcat_pipeline.metrics.citation import has_citation
@@ -213,13 +214,20 @@ def _trend_row(gate: GateSpec, group: str, system: str, part: pl.DataFrame, past
     PASS with the current level when there is no N-run decline; else the paired test's verdict."""
     hist = [(label, f.filter((pl.col("system_id") == system) & (pl.col("_group") == group))) for label, f in past]
     res, reason = _trend(gate, system, group, part, hist)
+    drift = model_drift(scoring_models(part), [(label, scoring_models(f)) for label, f in hist[-gate.consecutive:]])
     if res is not None:
-        return _row(gate, group, system, res, reason=reason)
-    cur = _current(gate, _values(part, gate))
-    row = _row(gate, group, system, cur.result, n_dropped=cur.n_dropped, reason=reason)
-    if reason.startswith(NO_HISTORY):
-        return {**row, "verdict": "NOT_APPLICABLE", "blocking": False, "n_more": None, "certificate": f"not judged: {reason}"}
-    return {**row, "verdict": "PASS", "n_more": None, "certificate": f"no decline: {reason}"}
+        row = _row(gate, group, system, res, reason=reason)
+    else:
+        cur = _current(gate, _values(part, gate))
+        row = _row(gate, group, system, cur.result, n_dropped=cur.n_dropped, reason=reason)
+        if reason.startswith(NO_HISTORY):
+            return {**row, "verdict": "NOT_APPLICABLE", "blocking": False, "n_more": None, "certificate": f"not judged: {reason}",
+                    "drift": drift}  # fmt: skip
+        row = {**row, "verdict": "PASS", "n_more": None, "certificate": f"no decline: {reason}"}
+    if drift:  # the nights were scored by different models: no like-for-like comparison supports a verdict
+        return {**row, "verdict": "INDETERMINATE", "drift": drift, "reason": f"scoring models changed ({drift}): {row['reason']}",
+                "certificate": f"not comparable: the scoring models changed ({drift})"}  # fmt: skip
+    return row
 
 
 def evaluate_gates(

@@ -73,6 +73,17 @@ class NLIModel(dg.ConfigurableResource):
     _embedder: object = PrivateAttr(default=None)
     _parse_cache: dict = PrivateAttr(default_factory=dict)
 
+    def fingerprint(self) -> str:
+        """What scores groundedness, for drift checks (golden-eval §5.6): the cross-encoder's directory, or the SHA-256 of the
+        head files (the configured one, else every packaged one) with the LLM second opinion when on."""
+        import hashlib
+
+        if self.cross_encoder_path:
+            return f"cross-encoder:{Path(self.cross_encoder_path).name}"
+        files = [Path(self.weights_path)] if self.weights_path else sorted(PACKAGED_HEAD.parent.glob("nli_head*.json"))
+        digest = hashlib.sha256(b"".join(f.read_bytes() for f in files if f.exists())).hexdigest()[:12]
+        return f"nli-head@{digest}" + ("+llm" if self.llm_second_opinion else "")
+
     # -- loading --
     def head(self, task: str = "all") -> NLIHead:
         """The head of a grounding task (``packaged_head``); ``weights_path`` (a trained head) serves every task."""
