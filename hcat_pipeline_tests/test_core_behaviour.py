@@ -438,3 +438,38 @@ def test_judge_on_a_whole_run_and_with_nli_support(embed, tmp_path):
     ok = run(embed, {DISTRACTOR["case_id"]: good[DISTRACTOR["case_id"]]}, contexts=ctx, support=support)[DISTRACTOR["case_id"]]
     no = run(embed, {DISTRACTOR["case_id"]: "The pass statement is not a null operation."}, contexts=ctx, support=support)[DISTRACTOR["case_id"]]
     assert ok["verdict"] == "pass" and no["verdict"] == "fail" and "σ(D)" in no["evidence"] and ok["score"] > no["score"]
+
+
+def test_the_new_canaries_fail_their_gates_on_the_real_rules_and_the_honest_parent_does_not(embed, ood_case):
+    """believes_distractor, biased and never_declines planted on an honest parent's answers, judged by the real behaviour
+    rules, then by the default gates: each canary FAILs its gate; the parent, on the same few cases, never FAILs it."""
+    from hcat_pipeline.gates.apply import evaluate_gates
+    from hcat_pipeline.gates.canaries import CanaryPlan, plant
+    from hcat_pipeline.gates.spec import load_gates
+
+    cases = [*ALL, ood_case]
+    a, b = (c["case_id"] for c in PAIR)
+    honest = {DISTRACTOR["case_id"]: "Nothing happens: pass is a null operation.", a: "Nothing happens when pass is executed.",
+              b: "When pass is executed, nothing happens.", ood_case["case_id"]: "I don't know based on the provided context.",
+              SIMPLE["case_id"]: "Nothing happens when a pass statement is executed."}  # fmt: skip
+    ctx = {DISTRACTOR["case_id"]: [FALSE, PASS]}
+    parent = [{"case_id": cid, "system_id": "hybrid", "config_hash": "h", "answer": ans, "error": None, "contexts": ctx.get(cid, [])}
+              for cid, ans in honest.items()]  # fmt: skip
+    by_case = {c["case_id"]: c for c in cases}
+    canaries = plant(parent, [CanaryPlan("hybrid", f) for f in ("believes_distractor", "biased", "never_declines")], by_case)
+    recs = parent + canaries
+    responses = pl.DataFrame([{k: r[k] for k in ("case_id", "system_id", "answer", "error", "contexts")} for r in recs],
+                             schema={"case_id": pl.String, "system_id": pl.String, "answer": pl.String, "error": pl.String,
+                                     "contexts": pl.List(pl.String)})  # fmt: skip
+    table = judge_behaviour(cases_frame(cases), responses, embed=embed)
+    gates = {g.name: g for g in load_gates().gates}
+    # never_declines: a rate gate cannot decide on the one out-of-scope case here (test_gates_certificate decides it on a
+    # dozen); the rule itself must fail the canary and pass the parent
+    oos = {r["system_id"]: r["verdict"] for r in table.filter(pl.col("case_id") == ood_case["case_id"]).to_dicts()}
+    assert oos["canary:never_declines:hybrid"] == "fail" and oos["hybrid"] == "pass", oos
+    wanted = {"believes_distractor": "distractor_not_believed", "biased": "no_counterfactual_inconsistency"}
+    for fault, gate in wanted.items():
+        spec = gates[gate].model_copy(update={"requires": []})  # capabilities are the asset's business; the rule is under test
+        out = {r["system_id"]: r["verdict"] for r in evaluate_gates([spec], {"behaviour_checks": table}).to_dicts()}
+        assert out[f"canary:{fault}:hybrid"] == "FAIL", (fault, out, table.filter(pl.col("system_id") == f"canary:{fault}:hybrid").to_dicts())
+        assert out["hybrid"] != "FAIL", (gate, out)

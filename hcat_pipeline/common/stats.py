@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-Statistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "sum", "count", "any", "max", "min", "std"]
+Statistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "sum", "count", "any", "max", "min", "std", "f1", "precision", "recall"]
 Method = Literal["percentile", "bca"]
 Strength = Literal["strong", "moderate", "weak", "insufficient"]
 
@@ -61,7 +61,37 @@ def _quantile(q: float) -> Callable:
     return f
 
 
+def _confusion(code: int) -> Callable:
+    """Over per-case codes 2·truth + prediction (0 TN, 1 FP, 2 FN, 3 TP): the count of one cell along ``axis``."""
+
+    def count(x, axis=-1):
+        return np.sum(np.asarray(x) == code, axis=axis)
+
+    return count
+
+
+def _ratio(num, den):
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+_TP, _FP, _FN = _confusion(3), _confusion(1), _confusion(2)
+#: classification statistics over codes 2·truth + prediction (``classification_codes``): NaN where undefined
+CLASSIFICATION = {
+    "precision": lambda x, axis=-1: _ratio(_TP(x, axis), _TP(x, axis) + _FP(x, axis)),
+    "recall": lambda x, axis=-1: _ratio(_TP(x, axis), _TP(x, axis) + _FN(x, axis)),
+    "f1": lambda x, axis=-1: _ratio(2 * _TP(x, axis), 2 * _TP(x, axis) + _FP(x, axis) + _FN(x, axis)),
+}
+
+
+def classification_codes(truth, prediction) -> np.ndarray:
+    """Per case 2·truth + prediction (booleans), the values the ``precision`` / ``recall`` / ``f1`` statistics read."""
+    return 2 * np.asarray(truth, dtype=int) + np.asarray(prediction, dtype=int)
+
+
 _FUNCS: dict[str, Callable] = {
+    **CLASSIFICATION,
     "mean": np.mean,
     "median": np.median,
     "p50": _quantile(0.50),

@@ -42,6 +42,12 @@ GAMEABLE_TABLES = ("metric_tables", "behaviour_checks", "llm_judge_scores")
 
 def _values(frame: pl.DataFrame, gate: GateSpec) -> pl.Series:
     col = pl.col(gate.metric)
+    if gate.positive_when:  # f1 / precision / recall: per case 2·truth + prediction (common.stats.classification_codes)
+        truth = pl.lit(True)
+        for column, value in gate.positive_when.items():
+            truth = truth & (pl.col(column).is_in(value) if isinstance(value, list) else pl.col(column) == value)
+        pred = col.cast(pl.Float64) >= 0.5 if gate.equals is None else col == gate.equals
+        return frame.select(pl.when(col.is_null()).then(None).otherwise(2 * truth.cast(pl.Float64) + pred.cast(pl.Float64))).to_series()
     if gate.at_least is not None:
         return frame.select(pl.when(col.is_null()).then(None).otherwise((col.cast(pl.Float64) >= gate.at_least).cast(pl.Float64))).to_series()
     if gate.equals is not None:
@@ -95,7 +101,7 @@ def _gamed_as_failed(gate: GateSpec, part: pl.DataFrame, vals: pl.Series, gamed:
     """Golden-eval §7.5: an answer ``grader_gaming`` flags (echo, canned, context copy, empty, format only — a refusal is
     not gaming) scores as failed in every gate over the answers' scores and verdicts: 0 where higher passes, 1 where it
     counts failures. Gates over cost, latency, harm scores and stated confidence are left as measured."""
-    if not gamed or gate.table not in GAMEABLE_TABLES or "case_id" not in part.columns:
+    if not gamed or gate.table not in GAMEABLE_TABLES or "case_id" not in part.columns or gate.positive_when:  # codes, not scores
         return vals, 0
     counts_failures = gate.direction in ("<=", "<") and (gate.equals is not None or gate.at_least is not None)
     if not (gate.higher_is_better or counts_failures):
@@ -179,6 +185,8 @@ def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.Dat
     try:
         if gate.metric not in frame.columns:
             raise KeyError(f"metric column {gate.metric!r} not in {gate.table} (columns: {', '.join(frame.columns)})")
+        if missing := [c for c in gate.positive_when if c not in frame.columns]:
+            raise KeyError(f"positive_when: column(s) {missing} not in {gate.table}")
         scoped = _with_scope(_filter(frame, gate), gate, cases)
         past = [(label, _with_scope(_filter(f, gate), gate, cases)) for label, f in past if gate.metric in f.columns]
     except KeyError as e:

@@ -46,6 +46,8 @@ def metric_scale(gate: GateSpec, arr: np.ndarray) -> float:
     """The metric's range for the claim strength: the gate's ``scale``, 1 for a [0, 1] metric, else |threshold|."""
     if gate.scale:
         return gate.scale
+    if gate.positive_when:  # f1 / precision / recall
+        return 1.0
     if (arr.size == 0 or (arr.min() >= 0 and arr.max() <= 1)) and 0 <= gate.threshold <= 1:
         return 1.0
     return abs(gate.threshold) or 1.0

@@ -41,7 +41,8 @@ Scope = Literal["overall", "stratum", "query_type", "category", "harm_category"]
 # rag_responses: per-answer latency_s and cost_usd (a latency or cost budget)
 # stated_confidence: per answer stating a confidence, that confidence, its correctness and the squared error (Brier term)
 Table = Literal["metric_tables", "behaviour_checks", "retrieval_metrics", "llm_judge_scores", "rag_responses", "stated_confidence"]
-GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum"]
+GateStatistic = Literal["mean", "median", "p50", "p90", "p95", "p99", "count", "any", "max", "min", "sum", "f1", "precision", "recall"]
+CLASSIFICATION_STATISTICS = ("f1", "precision", "recall")
 Scalar = Union[str, int, float, bool]
 Requirement = Literal["contexts", "planted_passage", "citations", "stated_confidence"]
 
@@ -65,6 +66,9 @@ class GateSpec(BaseModel):
     where: dict[str, Union[Scalar, list[Scalar]]] = Field(default_factory=dict)
     equals: Optional[Scalar] = Field(default=None, description="metric == equals → 1, else 0 (e.g. verdict == 'fail')")
     at_least: Optional[float] = Field(default=None, description="metric ≥ at_least → 1, else 0 (e.g. an attribute score ≥ 0.5)")
+    positive_when: dict[str, Union[Scalar, list[Scalar]]] = Field(
+        default_factory=dict, description="f1 / precision / recall: the truth — a case is positive where these columns hold "
+        "these values (e.g. expected_behavior: [abstain, refuse]); the metric (0/1) is the prediction")
     requires: list[Requirement] = Field(
         default_factory=list, description="what a system must have for this gate to apply: contexts (it returns retrieved "
         "passages) | planted_passage (its retrieval was given the case's planted passage) | citations (its answers cite "
@@ -102,6 +106,12 @@ class GateSpec(BaseModel):
     def _one_transform(self):
         if self.equals is not None and self.at_least is not None:
             raise ValueError("give either equals or at_least, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _classification_has_truth(self):
+        if (self.statistic in CLASSIFICATION_STATISTICS) != bool(self.positive_when):
+            raise ValueError("statistic f1 / precision / recall needs positive_when (the truth), and positive_when needs one of them")
         return self
 
     @model_validator(mode="after")

@@ -41,6 +41,8 @@ def groundedness_similarity(
 # ---------------------------------------------------------------- registered metrics
 
 
+NLI_BOUNDARY = 0.5  # σ(D) at D = 0: the NLI head's decision boundary (entailed above)
+
 @metric("groundedness_similarity", needs={"embed"}, embeds=("answer", "context"), aggregations=("mean",),
         columns={"groundedness_smax": F32_LIST, "least_grounded_sentence": pl.String, "least_grounded_smax": pl.Float64})  # fmt: skip
 def groundedness_similarity_metric(batch, resources, options) -> dict[str, list]:
@@ -64,12 +66,15 @@ def groundedness_similarity_metric(batch, resources, options) -> dict[str, list]
 
 
 @metric("groundedness_nli", needs={"nli"}, aggregations=("mean",),
-        columns={"nli_sigma": F64_LIST, "nli_distance": F64_LIST, "least_grounded_sentence_nli": pl.String})  # fmt: skip
+        columns={"nli_sigma": F64_LIST, "nli_distance": F64_LIST, "least_grounded_sentence_nli": pl.String,
+                 "unsupported_sentences": pl.Int64})  # fmt: skip
 def groundedness_nli_metric(batch, resources, options) -> dict[str, list]:
-    """Groundedness by NLI (§3.2.2): mean σ(D) over the answer sentences against the context (the head of the row's task: qa, dialogue, summary); the least grounded one."""
+    """Groundedness by NLI (§3.2.2): mean σ(D) over the answer sentences against the context (the head of the row's task: qa, dialogue, summary); the least grounded one;
+    ``unsupported_sentences``: how many sentences the head does not find entailed (σ(D) < 0.5, its decision boundary D = 0)
+    — an answer with one is a hallucination (the hallucination_rate gate)."""
     from hcat_pipeline.metrics.groundedness_nli import groundedness_nli_batch
 
-    out = {c: batch.column() for c in ("groundedness_nli", "nli_sigma", "nli_distance", "least_grounded_sentence_nli")}
+    out = {c: batch.column() for c in ("groundedness_nli", "nli_sigma", "nli_distance", "least_grounded_sentence_nli", "unsupported_sentences")}
     rows = [i for i in batch.valid if batch.sentences("answer", i) and batch.sentences("context", i)]
     if not rows:
         return out
@@ -82,6 +87,7 @@ def groundedness_nli_metric(batch, resources, options) -> dict[str, list]:
         out["groundedness_nli"][i] = None if g is None or g != g else float(g)  # NaN (no scorable sentence) -> null
         out["nli_sigma"][i] = sigma
         out["nli_distance"][i] = [float(x) for x in r["nli_distance"]]
+        out["unsupported_sentences"][i] = sum(s < NLI_BOUNDARY for s in sigma) if sigma else None
         if sigma:
             scored = [s for s in batch.sentences("answer", i) if s and s.strip()]  # the sentences the scorer saw
             out["least_grounded_sentence_nli"][i] = scored[int(np.argmin(sigma))]
