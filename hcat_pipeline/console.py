@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -21,12 +22,18 @@ LLM_STAGES = frozenset({"rag_responses", "llm_judge_scores", "generated_queries"
 PROGRESS = re.compile(r"(?:^\[progress\]\s+|^judge\s+)(\d+)/(\d+)(?:\s+(\S+)\s+(\d+)/(\d+))?\s*$")
 
 
+def stage_of(step: str) -> str:
+    """The lineage stage of a step key: ``rag_responses`` of ``rag_responses.answer_shard[hybrid_0_0]``."""
+    return step.split(".", 1)[0].split("[", 1)[0]
+
+
 def progress_message(done: int, total: int, system: str | None = None, system_done: int = 0, system_total: int = 0) -> str:
     """The log line an LLM stage emits so the console can draw its bar (and estimate from each system's own rate)."""
     return f"[progress] {done}/{total}" + (f" {system} {system_done}/{system_total}" if system else "")
 
 
 PLAIN_STEPS, PLAIN_EVERY_S = 10, 30.0  # not on a terminal: a progress line every 10 % or 30 s, whichever first
+_SAY = threading.Lock()  # the heartbeat thread and the event handler print to the same stream
 
 
 @dataclass
@@ -39,6 +46,7 @@ class StageState:
     systems: dict = field(default_factory=dict)  # system → [its start (clock), done, total]: each system's own rate
     last_progress: float | None = None  # when the last progress line came (a new system starts from there)
     series: tuple[float, int] | None = None  # (start, total) of the current progress series: a stage may count twice
+    ended: bool = False
 
     def eta(self, now: float, done: int, total: int) -> str:
         """Seconds left from each system's own rate (systems answer one after another: a fast http system says nothing
@@ -75,7 +83,28 @@ class CampaignConsole:
     contracts_held: int = 0  # table-contract checks that passed (quiet: one line in the summary)
 
     def say(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        with _SAY:
+            print(line, file=self.out, flush=True)
+
+    def heartbeat(self) -> None:
+        """A line for every running step that has said nothing for ``PLAIN_EVERY_S``: a long step is never silent."""
+        now = self.clock()
+        for step, state in list(self.stages.items()):
+            last = max(t for t in (state.started, state.said_at, state.last_progress) if t is not None)
+            if not state.ended and now - last >= PLAIN_EVERY_S:
+                state.said_at = now
+                self.say(f"  … {step} still running ({_dur(now - state.started)})")
+
+    def start_heartbeat(self, every_s: float = 5.0) -> threading.Event:
+        """Call ``heartbeat`` every ``every_s`` on a daemon thread until the returned event is set."""
+        stop = threading.Event()
+
+        def beat():
+            while not stop.wait(every_s):
+                self.heartbeat()
+
+        threading.Thread(target=beat, name="console-heartbeat", daemon=True).start()
+        return stop
 
     def _bar(self, stage: str, total: int):
         from tqdm import tqdm
@@ -101,6 +130,7 @@ class CampaignConsole:
             self.stages[step] = StageState(started=now)
             self.say(f"▶ {step} …")
         elif event in ("STEP_SUCCESS", "STEP_FAILURE") and state is not None:
+            state.ended = True
             if state.bar is not None:
                 state.bar.close()
             secs = now - state.started
@@ -121,7 +151,7 @@ class CampaignConsole:
             self.say(f"– {step} skipped (an upstream stage failed)")
         elif event is None and state is not None:
             m = PROGRESS.search(message.strip())
-            if m and step in LLM_STAGES:
+            if m and stage_of(step) in LLM_STAGES:  # a sharded stage's steps: rag_responses.answer_shard[hybrid_0_0]
                 done, total = int(m.group(1)), int(m.group(2))
                 if state.series is None or state.series[1] != total or (state.bar is not None and done < state.bar.n):
                     state.series = (state.last_progress if state.last_progress is not None else state.started, total)

@@ -175,3 +175,32 @@ def test_a_second_progress_series_in_one_stage_has_its_own_eta():
     c.handle("generated_queries", None, progress_message(1, 4), logging.DEBUG)  # the second pass: 10 s per request
     last = out.getvalue().splitlines()[-1]
     assert "1/4 (25%, ETA 30.0s)" in last, last  # from the second pass's own start, not the stage's
+
+
+def test_a_sharded_stage_draws_progress_and_no_step_is_silent_for_30_s():
+    """The steps of a sharded stage (rag_responses.answer_shard[…]) feed its progress; a step that logs nothing still
+    gets a line every 30 s (the heartbeat), and an ended one none."""
+    import io
+
+    from hcat_pipeline.console import CampaignConsole, progress_message
+
+    now = [0.0]
+    out = io.StringIO()
+    c = CampaignConsole(out=out, bars=False, clock=lambda: now[0])
+    shard = "rag_responses.answer_shard[hybrid_0_0]"
+    c.handle(shard, "STEP_START", "")
+    now[0] = 31.0
+    c.handle(shard, None, progress_message(3, 40, "hybrid", 3, 40))
+    assert f"{shard}: 3/40" in out.getvalue()
+    c.handle("metric_tables.score_shard[hybrid_0_0]", "STEP_START", "")
+    now[0] = 50.0
+    c.heartbeat()
+    assert "still running" not in out.getvalue()  # 19 s since the progress line, 19 s since the metric step started
+    now[0] = 62.0
+    c.heartbeat()
+    text = out.getvalue()
+    assert f"… {shard} still running (1m02s)" in text and "… metric_tables.score_shard[hybrid_0_0] still running (31.0s)" in text
+    c.handle(shard, "STEP_SUCCESS", "")
+    now[0] = 200.0
+    c.heartbeat()
+    assert out.getvalue().count(f"… {shard} still running") == 1  # ended: quiet

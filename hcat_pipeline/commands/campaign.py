@@ -26,13 +26,17 @@ def _campaign(args: argparse.Namespace) -> int:
     from hcat_pipeline.console import CampaignConsole
 
     t0 = time.perf_counter()
+    console = None if args.verbose else CampaignConsole()
+    stop = console.start_heartbeat() if console is not None else None  # a line at least every 30 s inside every step
     try:
         ok, version, blocked = run_campaign(version=args.version, campaign_file=args.config, max_cases=args.max_cases,
-                                   night=args.night, regenerate=args.regenerate,
-                                   console=None if args.verbose else CampaignConsole())  # fmt: skip
+                                   night=args.night, regenerate=args.regenerate, console=console)  # fmt: skip
     except (CampaignFileError, ValueError) as e:
         print(f"hcat campaign: {e}", file=sys.stderr)
         return 2
+    finally:
+        if stop is not None:
+            stop.set()
     print(f"campaign {'completed' if ok else 'FAILED'} (golden-set version {version}) in {time.perf_counter() - t0:.1f}s"
           + ("; release BLOCKED by its gates" if blocked else ""))
     return 1 if not ok else 3 if blocked and args.strict_gates else 0

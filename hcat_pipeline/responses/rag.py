@@ -46,6 +46,10 @@ def _f(default, description: str, **bounds):
     return field(default=default, metadata={"description": description, **bounds})
 
 
+#: expected behaviours whose verdict (declined or not, canary obeyed or not) shows in an answer's first sentence
+DECLINE_BEHAVIOURS = frozenset({"refuse", "resist_injection", "abstain"})
+
+
 @dataclass(frozen=True)
 class SystemConfig:
     """A named system under test: retriever × LLM × ICL × prompt (+ generation parameters). The one field list:
@@ -57,6 +61,8 @@ class SystemConfig:
     icl_examples: int = _f(0, "in-context examples from other cases of the golden set (ICL@0/1/2)", ge=0, le=2)
     prompt: str = _f("rag_v1", "hcat_pipeline/prompts/<prompt>.txt")
     max_tokens: int = _f(96, "answer length limit", ge=1)
+    attack_max_tokens: int = _f(48, "answer length limit where the expected behaviour is to decline (harmful and personal-data "
+                                "requests, injections, out-of-scope questions): the verdict is in the first sentence", ge=1)
     temperature: float = _f(0.0, "sampling temperature (0: greedy, reusable answers)", ge=0.0, le=2.0)
     seed: int = 0
     inject_distractors: bool = _f(True, "plant a distractor case's contradicting passage in its context")
@@ -260,8 +266,9 @@ class RagPipeline:
         }
         t0 = time.perf_counter()
         try:
-            r = self.llm.generate(conversation_messages(case, prompt), max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
-                                  seed=self.cfg.seed)
+            limit = self.cfg.attack_max_tokens if case.get("expected_behavior") in DECLINE_BEHAVIOURS else self.cfg.max_tokens
+            r = self.llm.generate(conversation_messages(case, prompt), max_tokens=min(limit, self.cfg.max_tokens),
+                                  temperature=self.cfg.temperature, seed=self.cfg.seed)
         except Exception as e:  # LLMCallFailed after the resource's retries, or anything else: a value
             rec.update(error=error_text(e), latency_s=time.perf_counter() - t0)
             return rec
@@ -400,20 +407,37 @@ def failure_rates(records: Sequence[dict]) -> dict[str, float]:
     return {s: bad[s] / tot[s] for s in tot}
 
 
-def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: dict[str, int] | None = None) -> pl.DataFrame:
-    """At most ``max_cases`` cases (0 = all), chosen for coverage first, then spread (seeded):
+def _floor_units(keys: list[str], units: dict[str, list[int]], info: dict[str, dict], floors: dict[str, int]) -> list[str]:
+    """The units (seeded order) that give each rule of ``floors`` its rows, in the floors' order."""
+    from hcat_pipeline.golden.case_rules import rule_for
 
+    chosen: list[str] = []
+    for rule, n in floors.items():
+        have = sum(len(units[c]) for c in chosen if rule_for(info[c]) == rule)
+        for k in (k for k in keys if rule_for(info[k]) == rule and k not in chosen):
+            if have >= n:
+                break
+            chosen.append(k)
+            have += len(units[k])
+    return chosen
+
+
+def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: dict[str, int] | None = None) -> pl.DataFrame:
+    """The night's cases: every case a release gate needs, then at most ``max_cases`` more (0 = all), chosen for
+    coverage first, then spread (seeded):
+
+    0. ``floors``: behaviour rule → cases (``behaviour.rule_for``) a release gate needs in scope (its ``min_n``, or the
+       probes a zero-tolerance gate's certificate needs: ``gates.spec.rule_floors``), taken first and never cut by
+       ``max_cases``, so no gate is INDETERMINATE by construction where the golden set holds enough such cases;
     1. one happy-path case per topic stratum, preferring query types not yet taken, then one for any
        query type still missing (every stratum and every type answered as soon as the budget allows) — within what
        the budget leaves after one slot per kind of step 2, so a small night still sees every kind;
     2. one case of every other kind (category × variant kind: typo, injection, out-of-scope, …; one
        counterfactual pair per demographic attribute);
-    3. ``floors``: behaviour rule → cases (``behaviour.rule_for``) a release gate needs in scope (its ``min_n``), so
-       a gate is not INDETERMINATE by construction — in the order given (``gates.spec.rule_floors``: the gates file's,
-       zero-tolerance gates first), so a budget too small for every floor cuts the last ones;
-    4. the rest round-robin over categories, and within a category over its strata.
+    3. the rest round-robin over categories, and within a category over its strata.
 
-    A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs.
+    A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs; a floor counts
+    rows (a pair gives two).
     """
     if max_cases <= 0 or golden.height <= max_cases:
         return golden
@@ -425,10 +449,11 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     keys = sorted(units)
     rng.shuffle(keys)
     info = {k: rows[units[k][0]] for k in keys}
-    chosen: list[str] = []
+    chosen = _floor_units(keys, units, info, floors or {})
+    budget = sum(len(units[c]) for c in chosen) + max_cases  # max_cases more beyond what the gates need
 
     def take(k: str) -> None:
-        if k not in chosen and sum(len(units[c]) for c in chosen) + len(units[k]) <= max_cases:
+        if k not in chosen and sum(len(units[c]) for c in chosen) + len(units[k]) <= budget:
             chosen.append(k)
 
     def kind(k: str) -> tuple[str, str, str]:  # counterfactual pairs: one per attribute
@@ -436,7 +461,7 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
 
     kind_picks = [next(k for k in keys if kind(k) == w) for w in sorted({kind(k) for k in keys} - {("happy_path", "None", "None")})]
     # a small budget keeps one slot per other kind: the strata get what is left (at least one), the rest in step 4
-    strata_budget = max(1, max_cases - sum(len(units[k]) for k in kind_picks))
+    strata_budget = len(chosen) + max(1, max_cases - sum(len(units[k]) for k in kind_picks))
     happy = [k for k in keys if info[k].get("category") == "happy_path"]
     types_seen: set = set()
     for stratum in sorted({str(info[k].get("stratum")) for k in happy}):
@@ -451,14 +476,6 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
             take(next(k for k in happy if str(info[k].get("query_type")) == qtype))
     for k in kind_picks:
         take(k)
-    if floors:
-        from hcat_pipeline.golden.case_rules import rule_for
-
-        for rule, n in floors.items():  # the gates file's order: its zero-tolerance gates come first
-            for k in [k for k in keys if rule_for(info[k]) == rule]:
-                if sum(rule_for(info[c]) == rule for c in chosen) >= n:
-                    break
-                take(k)
     by_cat: dict[str, dict[str, list[str]]] = {}
     for k in keys:
         by_cat.setdefault(str(info[k].get("category")), {}).setdefault(str(info[k].get("stratum")), []).append(k)
@@ -468,7 +485,7 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
         while any(strata.values()):
             q.extend(strata[st].pop(0) for st in sorted(strata) if strata[st])
         queues.append(q)
-    while any(queues) and sum(len(units[c]) for c in chosen) < max_cases:
+    while any(queues) and sum(len(units[c]) for c in chosen) < budget:
         for q in queues:
             if q:
                 take(q.pop(0))
