@@ -22,7 +22,7 @@ import math
 
 from scipy import stats
 
-from hcat_pipeline.gates.gate import Direction, GateResult, _ok
+from hcat_pipeline.gates.gate import Direction, GateResult, allowed
 
 CP_METHOD = "clopper_pearson_one_sided"
 
@@ -73,9 +73,9 @@ def zero_tolerance_verdict(k: int, n: int, certify_below: float, confidence: flo
 
 def _decides(k: int, n: int, threshold: float, direction: Direction, confidence: float) -> str:
     low, high = clopper_pearson(k, n, confidence)
-    if _ok(low, direction, threshold) and _ok(high, direction, threshold):
+    if allowed(low, direction, threshold) and allowed(high, direction, threshold):
         return "PASS"
-    if not _ok(low, direction, threshold) and not _ok(high, direction, threshold):
+    if not allowed(low, direction, threshold) and not allowed(high, direction, threshold):
         return "FAIL"
     return "INDETERMINATE"
 

@@ -72,7 +72,8 @@ class GateResult:
                 f"{self.direction} {self.threshold:g} (n={self.n}{more})")  # fmt: skip
 
 
-def _ok(x: float, direction: str, threshold: float) -> bool:
+def allowed(x: float, direction: str, threshold: float) -> bool:
+    """Whether ``x`` is on the allowed side of ``threshold`` (``x <direction> threshold``)."""
     return {">=": x >= threshold, ">": x > threshold, "<=": x <= threshold, "<": x < threshold}[direction]
 
 
@@ -94,7 +95,7 @@ def verdict_of(est: Estimate, threshold: float, direction: Direction = ">=", *, 
     if not (math.isfinite(est.ci_low) and math.isfinite(est.ci_high)):
         return GateResult(verdict="INDETERMINATE", n_more=max(min_n - est.n, 1) if not exact else None,
                           reason=f"no confidence interval ({est.note or 'not finite'})", **common)  # fmt: skip
-    low_ok, high_ok = _ok(est.ci_low, direction, threshold), _ok(est.ci_high, direction, threshold)
+    low_ok, high_ok = allowed(est.ci_low, direction, threshold), allowed(est.ci_high, direction, threshold)
     if low_ok and high_ok:
         verdict: Verdict = "PASS"
     elif not low_ok and not high_ok:
