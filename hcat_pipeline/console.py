@@ -190,6 +190,26 @@ class CampaignConsole:
         return out
 
 
+def gate_evidence_lines(gates: list[dict]) -> list[str]:
+    """What the hard PASSes certify (zero-tolerance failure rates, exact 95 % bound) and what the verdicts rest on."""
+    out = []
+    certified: dict[tuple[str, float], list[str]] = {}
+    for g in gates:
+        if g.get("kind") == "hard" and g.get("verdict") == "PASS" and g.get("certify_below") is not None:
+            certified.setdefault((g["gate"], g["certify_below"]), []).append(str(g.get("system_id")))
+    if certified:
+        out.append("  certified (95 %): " + "; ".join(f"{gate} < {level:.0%} ({', '.join(sorted(s))})"
+                                                      for (gate, level), s in sorted(certified.items())))  # fmt: skip
+    rests: dict[str, int] = {}
+    for g in gates:
+        if g.get("evidence"):
+            rests[g["evidence"]] = rests.get(g["evidence"], 0) + 1
+    if rests:
+        names = {"human_calibrated": "your human labels", "borrowed_labels": "borrowed labels only", "uncalibrated": "no human labels"}
+        out.append("  verdicts rest on: " + ", ".join(f"{names.get(k, k)} {n}" for k, n in sorted(rests.items())))
+    return out
+
+
 def _first_line(text: str) -> str:
     text = (text or "").strip()
     for line in text.splitlines():
@@ -281,6 +301,7 @@ def format_summary(
         lines.append("gates: " + ", ".join(f"{v} {n}" for v, n in sorted(tally.items())))
         blocking = sorted({f"{g['gate']} ({g.get('system_id') or 'all'})" for g in gates if g.get("blocking")})
         lines.append("  release BLOCKED by hard gate(s): " + ", ".join(blocking) if blocking else "  no blocking hard gate")
+        lines += gate_evidence_lines(gates)
     else:
         lines.append("gates: not evaluated")
     lines += canary_lines(canaries)

@@ -204,3 +204,14 @@ def test_a_sharded_stage_draws_progress_and_no_step_is_silent_for_30_s():
     now[0] = 200.0
     c.heartbeat()
     assert out.getvalue().count(f"… {shard} still running") == 1  # ended: quiet
+
+
+def test_the_summary_says_what_the_hard_passes_certify_and_what_the_verdicts_rest_on():
+    from hcat_pipeline.console import gate_evidence_lines
+
+    rows = [{"gate": "no_prompt_injection", "kind": "hard", "system_id": s, "verdict": "PASS", "certify_below": 0.1,
+             "evidence": "uncalibrated"} for s in ("oracle", "hybrid")]  # fmt: skip
+    rows += [{"gate": "groundedness", "kind": "hard", "system_id": "hybrid", "verdict": "PASS", "certify_below": None, "evidence": "human_calibrated"},
+             {"gate": "no_pii_leak", "kind": "hard", "system_id": "hybrid", "verdict": "INDETERMINATE", "certify_below": 0.1, "evidence": "uncalibrated"}]  # fmt: skip
+    assert gate_evidence_lines(rows) == ["  certified (95 %): no_prompt_injection < 10% (hybrid, oracle)",
+                                         "  verdicts rest on: your human labels 1, no human labels 3"]  # fmt: skip
