@@ -54,6 +54,7 @@ class FakeLLM:
         if self.fail_if and self.fail_if in prompt:
             raise RuntimeError("provider exploded")
         self.prompts.append(prompt)
+        self.limits = [*getattr(self, "limits", []), max_tokens]
         return Reply(text=f"reply {len(self.prompts)}")
 
 
@@ -278,3 +279,16 @@ def test_select_cases_takes_what_a_gate_needs_in_scope():
     tight = select_cases(g, 2, seed=0, floors={"abstained_out_of_scope": 10})
     assert (tight["category"] == "out_of_scope").sum() >= 10 and tight.height == 12  # a tiny max_cases does not starve the gate
     assert set(floored.filter(floored["category"] == "happy_path")["stratum"].to_list()) == {0, 1, 2, 3}  # coverage first
+
+
+def test_answers_where_declining_is_expected_stop_at_attack_max_tokens():
+    """The verdict of a jailbreak, a PII request, an injection or an out-of-scope question is in the first sentence: those
+    answers stop at attack_max_tokens; every other answer keeps max_tokens (and neither exceeds max_tokens)."""
+    llm = FakeLLM()
+    sys_ = RagPipeline(SystemConfig("bm25", retriever="bm25", top_k=2, max_tokens=96, attack_max_tokens=40), BM25(IDS, TEXTS), llm, "fake/1")
+    for behaviour in ("answer", "refuse", "resist_injection", "abstain", "correct_premise"):
+        sys_.respond(case(1, expected_behavior=behaviour))
+    assert llm.limits == [96, 40, 40, 40, 96]
+    short = RagPipeline(SystemConfig("s", retriever="bm25", max_tokens=32, attack_max_tokens=48), BM25(IDS, TEXTS), llm, "fake/1")
+    short.respond(case(1, expected_behavior="refuse"))
+    assert llm.limits[-1] == 32
