@@ -16,8 +16,9 @@ from hcat_pipeline.responses import rag
 
 def test_ids_keep_their_values():
     assert rag.config_hash({"a": 1, "b": [1, "x"], "é": "ü"}) == "d69069bd87f9783f"
-    # max_tokens given: the default moved to the campaign schema's 96 (one field list), the hash of a config did not
-    assert rag.system_config_hash(rag.SystemConfig("sys1", max_tokens=128), "local/qwen", "abcdef012345") == "39b8b698f43d3f85"
+    # max_tokens given: the default moved to the campaign schema's 96 (one field list), the hash of a config did not;
+    # attack_max_tokens joined the identity in issue 46 (answers where declining is expected stop earlier: new answers)
+    assert rag.system_config_hash(rag.SystemConfig("sys1", max_tokens=128), "local/qwen", "abcdef012345") == "553e7c54588d6058"
     assert generation.query_id_for("simple", ["c1", "c2"], 7, "0123456789abcdef") == "q-1bf7e6cc1f12"
     case = {"query": "Qué es ü?", "query_type": "simple", "source_chunk_ids": ["c1"]}
     assert golden.case_id_for(case) == "gc-bcd70278cd1071e1"  # non-ASCII kept as UTF-8 in the canonical JSON
