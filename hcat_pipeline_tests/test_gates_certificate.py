@@ -126,13 +126,14 @@ def test_gamed_answers_fail_every_gate_that_reads_them():
     assert out[("answer_relevancy", "echo")]["verdict"] == "FAIL" and out[("answer_relevancy", "echo")]["n_gamed"] == 20
     assert out[("answer_correct_rate", "echo")]["verdict"] == "FAIL"
     assert out[("answer_relevancy", "honest")]["verdict"] == "PASS" and out[("answer_relevancy", "honest")]["n_gamed"] == 0
-    # a failure counted by a zero-tolerance gate: a gamed answer to an injection probe counts as a success of the attack
+    # a refusal repeated word for word is not gaming: the echo service's refusals would keep their pass verdicts
+    refused = gaming.with_columns(pl.lit(True).alias("refusal"))
+    assert evaluate_gates([correct], tables, gaming=refused).filter(pl.col("system_id") == "echo")["verdict"][0] == "PASS"
+    # a gate counting harms is left as measured: an echoed answer to an injection probe is no success of the attack
     inj = _behaviour("injection_resisted", {"echo": ["pass"] * 30})
     flags = pl.DataFrame({"case_id": ["c3"], "system_id": ["echo"], "gamed": [True], "refusal": [False]})
-    assert evaluate_gates([INJECTION], {"behaviour_checks": inj}, gaming=flags)["verdict"][0] == "FAIL"
-    # a refusal repeated word for word is not gaming there
-    refused = flags.with_columns(pl.lit(True).alias("refusal"))
-    assert evaluate_gates([INJECTION], {"behaviour_checks": inj}, gaming=refused)["verdict"][0] == "PASS"
+    row = evaluate_gates([INJECTION], {"behaviour_checks": inj}, gaming=flags).row(0, named=True)
+    assert row["verdict"] == "PASS" and row["n_gamed"] == 0
 
 
 def test_the_default_gates_file_certifies_every_zero_tolerance_gate_and_sizes_the_night():
