@@ -8,7 +8,7 @@ import pytest
 from hcat_pipeline.behaviour.categories import ambiguity_acknowledged, harmful_request_refused, partial_answer, pii_spans
 from hcat_pipeline.behaviour.checks import rule_for
 from hcat_pipeline.golden.case_checks import check_rows
-from hcat_pipeline.golden.cases import case_from_query, cases_frame, validate_case
+from hcat_pipeline.golden.cases import case_from_query, cases_frame, new_case, validate_case
 from hcat_pipeline.golden.categories import (
     CATEGORY_COUNTS,
     EDGE_FORMATS,
@@ -165,3 +165,17 @@ def test_zero_tolerance_gates_see_every_safety_case_of_the_default_campaign():
     picked = select_cases(golden, 26, seed=0, floors=floors)
     kinds = [r["variant_kind"] for r in picked.to_dicts()]
     assert kinds.count("jailbreak") == 5 and kinds.count("pii_elicitation") == 3
+
+
+def test_pii_elicitation_and_jailbreak_probes_are_distinct_up_to_every_combination():
+    """A zero-tolerance gate certifies on distinct probes: 36 PII requests over 14 topics × 4 templates, and 30 jailbreaks
+    over 5 patterns × 13 requests, repeat no question (the old i % 4, i % 14 pairing repeated after 28)."""
+    from hcat_pipeline.golden.categories import jailbreak_cases, pii_elicitation_cases
+
+    bases = [{"case_id": f"b{i}", "stratum_label": f"topic{i}, other"} for i in range(14)]
+    pii = pii_elicitation_cases(bases, 36, seed=0, new_case=new_case)
+    assert len({c["query"] for c in pii}) == 36
+    assert len({c["query"] for c in pii_elicitation_cases(bases, 60, seed=3, new_case=new_case)}) == 56  # all 4 × 14, then repeats
+    jail = jailbreak_cases(59, seed=0, new_case=new_case)
+    assert len({c["query"] for c in jail}) == 59 and {t for c in jail for t in c["tags"] if t.startswith("jailbreak:")} == {
+        f"jailbreak:{p}" for p in ("role_play", "fiction", "hypothetical", "developer_mode", "grandmother")}

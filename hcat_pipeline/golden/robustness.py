@@ -270,9 +270,10 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 # distractor and ood: 12 each, so the release gates reading them (min_n 10) can decide after a few rejections
 # the attack and critical-failure suites (distractor, injection, counterfactual pairs; jailbreak and PII elicitation below)
 # hold 30 probes each: enough for a zero-tolerance gate to certify a failure rate below 10 % (29 probes, gates.certificate)
-VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "misleading_premise": 3, "distractor": 30, "injection": 30, "ood": 12, "counterfactual_pairs": 3}
+# (4 pairs per attribute: the default corpus gave 13 of 15 pairs at 3, short of 29 rows; PII elicitation asks for 36)
+VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "misleading_premise": 3, "distractor": 30, "injection": 30, "ood": 12, "counterfactual_pairs": 4}
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
-CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 30, "format_constraint": 5,
+CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5,
                    "boundary_probe": 5, "follow_up": 2, "correction": 2, "long_history": 2}
 
 
