@@ -10,6 +10,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from hcat_pipeline_tests.servers import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -29,7 +31,7 @@ def test_default_instance_is_sqlite_with_telemetry_off(tmp_path):
 
 @pytest.mark.skipif(not any(Path("/usr/lib/postgresql").glob("*/bin/initdb")), reason="PostgreSQL server not installed")
 def test_postgres_storage_selected_by_one_env_var(tmp_path):
-    port = "5439"
+    port = str(free_port())  # not a fixed port: another cluster (a second test run, a user's) may hold it
     pg_root = Path(tempfile.mkdtemp(prefix="hcat-pg-"))  # outside pytest's 0700 tmp tree: user postgres must reach it
     os.chmod(pg_root, 0o755)
     env = {**os.environ, "PGPORT": port, "HCAT_PGDATA": str(pg_root / "data")}
