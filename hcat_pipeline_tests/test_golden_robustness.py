@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from hcat_pipeline.golden.counterfactual import counterfactual_pair, swap_terms
 from hcat_pipeline.golden.robustness import (
@@ -207,3 +208,23 @@ def test_false_premise_skips_a_claim_the_source_itself_states():
     assert (true_claim, rule) == (second, "negation") and false_claim == "Interest is not paid on the first business day of the month."
     assert false_premise([first], source).startswith("premise_not_false")  # the reason is kept when no sentence is left
     assert false_premise([first])[0] == first  # without a source, only the sentence checks apply
+
+
+@pytest.mark.parametrize("source, false_claim", [
+    ("The *command* must *not* be enclosed in quotes.", "The *command* must be enclosed in quotes."),  # was "must not *not*"
+    ('On its right, that is, "2**-1" is "0.5".', 'On its right, that is, "2**-1" is not "0.5".'),  # was "that is not,"
+])  # fmt: skip
+def test_negation_edits_read_as_claims(source, false_claim):
+    from hcat_pipeline.golden.robustness import contradict_sentence
+
+    assert contradict_sentence(source)[0] == false_claim
+
+
+@pytest.mark.parametrize("source", [
+    'Attempts to execute an operation raise an exception when no appropriate method is defined.',  # "no … is not defined"
+    "At most one double star pattern may be in a mapping pattern.",  # a quantified subject negated says nothing checkable
+])  # fmt: skip
+def test_a_negation_that_reads_as_a_double_negative_is_no_false_premise(source):
+    from hcat_pipeline.golden.robustness import false_premise
+
+    assert false_premise([source]) in ("the negated claim reads as a double negative", "no contradiction rule applies to the supporting sentences")

@@ -107,9 +107,13 @@ def colloquial_rules(query: str, seed: int, key: str = "") -> str:
 # ---------------------------------------------------------------- adversarial: contradiction rules
 _NEGATABLE = re.compile(  # "can only" / "have just" read badly negated; "has" / "have" only as auxiliaries (before a participle)
     r"\b(?:(is|are|was|were|can|could|will|would|should|must|may|does|do|did)|(?:has|have)(?=\s+(?:been|\w+(?:ed|en|wn|ne))\b))\b"
-    r"(?!\s+(?:not|only|also|just|both|either|neither|never)\b)(?!n't)", re.I
+    r"(?!\s+[*_]*(?:not|only|also|just|both|either|neither|never)\b)(?!n't)(?!\s*[,;:])", re.I  # "must *not*", "that is," stay
 )
-_NEGATED = re.compile(r"\b(is|are|was|were|can|could|will|would|should|must|may|does|do|did|has|have)\s+not\b|\b(\w+)n't\b", re.I)
+_NEGATED = re.compile(r"\b(is|are|was|were|can|could|will|would|should|must|may|does|do|did|has|have)\s+[*_]*not[*_]*(?![\w*])|\b(\w+)n't\b",
+                      re.I)  # fmt: skip
+# a negation added where the clause already denies ("when no method is not defined"): a double negative, no claim
+_DOUBLE_NEGATIVE = re.compile(r"\b(?:no|none|nothing|never|neither|nor)\b[^,.;:]{0,40}\bnot\b|^\s*(?:at most|at least|only|exactly)\b", re.I)
+# (… and a quantified subject: "At most one pattern may not be in …" denies nothing a reader can check)
 ANTONYMS = {
     "true": "false", "false": "true", "always": "never", "never": "always", "before": "after", "after": "before",
     "immutable": "mutable", "mutable": "immutable", "first": "last", "last": "first", "left": "right",
@@ -177,6 +181,9 @@ def false_premise(sentences: list[str], source: str = "") -> tuple[str, str, str
             continue
         if claim_problem(contra[0]) is not None:
             why = f"the false claim is no sentence ({claim_problem(contra[0])})"
+            continue
+        if contra[1] == "negation" and _DOUBLE_NEGATIVE.search(contra[0]):
+            why = "the negated claim reads as a double negative"
             continue
         unsound = premise_checks(contra[0], source) if source else []
         if not unsound:
