@@ -205,8 +205,9 @@ def gate_evidence_lines(gates: list[dict]) -> list[str]:
         if g.get("evidence"):
             rests[g["evidence"]] = rests.get(g["evidence"], 0) + 1
     if rests:
-        names = {"human_calibrated": "your human labels", "borrowed_labels": "borrowed labels only", "uncalibrated": "no human labels"}
-        out.append("  verdicts rest on: " + ", ".join(f"{names.get(k, k)} {n}" for k, n in sorted(rests.items())))
+        from hcat_pipeline.gates.calibrated import EVIDENCE_TEXT
+
+        out.append("  verdicts rest on: " + ", ".join(f"{EVIDENCE_TEXT.get(k, k)} {n}" for k, n in sorted(rests.items())))
     return out
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from hcat_pipeline.common.stats import paired_bootstrap_ci, statistic_fn
-from hcat_pipeline.gates.calibrated import HumanCalibration, calibrated_columns, dimension_of
+from hcat_pipeline.gates.calibrated import HumanCalibration, calibrated_columns, dimension_of, uncalibrated_columns
 from hcat_pipeline.gates.decide import Decision, certificate_text, decide
 from hcat_pipeline.gates.drift import model_drift, scoring_models
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
@@ -80,9 +80,7 @@ def _row(gate: GateSpec, group: str, system: str, res: GateResult | None, *, err
     extra = {"method": decision.method if decision else None, "certify_below": decision.certify_below if decision else None,
              "claim_strength": decision.claim_strength if decision else None,
              "certificate": certificate_text(gate, decision) if decision and decision.result is res else None,
-             "n_gamed": n_gamed, "evidence": "uncalibrated", "drift": None, "threshold_declared": float(gate.threshold),
-             "threshold_source": "declared in the gates file", "human_pass_rate": None, "human_pass_ci_low": None,
-             "human_pass_ci_high": None, "n_labelled": 0}  # fmt: skip
+             "n_gamed": n_gamed, "drift": None, **uncalibrated_columns(gate)}  # fmt: skip
     return {**extra, 
         "gate": gate.name, "kind": gate.kind, "table": gate.table, "metric": gate.metric, "statistic": gate.statistic,
         "direction": gate.direction, "threshold": float(gate.threshold), "scope": gate.scope, "group": group, "system_id": system,

@@ -30,6 +30,14 @@ from hcat_pipeline.gates.spec import GateSpec
 
 Evidence = str  # "human_calibrated" | "borrowed_labels" | "uncalibrated"
 DEFAULT_LEVEL = 0.5  # P(human pass) at which a calibrated threshold sits
+#: what a verdict rests on, as the report's first screen and the console say it
+EVIDENCE_TEXT = {"human_calibrated": "your human labels", "borrowed_labels": "borrowed labels only", "uncalibrated": "no human labels"}
+
+
+def uncalibrated_columns(gate: GateSpec) -> dict:
+    """A gate row's evidence columns when no human label speaks to it (the declared threshold, no PPI rate)."""
+    return {"evidence": "uncalibrated", "threshold_declared": float(gate.threshold), "threshold_source": "declared in the gates file",
+            "human_pass_rate": None, "human_pass_ci_low": None, "human_pass_ci_high": None, "n_labelled": 0}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -105,8 +113,7 @@ def ppi_of(cal: HumanCalibration, part: pl.DataFrame) -> PPIEstimate | None:
 def calibrated_columns(gate: GateSpec, cal: HumanCalibration | None, part: pl.DataFrame) -> tuple[GateSpec, dict]:
     """The gate as it applies to ``part`` (threshold from the calibrator where the campaign's labels allow) and the
     row's evidence columns."""
-    cols = {"evidence": "uncalibrated", "threshold_declared": float(gate.threshold), "threshold_source": "declared in the gates file",
-            "human_pass_rate": None, "human_pass_ci_low": None, "human_pass_ci_high": None, "n_labelled": 0}  # fmt: skip
+    cols = uncalibrated_columns(gate)
     if cal is None:
         return gate, cols
     cols["evidence"] = cal.evidence

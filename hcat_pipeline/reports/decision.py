@@ -16,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from hcat_pipeline.common.stats import wilson_interval
+from hcat_pipeline.gates.calibrated import EVIDENCE_TEXT
 from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.reports.campaign_report import Section
 
@@ -34,13 +35,9 @@ def _estimate(row: dict) -> str:
     return f"{_num(row['estimate'])}{ci} n={row['n']}"
 
 
-#: what a verdict rests on (gates.calibrated), as the first screen says it
-EVIDENCE = {"human_calibrated": "your human labels", "borrowed_labels": "borrowed labels only", "uncalibrated": "no human labels"}
-
-
 def evidence_text(row: dict) -> str:
     """'rests on your human labels: human-pass rate 0.84 [0.78, 0.9] (PPI, 120 labelled); threshold …' or the like."""
-    what = EVIDENCE.get(row.get("evidence") or "uncalibrated", str(row.get("evidence")))
+    what = EVIDENCE_TEXT.get(row.get("evidence") or "uncalibrated", str(row.get("evidence")))
     if row.get("human_pass_rate") is not None:
         what += (f": human-pass rate {_num(row['human_pass_rate'])} [{_num(row['human_pass_ci_low'])}, "
                  f"{_num(row['human_pass_ci_high'])}] (PPI, {row['n_labelled']} labelled)")  # fmt: skip
