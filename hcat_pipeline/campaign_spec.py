@@ -30,6 +30,7 @@ from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
+from hcat_pipeline.golden.review import GatesRead
 from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 from hcat_pipeline.responses.rag import SystemConfig
@@ -214,6 +215,9 @@ class CampaignSpec(_Strict):
         default=None, gt=0, lt=1, description="the failure rate every zero-tolerance gate certifies on this campaign (a PASS "
         "needs no failure and an exact 95 % upper bound below it: 29 probes for 0.10, 59 for 0.05); the night takes that many "
         "probes per gate first; empty: each gate's own certify_below (gates.yaml)")
+    gates_read: GatesRead = Field(
+        default="all", description="all: the release gates read every case of the golden-set version; reviewed: only the "
+        "cases a person accepted or edited on the review page (golden-eval §2.5) — the report's first screen says which and how many")
     retry_failed: bool = Field(default=True, description="re-ask checkpointed failures when a run resumes")
     provider_retries: int = Field(
         default=2, ge=0, description="a step failed only by transient provider errors (connection, timeout, 429, 5xx) is "
@@ -320,8 +324,7 @@ def campaign_run_config(spec: CampaignSpec) -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
     ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json")}
-    if spec.certify_below is not None:
-        ops["gate_verdicts"] = {"config": {"certify_below": spec.certify_below}}
+    ops["gate_verdicts"] = {"config": {"gates_read": spec.gates_read, **({"certify_below": spec.certify_below} if spec.certify_below is not None else {})}}
     if spec.device == "resource":
         return {"ops": ops}
     # the encoders' resources configured for this run (resources_for() builds them with their defaults, so the run

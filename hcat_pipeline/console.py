@@ -192,7 +192,8 @@ class CampaignConsole:
 
 def gate_evidence_lines(gates: list[dict]) -> list[str]:
     """What the hard PASSes certify (zero-tolerance failure rates, exact 95 % bound) and what the verdicts rest on."""
-    out = []
+    read = sorted({g["cases_read"] for g in gates if g.get("cases_read")})
+    out = [f"  cases: {read[0]}"] if read else []
     certified: dict[tuple[str, float], list[str]] = {}
     for g in gates:
         if g.get("kind") == "hard" and g.get("verdict") == "PASS" and g.get("certify_below") is not None:

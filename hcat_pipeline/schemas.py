@@ -60,6 +60,16 @@ GOLDEN_SET = {
 TURN = pl.Struct({"role": pl.String, "content": pl.String})
 CONVERSATION = {"history": pl.List(TURN)}
 
+# a case's review record (golden-eval §2.4-2.5; golden.review): optional golden-set columns, null until a person read the
+# case on the review page's curate screen — versions frozen before them have none
+REVIEW = {
+    "reviewed_by": pl.String,  # the rater who accepted or edited the case
+    "reviewed_at": pl.String,  # ISO date of that decision (the case's last-review date)
+    "review_verdict": pl.String,  # accept | edit (a rejected case leaves the version)
+    "difficulty": pl.String,  # easy | medium | hard, as the reviewer rates it (null: not rated)
+    "scoring_notes": pl.String,  # how to score an answer to it (what counts, what does not), for the next reviewer and the judge
+}
+
 # rag_responses (partitioned by campaign_run = golden_set_version × night): one row per case × system
 RAG_RESPONSES = {
     "case_id": pl.String,

@@ -45,6 +45,7 @@ from hcat_pipeline.gates import (
 from hcat_pipeline.gates.apply import system_capabilities
 from hcat_pipeline.gates.calibrated import human_calibrations
 from hcat_pipeline.gates.gate import WORST_FIRST
+from hcat_pipeline.golden.review import GatesRead, gate_tables, review_summary
 from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
@@ -77,6 +78,8 @@ class GateVerdictsConfig(dg.Config):
     trend_across_versions: bool = Field(default=False, description="trend gates also read other versions' nights (shared cases pair up)")
     certify_below: Optional[float] = Field(default=None, gt=0, lt=1, description="the failure rate every zero-tolerance gate "
                                            "certifies (the campaign file's certify_below); empty: each gate's own")
+    gates_read: GatesRead = Field(default="all", description="all: the gates read every case of the version; reviewed: only "
+                                  "the cases a person accepted or edited (the campaign file's gates_read)")
 
 
 def _calibrations(calibrators: Optional[pl.DataFrame], calibrated: Optional[pl.DataFrame], labels: Optional[pl.DataFrame]):
@@ -136,6 +139,7 @@ def gate_verdicts(
               "rag_responses": rag_responses,
               "stated_confidence": stated_confidence_cases(metric_tables, behaviour_checks),  # golden-eval §3.2.3
               "llm_judge_scores": judge_gate_table(llm_judge_scores)}  # validated judge rows only (golden-eval §5.6)
+    tables = gate_tables(tables, golden_set, config.gates_read)
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
@@ -144,6 +148,7 @@ def gate_verdicts(
                            certify_below=config.certify_below, gaming=grader_gaming,
                            calibrations=_calibrations(calibrators, calibrated_scores, human_labels)).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
+        pl.lit(review_summary(golden_set, config.gates_read)["text"]).alias("cases_read"),  # the report's first screen says it
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
                dtype=pl.String).alias("campaign_sha256"),
     )  # fmt: skip
@@ -155,6 +160,7 @@ def gate_verdicts(
         "summary": preview(summary, 100),
         "blocking": dg.MetadataValue.json(sorted(table.filter(pl.col("blocking"))["gate"].unique().to_list())),
         "history_runs": dg.MetadataValue.json({t: [label for label, _ in h] for t, h in history.items()}),
+        "cases_read": table["cases_read"][0] if table.height else review_summary(golden_set, config.gates_read)["text"],
     })  # fmt: skip
     used = {g.name: g for g in gates.gates}
     for spec in _DECLARED:

@@ -39,7 +39,8 @@ from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.golden.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
 from hcat_pipeline.golden.frozen import read_manifest as _read_manifest
-from hcat_pipeline.schemas import CONVERSATION, GOLDEN_SET, conform
+from hcat_pipeline.golden.review import review_fields
+from hcat_pipeline.schemas import CONVERSATION, GOLDEN_SET, REVIEW, conform
 
 TABLE_NAME = "golden_set.parquet"
 MANIFEST_FORMAT = "hcat-golden-set/1"
@@ -138,7 +139,7 @@ def case_from_query(row: dict, corpus_hash: str | None = None) -> dict:
 
 def cases_frame(cases: list[dict], extra_schema: dict | None = None) -> pl.DataFrame:
     """The golden-set table of ``cases`` (contract columns first, then extras), sorted by case_id."""
-    schema = {**GOLDEN_SET, **CONVERSATION, **(extra_schema or {})}
+    schema = {**GOLDEN_SET, **CONVERSATION, **REVIEW, **(extra_schema or {})}
     rows = [{c: (case.get(c) or [] if c in CONVERSATION else case.get(c)) for c in schema} for case in cases]
     frame = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
     dupes = frame.filter(pl.col("case_id").is_duplicated())["case_id"].unique().to_list()
@@ -284,7 +285,7 @@ EXPORT_COLUMNS = tuple(c for c in GOLDEN_SET if c != "version")
 def export_cases(frame: pl.DataFrame, path: str | Path) -> Path:
     """Write cases as CSV (list columns as JSON arrays) or JSONL, by the file suffix."""
     path = Path(path)
-    cols = [c for c in (*EXPORT_COLUMNS, *CONVERSATION) if c in frame.columns]  # a multi-turn case keeps its turns
+    cols = [c for c in (*EXPORT_COLUMNS, *CONVERSATION, *REVIEW) if c in frame.columns]  # a multi-turn case keeps its turns, a reviewed one its review
     out = frame.select(cols)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".jsonl":
@@ -387,10 +388,10 @@ def _history(value, problems: list[str]) -> list[dict]:
 def validate_case(row: dict) -> tuple[dict, list[str]]:
     """A normalised case from an imported row, and the list of problems (empty when valid)."""
     problems: list[str] = []
-    unknown = sorted(set(row) - set(GOLDEN_SET) - set(CONVERSATION))
+    unknown = sorted(set(row) - set(GOLDEN_SET) - set(CONVERSATION) - set(REVIEW))
     if unknown:
         problems.append(f"unknown column(s) {unknown}")
-    case = {"history": _history(row.get("history"), problems)}
+    case = {"history": _history(row.get("history"), problems), **review_fields(row, problems)}
     for c, t in GOLDEN_SET.items():
         v = row.get(c)
         if c in LIST_COLUMNS:

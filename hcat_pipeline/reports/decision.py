@@ -92,7 +92,10 @@ def decision_section(gates: pl.DataFrame | None, systems: list[str]) -> tuple[Se
                   "(too few cases to decide, or a claim too weak to sign) unless the gates file says on_indeterminate: warn. A "
                   "zero-tolerance PASS certifies a failure rate below its level at 95 % (exact one-sided bound); a rate gate's "
                   "PASS rests on its one-sided bound.")  # fmt: skip
-    return sec, ["Release decision — " + "; ".join(lines) + "."]
+    read = gates["cases_read"].drop_nulls().unique().to_list() if "cases_read" in gates.columns else []
+    if read:  # all cases or the reviewed ones (golden-eval §2.5; the campaign file's gates_read)
+        sec.note = f"Cases: {read[0]}. " + sec.note
+    return sec, ["Release decision — " + "; ".join(lines) + "." + (f" Cases: {read[0]}." if read else "")]
 
 
 def gate_matrix_section(gates: pl.DataFrame | None) -> Section:

@@ -2,7 +2,8 @@
 
 Screens: ``/label`` (one answer a screen, keyboard labelling), ``/progress`` (labelled / queued per
 dimension and stratum, label sufficiency), ``/agreement`` (κ and α with CIs, the disagreements),
-``/curate`` (a version's cases: accept / reject / edit, freeze a curated version). JSON endpoints under
+``/curate`` (a version's cases as a table: accept / reject / edit, freeze a curated version), ``/curate/case`` (one case a
+screen, keyboard review, the source passage with the reference marked; ``review.case_screen``). JSON endpoints under
 ``/api/`` take what the page's script sends; a bad request answers 400 with a ``message`` saying what is
 wrong, a label another tab saved first answers 409 with that label, and nothing is lost either way.
 """
@@ -21,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, Field
 
 from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
+from hcat_pipeline.review.case_screen import case_screen_view
 from hcat_pipeline.review.curation import CurationLog, freeze_curated
 from hcat_pipeline.review.items import QueueError
 from hcat_pipeline.review.labelling import RATER_RE
@@ -50,6 +52,8 @@ class DecisionIn(BaseModel):
     action: str
     reason: str = ""
     edits: dict[str, str] = Field(default_factory=dict)
+    difficulty: str | None = None
+    scoring_notes: str = ""
 
 
 class FreezeIn(BaseModel):
@@ -131,6 +135,15 @@ def curate_page(request: Request, version: str | None = None, verdict: str | Non
     return _page(request, "curate.html.j2", **curate_view(settings, version, verdict))
 
 
+@pages.get("/curate/case")
+def curate_case_page(request: Request, version: str | None = None, case: str | None = None):
+    settings = _settings(request)
+    if version is not None and version not in list_versions(settings.golden_dir):
+        return _page(request, "error.html.j2", 404, message=f"no frozen golden-set version {version!r} in {settings.golden_dir}")
+    view = case_screen_view(settings.golden_dir, settings.curation_dir, settings.chunks or settings.warehouse / "chunks.parquet", version, case)
+    return _page(request, "curate_case.html.j2", **{**view, "page": "curate"})
+
+
 @api.post("/labels")
 def save_label(request: Request, body: LabelIn):
     res = _settings(request).labels.save(body.rater, body.case_id, body.system_id, body.dimension, body.label, body.scale, body.comment,
@@ -151,7 +164,8 @@ def decide(request: Request, body: DecisionIn):
         return _bad(f"no frozen golden-set version {body.version!r}")
     known = set(pl.read_parquet(Path(settings.golden_dir, body.version, TABLE_NAME), columns=["case_id"])["case_id"].to_list())
     try:
-        entry = CurationLog(settings.curation_dir, body.version).record(body.case_id, body.action, body.rater, body.reason, body.edits, known)
+        entry = CurationLog(settings.curation_dir, body.version).record(body.case_id, body.action, body.rater, body.reason, body.edits, known,
+                                                                        body.difficulty, body.scoring_notes)
     except ValueError as e:
         return _bad(str(e))
     return {"status": "saved", "decision": entry}

@@ -9,6 +9,8 @@ frozen version directory (``source: curated``) that the ``golden_set_version_sen
 - a rejected case leaves; so do its variants (a variant without its base is not a case), listed;
 - an edited question or reference makes a new case (a new ``case_id`` from its content: labels and
   scores of the old case never attach to the new one); its variants follow it to the new id;
+- an accepted or edited case carries its review (``golden.review``): who, the date, accept / edit, and the reviewer's
+  difficulty and scoring notes when given; a case nobody decided keeps what an earlier curation stamped (or none);
 - the curated file is kept next to the decisions (``<new version>.curated.jsonl``) for the record.
 """
 
@@ -25,6 +27,7 @@ import polars as pl
 
 from hcat_pipeline.common.locks import file_lock
 from hcat_pipeline.golden.cases import case_id_for, export_cases, import_cases, load_version
+from hcat_pipeline.golden.review import DIFFICULTIES, with_review_columns
 
 __all__ = ["Action", "CurationLog", "Curated", "apply_decisions", "freeze_curated"]
 
@@ -45,9 +48,14 @@ class CurationLog:
     def _locked(self):
         return file_lock(self.dir / ".lock")
 
-    def record(self, case_id: str, action: str, rater: str, reason: str = "", edits: dict | None = None, known: set[str] | None = None) -> dict:
-        """Append a decision; ValueError saying what is wrong (nothing written)."""
+    def record(self, case_id: str, action: str, rater: str, reason: str = "", edits: dict | None = None, known: set[str] | None = None,
+               difficulty: str | None = None, scoring_notes: str = "") -> dict:
+        """Append a decision; ValueError saying what is wrong (nothing written). ``difficulty`` (easy / medium / hard) and
+        ``scoring_notes`` go with an accept or an edit onto the case's review record."""
         reason, edits = (reason or "").strip(), {k: (v or "").strip() for k, v in (edits or {}).items()}
+        difficulty, scoring_notes = (difficulty or "").strip() or None, (scoring_notes or "").strip() or None
+        if difficulty is not None and difficulty not in DIFFICULTIES:
+            raise ValueError(f"difficulty {difficulty!r} is not one of {list(DIFFICULTIES)}")
         if action not in ACTIONS:
             raise ValueError(f"action {action!r} is not one of {list(ACTIONS)}")
         if known is not None and case_id not in known:
@@ -60,7 +68,8 @@ class CurationLog:
             if "query" in edits and not edits["query"]:
                 raise ValueError("the edited question is empty")
         entry = {"case_id": case_id, "action": action, "reason": reason or None, "edits": edits if action == "edit" else {},
-                 "rater": rater, "at": datetime.now(UTC).isoformat(timespec="microseconds")}  # fmt: skip
+                 "rater": rater, "at": datetime.now(UTC).isoformat(timespec="microseconds"),
+                 **({"difficulty": difficulty, "scoring_notes": scoring_notes} if action in ("accept", "edit") else {})}  # fmt: skip
         with self._locked(), self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
         return entry
@@ -91,12 +100,21 @@ class Curated:
 
     @property
     def summary(self) -> dict:
+        reviewed = int(self.frame["review_verdict"].is_not_null().sum()) if "review_verdict" in self.frame.columns else 0
         return {"cases": self.frame.height, "accepted": self.accepted, "rejected": len(self.rejected),
-                "left_with_their_base": len(self.cascaded), "edited": len(self.renamed)}  # fmt: skip
+                "left_with_their_base": len(self.cascaded), "edited": len(self.renamed), "reviewed": reviewed}  # fmt: skip
+
+
+def _stamp(row: dict, decision: dict) -> dict:
+    """The row with the decision's review record (the reviewer's difficulty / notes, else what the case had)."""
+    return {**row, "reviewed_by": decision["rater"], "reviewed_at": decision["at"][:10], "review_verdict": decision["action"],
+            "difficulty": decision.get("difficulty") or row.get("difficulty"),
+            "scoring_notes": decision.get("scoring_notes") or row.get("scoring_notes")}  # fmt: skip
 
 
 def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict]) -> Curated:
     """The base version's cases with the decisions applied (see the module docstring)."""
+    frame = with_review_columns(frame)
     rows = frame.to_dicts()
     rejected = {cid: d["reason"] for cid, d in decisions.items() if d["action"] == "reject"}
     cascaded = {r["case_id"]: f"its base case {r['base_case_id']} was rejected" for r in rows if r.get("base_case_id") in rejected}
@@ -111,6 +129,8 @@ def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict]) -> Curated:
             r["validity_reasons"] = []
             new_id = case_id_for(r)
             renamed[r["case_id"]], r["case_id"] = new_id, new_id
+        if d and d["action"] in ("accept", "edit"):
+            r = _stamp(r, d)
         kept.append(r)
     for r in kept:
         if r.get("base_case_id") in renamed:

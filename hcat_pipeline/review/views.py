@@ -40,6 +40,7 @@ class ReviewSettings:
     rater: str = ""
     extra_dimensions: tuple[str, ...] = ()  # offered (optional, binary unless stored otherwise) on every screen: e.g. judge rubric items
     check_factory: Callable[[], Callable] | None = None  # the validity check for freezing (built on first use)
+    chunks: Path | None = None  # the chunks table the curate screen shows source passages from (None: <warehouse>/chunks.parquet)
 
     @property
     def labels(self) -> PageLabels:

@@ -165,3 +165,66 @@ if (freezeButton) freezeButton.addEventListener("click", async () => {
     say(r.message, "bad");
   }
 });
+
+// ---------------------------------------------------------------- one case a screen (/curate/case)
+const one = $("#case");
+
+function caseUrl(id) { return "/curate/case?version=" + encodeURIComponent(one.dataset.version) + "&case=" + encodeURIComponent(id); }
+
+function goCase(id, what) {
+  if (!id) { say(what, "ok"); return; }
+  location.href = caseUrl(id);
+}
+
+async function decideOne(action, reason, edits) {
+  if (!rater()) { say("type your rater name at the top right first", "bad"); $("#rater").focus(); return; }
+  const chosen = $("button.difficulty.chosen");
+  const r = await post("/api/curation", {rater: rater(), version: one.dataset.version, case_id: one.dataset.case, action, reason: reason || "",
+                                         edits: edits || {}, difficulty: chosen ? chosen.dataset.value : null,
+                                         scoring_notes: $("#scoring-notes").value || ""});
+  if (r.status !== "saved") { say(r.message, "bad"); return; }
+  say(one.dataset.case + ": " + action + " saved");
+  if (action === "undo") location.reload();
+  else goCase(one.dataset.next, "saved: that was the last case left to review");
+}
+
+function saveEditOne() {
+  const q = $("#edit-query"), ref = $("#edit-reference"), edits = {};
+  if (q.value !== q.defaultValue) edits.query = q.value;
+  if (ref.value !== ref.defaultValue) edits.reference_answer = ref.value;
+  if (!Object.keys(edits).length) { say("nothing changed: edit the question or the reference first", "bad"); return; }
+  decideOne("edit", "", edits);
+}
+
+if (one) {
+  $("#accept").addEventListener("click", () => decideOne("accept"));
+  $("#reject").addEventListener("click", () => { const box = $("#reason"); if (box.hidden) { box.hidden = false; box.focus(); } else decideOne("reject", box.value); });
+  $("#edit").addEventListener("click", () => { $("#edit-box").hidden = false; $("#edit-query").focus(); });
+  $("#save-edit").addEventListener("click", saveEditOne);
+  if ($("#undo")) $("#undo").addEventListener("click", () => decideOne("undo"));
+  $$("button.difficulty").forEach(b => b.addEventListener("click", () => {
+    const on = !b.classList.contains("chosen");
+    $$("button.difficulty").forEach(x => x.classList.remove("chosen"));
+    b.classList.toggle("chosen", on);
+  }));
+  document.addEventListener("keydown", (e) => {
+    if (e.target.matches("input, textarea, select")) {
+      if (e.key === "Escape") { e.preventDefault(); e.target.blur(); return; }
+      if (e.key !== "Enter" || e.shiftKey) return;
+      if (e.target.id === "reason") { e.preventDefault(); decideOne("reject", e.target.value); }
+      else if (e.target.closest("#edit-box")) { e.preventDefault(); saveEditOne(); }
+      else if (e.target.id === "scoring-notes") { e.preventDefault(); e.target.blur(); }
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const k = e.key;
+    if (k === "a") { e.preventDefault(); decideOne("accept"); }
+    else if (k === "r") { e.preventDefault(); $("#reason").hidden = false; $("#reason").focus(); }
+    else if (k === "e") { e.preventDefault(); $("#edit-box").hidden = false; $("#edit-query").focus(); }
+    else if (k === "u" && $("#undo")) { e.preventDefault(); decideOne("undo"); }
+    else if (k === "s") { e.preventDefault(); $("#scoring-notes").focus(); }
+    else if (/^[123]$/.test(k)) { e.preventDefault(); $$("button.difficulty")[Number(k) - 1].click(); }
+    else if (k === "j" || k === "ArrowRight") goCase(one.dataset.nextAny, "this is the last case");
+    else if (k === "k" || k === "ArrowLeft") goCase(one.dataset.prev, "this is the first case");
+  });
+}
