@@ -22,6 +22,8 @@ An answerable case (expected behaviour ``answer`` with a reference) is checked f
   exceptions) scores low on both;
 - **comparison**: "the difference between X and Y" needs a reference naming both;
 - **polarity** (yes / no): the source's polarity, when the lexical rule can read it, agrees with the label;
+- **a reader's faults** (``reader_problems``, ``golden.case_signals``; no domain vocabulary): the reference restates
+  the question (``circular``), defers elsewhere, leans on unseen context, or denies what the question presupposes;
 - **near-duplicate** questions (batch): the later of two questions with cosine ≥ ``max_duplicate_similarity``.
 
 ``score`` = weighted mean of support, round trip and alignment (weights fixed a priori in ``ValidityConfig``, not
@@ -40,6 +42,7 @@ from typing import Literal
 import numpy as np
 
 from hcat_pipeline.corpus.chunking import split_sentences
+from hcat_pipeline.golden.case_signals import text_signals
 from hcat_pipeline.golden.claims import contradicted_by
 from hcat_pipeline.golden.selection import content_words, lexical_recall, reference_polarity, split_yes_no
 
@@ -62,6 +65,7 @@ class ValidityConfig:
     round_trip_k: int = 2
     max_duplicate_similarity: float = 0.92
     min_sentence_words: int = 3
+    max_restatement: float = 0.8  # at or above: the reference restates the question (``case_signals``), fixed a priori
 
 
 @dataclass
@@ -77,7 +81,8 @@ class Validity:
 
 HARD = ("not_self_contained", "reference_not_supported", "reference_contradicts_source", "polarity_contradicts_source",
         "comparison_incomplete", "near_duplicate", "malformed", "premise_not_false", "premise_not_from_source",
-        "wrong_expected_behavior", "unnatural_persona", "answer_type_mismatch")  # fmt: skip
+        "wrong_expected_behavior", "unnatural_persona", "answer_type_mismatch", "circular", "reference_defers",
+        "reference_context_lost", "polarity_denied")  # fmt: skip
 MIN_VALID_RATE = 0.9  # the golden_set asset check warns below this share of valid cases (the issue's target)
 SOFT_CAP = 0.5  # a soft reason (e.g. unnatural_persona) keeps the case from "valid": at most this score
 
@@ -150,6 +155,21 @@ def answer_type_problem(query: str, reference: str) -> str | None:
         if asks.search(query or "") and not cue.search(reference or ""):
             return f"the question asks for a {kind}; the reference states none"
     return None
+
+
+def reader_problems(query: str, reference: str, query_type: str | None, cfg: ValidityConfig) -> list[str]:
+    """What a stranger reading the question and the reference sees wrong, in any domain (``golden.case_signals``)."""
+    sig = text_signals(query, reference, query_type)
+    out = []
+    if sig["restatement"] >= cfg.max_restatement:
+        out.append(f"circular: {sig['restatement']:.0%} of the reference's words are the question's own (it restates, does not answer)")
+    if sig["defers"]:
+        out.append("reference_defers: the reference points elsewhere ('the same … applies as for', 'as described in', 'see …')")
+    if sig["context_lost"]:
+        out.append("reference_context_lost: the reference leans on text the user never sees ('This …', 'this way', 'the *n*')")
+    if sig["polarity_denied"]:
+        out.append("polarity_denied: the question presupposes what the reference denies")
+    return out
 
 
 def focus_words(query: str) -> list[str]:
@@ -228,6 +248,7 @@ def answerable_checks(case: dict, source: str, vec: Callable[[str], np.ndarray],
     mismatch = answer_type_problem(q, ref)
     if mismatch:
         reasons.append(f"answer_type_mismatch: {mismatch}")
+    reasons += reader_problems(q, case.get("reference_answer") or "", case.get("query_type"), cfg)
     sents = source_sentences(source, cfg.min_sentence_words)
     if not ref.strip():
         return {"support": 0.0, "round_trip": 0.0, "alignment": 0.0}, [*reasons, "reference_not_supported: no reference"]
