@@ -12,6 +12,7 @@ FAULTS = [  # (question, reference, the signal that must fire) — the issue's o
      "The keyword is looked up as an attribute on the subject.", "restatement"),
     ("What must be enclosed in quotes when creating an alias?", "The command must not be enclosed in quotes.", "polarity_denied"),
     ("What can the licensee sublicense?", "The licensee cannot sublicense the rights granted under this licence.", "polarity_denied"),
+    ("What must be enclosed in quotes when creating an alias?", "The *command* must *not* be enclosed in quotes.", "polarity_denied"),
     ("How are targets assigned in an augmented assignment statement?",
      "The same caveat about class and instance attributes applies as for regular assignments.", "defers"),
     ("How does man-db find the cache files?", "This way the cache files are found without a full scan.", "context_lost"),
@@ -21,6 +22,8 @@ SOUND = [
     ("What does the break statement terminate?", "The break statement terminates the nearest enclosing for or while loop."),
     ("What happens when a pass statement is executed?", "Nothing happens."),
     ("Within how many days of discovering a loss must a claim be made?", "Within 30 days of discovering the loss."),
+    ("What is the result of splitting an empty string with a specified separator?",
+     'Splitting an empty string with a specified separator returns "[\'\']".'),  # a quoted literal is an answer
     ("What does the proxy do with the data?", "The proxy does not store the data but forwards it to the server."),
     ("What is the default encoding of the configuration file?", "The default encoding is not locale-dependent; it is UTF-8."),
     ("When does the licence terminate?", "The licence terminates automatically if you fail to comply with its terms."),

@@ -57,8 +57,9 @@ def _restatement(question: str, reference: str) -> float:
         return 0.0
     q = {_stem(w) for w in content_words(question)}
     new = [w for w in ref if w not in q]
-    if any(any(ch.isdigit() for ch in w) for w in new):
-        return 0.0
+    literals = set(re.findall(r"[\"'`“]([^\"'`”]+)[\"'`”]", reference)) - set(re.findall(r"[\"'`“]([^\"'`”]+)[\"'`”]", question))
+    if literals or any(any(ch.isdigit() for ch in w) for w in new):
+        return 0.0  # a number or a quoted literal the question does not have is an answer
     return 1 - len(new) / len(ref)
 
 
@@ -78,10 +79,15 @@ def _denied(question: str, reference: str) -> bool:
     return False
 
 
+def _plain(text: str) -> str:
+    return re.sub(r"(?<!\w)[*_]{1,2}(\w[^*_]*?)[*_]{1,2}(?!\w)", r"\1", text)
+
+
 def text_signals(question: str, reference: str, query_type: str | None = None) -> dict[str, float]:
-    """Each of ``SIGNALS`` in 0-1 (1 = the fault is there) for one case."""
+    """Each of ``SIGNALS`` in 0-1 (1 = the fault is there) for one case (markup emphasis read as plain words)."""
     ref = split_yes_no(reference)[1] if query_type == "yes_no" else reference
-    ref = ref or reference or ""
+    ref = _plain(ref or reference or "")
+    question = _plain(question or "")
     polarity = bool(_WH.match(question or "") and not _NEGATION.search(question or "") and _denied(question or "", ref))
     return {
         "restatement": _restatement(question, ref) if query_type != "yes_no" else 0.0,

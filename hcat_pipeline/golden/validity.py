@@ -65,7 +65,7 @@ class ValidityConfig:
     round_trip_k: int = 2
     max_duplicate_similarity: float = 0.92
     min_sentence_words: int = 3
-    max_restatement: float = 0.8  # at or above: the reference restates the question (``case_signals``), fixed a priori
+    max_restatement: float = 1.0  # at or above: the reference restates the question (``case_signals``): no word of its own
 
 
 @dataclass
