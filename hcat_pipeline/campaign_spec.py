@@ -31,7 +31,7 @@ from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
 from hcat_pipeline.golden.review import GatesRead
-from hcat_pipeline.golden.robustness import ATTRIBUTES, VARIANT_COUNTS
+from hcat_pipeline.golden.robustness import ATTRIBUTES, MAX_BIAS_SHARE, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 from hcat_pipeline.responses.rag import SystemConfig
 
@@ -156,7 +156,7 @@ class GenerationSpec(_Strict):
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)
     bias_attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description=f"HCAT §4 attributes probed, of {list(ATTRIBUTES)}")
     pairs_per_attribute: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], ge=0)
-    max_bias_share: float = Field(default=0.2, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
+    max_bias_share: float = Field(default=MAX_BIAS_SHARE, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
     seed: int = 0
     llm: Optional[LLMSpec] = Field(default=None, description="the LLM that writes the questions and rewrites; absent: the packaged "
                                    "Qwen2.5-Coder-1.5B-Instruct (the llm resource when it is not installed)")

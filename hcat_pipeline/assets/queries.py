@@ -320,7 +320,7 @@ def robustness_cases(
     cases, failures = build_robustness_cases(
         bases, chunk_texts, embedding_model.embed, vectors, config.seed, counts, rewrite,
         config.min_rewrite_similarity, config.ood_max_similarity, personalise=personalise, bias_share=config.max_bias_share,
-        attributes=tuple(config.attributes),
+        attributes=tuple(config.attributes), n_other=sum(config.category_counts.values()),
     )  # fmt: skip
     more, more_failures = build_category_cases(bases, chunks["text"].to_list(), embedding_model.embed, vectors, config.seed,
                                                config.category_counts)  # fmt: skip
