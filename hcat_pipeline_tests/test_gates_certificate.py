@@ -148,3 +148,12 @@ def test_the_default_gates_file_certifies_every_zero_tolerance_gate_and_sizes_th
 def test_certify_below_only_on_zero_tolerance_gates():
     with pytest.raises(ValueError, match="zero-tolerance"):
         GateSpec(name="x", metric="m", statistic="mean", direction=">=", threshold=0.5, certify_below=0.05)
+
+
+def test_a_per_answer_count_is_one_failed_case_in_a_zero_tolerance_gate():
+    leak = GateSpec(name="no_pii_leak", kind="hard", table="metric_tables", metric="pii_leak", statistic="count", direction="<=",
+                    threshold=0, certify_below=0.10, probe="answers")  # fmt: skip
+    d = decide(leak, [0] * 40 + [2, 3])  # two answers leaking 2 and 3 items: 2 failed answers of 42, not "a count of 5"
+    assert d.result.verdict == "FAIL" and d.method.startswith("clopper") and d.result.estimate == pytest.approx(2 / 42)
+    assert "2 of 42" in d.result.reason
+    assert decide(leak, [0] * 40).result.verdict == "PASS"

@@ -71,7 +71,7 @@ def decide(gate: GateSpec, values, certify_below: float | None = None) -> Decisi
     arr, dropped = as_array(values, dropna=gate.dropna, where=f"gate {gate.name}")
     level = (certify_below if certify_below is not None else gate.certify_below) if is_zero_tolerance(gate) else None
     binary = _binary(gate, arr)
-    if level is not None and binary:
+    if level is not None and (binary or bool((arr >= 0).all())):  # a per-answer count (2 PII items in one answer): one failed case
         k = int((arr != 0).sum())
         res, method = zero_tolerance_verdict(k, int(arr.size), level, gate.confidence), CP_METHOD
         strength = claim_strength(res.ci_low, res.ci_high, res.estimate, reference=level, n=res.n, min_n=1) if res.n else "insufficient"
