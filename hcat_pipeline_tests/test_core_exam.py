@@ -233,3 +233,12 @@ def test_take_exam_resumes_and_builds_the_matrix(tmp_path):
 def test_exam_cases_carry_icl_fields():
     cases = exam_cases(_exam_frame().with_columns(pl.lit("ex-t").alias("exam_version")))
     assert all(c["case_id"] == c["question_id"] and c["reference_answer"] and c["expected_behavior"] == "answer" for c in cases)
+
+
+def test_an_exam_question_that_names_nothing_is_a_question_level_fault_and_may_become_a_cloze():
+    from hcat_pipeline.exam.filters import QUESTION_LEVEL
+    from hcat_pipeline.golden.question_checks import referent_problem
+
+    assert "no_referent" in QUESTION_LEVEL  # a span candidate failing only this is asked as a cloze of its sentence instead
+    assert referent_problem("What does it return when called?") is not None
+    assert referent_problem("What does the break statement terminate?") is None

@@ -15,7 +15,7 @@ from hcat_pipeline_tests.stubs import stub_asset
 
 FACTS = [
     ("tuple", "A tuple is an immutable sequence type.", "What kind of sequence is a tuple?", "An immutable sequence type"),
-    ("list", "A list is a mutable sequence type that can grow.", "What kind of sequence is a list?", "A mutable sequence type"),
+    ("list", "A list is a mutable sequence type that can grow.", "What kind of sequence is a Python list?", "A mutable sequence type"),
     ("dict", "A dict maps hashable keys to arbitrary values.", "What does a dict map hashable keys to?", "Arbitrary values"),
     ("set", "A set is an unordered collection of distinct hashable objects.", "What does a set contain?", "Distinct hashable objects"),
     ("str", "A str holds immutable sequences of Unicode code points.", "What does a str hold?", "Unicode code points"),

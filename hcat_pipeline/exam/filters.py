@@ -68,7 +68,7 @@ FILTER_REASONS = (
     "question_off_topic",
 )
 # reasons about the question's wording alone: a span candidate failing only these can be asked as a cloze instead
-QUESTION_LEVEL = frozenset({"not_self_contained", "answer_in_question", "copies_prompt_example", "question_off_topic"})
+QUESTION_LEVEL = frozenset({"not_self_contained", "answer_in_question", "copies_prompt_example", "question_off_topic", "no_referent"})
 # words of a question that say nothing about its topic
 _GENERIC = frozenset(
     "what which when how who whom whose why where does do did is are was were difference between purpose meaning used use "

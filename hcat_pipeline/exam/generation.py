@@ -48,6 +48,7 @@ from hcat_pipeline.exam.filters import (
 )
 from hcat_pipeline.exam.spans import Target, TermIndex, answer_targets, cloze_question, mined_distractors, sources
 from hcat_pipeline.golden.generation import item_seed
+from hcat_pipeline.golden.question_checks import referent_problem
 
 QUESTION_PROMPT = "exam_question_v1"
 SPAN_QUESTION_PROMPT = "exam_question_span_v1"
@@ -183,6 +184,8 @@ def _judge(question: str, row: dict, passage: str, pool: list[str], embed, cfg: 
     reasons = list(verdict["reasons"])
     if copies_example(question):
         reasons.insert(0, "copies_prompt_example")
+    if referent_problem(question) is not None:  # the golden set's referent check (issue 47): names nothing a reader can look up
+        reasons.append("no_referent")
     overlap = topic_overlap(question, row.get("evidence") or "")
     verdict["figures"] = {**verdict["figures"], "question_evidence_overlap": round(overlap, 3)}
     if overlap < cfg.question_evidence_overlap_min:
