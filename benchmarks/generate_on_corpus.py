@@ -26,7 +26,7 @@ NO_VARIANTS = {k: 0 for k in ("typo", "colloquial", "misleading_premise", "distr
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("corpus", help="folder of documents (txt md html jsonl pdf)")
+    ap.add_argument("corpus", help="folder of documents (txt md html jsonl pdf); 'embedded': the project's default corpus")
     ap.add_argument("--out", required=True, help="JSONL of the happy-path candidates to read and label")
     ap.add_argument("--cases-per-stratum", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spec_path = scratch / "campaign.yaml"
     spec_path.write_text(yaml.safe_dump({
-        "name": "generate-on-corpus", "corpus": {"paths": [str(Path(args.corpus).resolve())]},
+        "name": "generate-on-corpus", "corpus": {"paths": [] if args.corpus == "embedded" else [str(Path(args.corpus).resolve())]},
         "generation": {"cases_per_stratum": args.cases_per_stratum, "seed": args.seed, "robustness": NO_VARIANTS, "pairs_per_attribute": 0},
         "systems": [{"system_id": "none", "retriever": "closed_book"}],
     }))  # fmt: skip
