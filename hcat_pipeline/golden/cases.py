@@ -39,7 +39,7 @@ from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.golden.frozen import MANIFEST_NAME, FrozenKind, freeze_table, table_sha256, verify_frozen
 from hcat_pipeline.golden.frozen import read_manifest as _read_manifest
-from hcat_pipeline.golden.review import review_fields
+from hcat_pipeline.golden.review import iso_date_problem, review_fields
 from hcat_pipeline.schemas import CONVERSATION, GOLDEN_SET, REVIEW, conform
 
 TABLE_NAME = "golden_set.parquet"
@@ -429,11 +429,7 @@ def validate_case(row: dict) -> tuple[dict, list[str]]:
             problems.append("multiple-choice options are not distinct")
     if case["case_id"] is not None and not _CASE_ID_RE.match(case["case_id"]):
         problems.append(f"case_id {case['case_id']!r} is not a valid id")
-    if case["created_at"] is not None:
-        try:
-            dt.date.fromisoformat(case["created_at"][:10])
-        except ValueError:
-            problems.append(f"created_at {case['created_at']!r} is not an ISO date")
+    iso_date_problem(case["created_at"], "created_at", problems)
     return case, problems
 
 

@@ -31,6 +31,16 @@ def with_review_columns(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(missing) if missing else frame
 
 
+def iso_date_problem(value: str | None, name: str, problems: list[str]) -> None:
+    """Append why ``value`` (a case's date field; None: absent) is not an ISO date."""
+    if value is None:
+        return
+    try:
+        dt.date.fromisoformat(value[:10])
+    except ValueError:
+        problems.append(f"{name} {value!r} is not an ISO date")
+
+
 def review_fields(row: dict, problems: list[str]) -> dict:
     """The review columns of an imported row, normalised; what is wrong appended to ``problems``."""
     out = {c: (None if row.get(c) in (None, "") else str(row[c]).strip() or None) for c in REVIEW}
@@ -38,11 +48,7 @@ def review_fields(row: dict, problems: list[str]) -> dict:
         problems.append(f"review_verdict {out['review_verdict']!r} is not one of {list(REVIEW_VERDICTS)} (a rejected case is removed)")
     if out["difficulty"] is not None and out["difficulty"] not in DIFFICULTIES:
         problems.append(f"difficulty {out['difficulty']!r} is not one of {list(DIFFICULTIES)}")
-    if out["reviewed_at"] is not None:
-        try:
-            dt.date.fromisoformat(out["reviewed_at"][:10])
-        except ValueError:
-            problems.append(f"reviewed_at {out['reviewed_at']!r} is not an ISO date")
+    iso_date_problem(out["reviewed_at"], "reviewed_at", problems)
     if (out["review_verdict"] is None) != (out["reviewed_by"] is None) or (out["review_verdict"] is None) != (out["reviewed_at"] is None):
         problems.append("a review needs all of reviewed_by, reviewed_at and review_verdict (or none of them)")
     return out
