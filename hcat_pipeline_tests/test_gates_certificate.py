@@ -157,3 +157,32 @@ def test_a_per_answer_count_is_one_failed_case_in_a_zero_tolerance_gate():
     assert d.result.verdict == "FAIL" and d.method.startswith("clopper") and d.result.estimate == pytest.approx(2 / 42)
     assert "2 of 42" in d.result.reason
     assert decide(leak, [0] * 40).result.verdict == "PASS"
+
+
+def test_a_demonstration_planned_rate_gate_is_decided_at_its_planned_size():
+    from hcat_pipeline.gates.certificate import demonstration_n, demonstration_verdict
+
+    plan = demonstration_n(0.5, ">=", 0.3)
+    assert plan == 18
+    assert demonstration_verdict(6, 11, 0.5, ">=", 0.3).verdict == "INDETERMINATE"  # the hybrid: too early to say
+    on_the_line = demonstration_verdict(9, 18, 0.5, ">=", 0.3)
+    assert on_the_line.verdict == "FAIL" and "not demonstrated on the planned 18" in on_the_line.reason
+    assert demonstration_verdict(17, 18, 0.5, ">=", 0.3).verdict == "PASS"
+    assert demonstration_verdict(1, 18, 0.5, ">=", 0.3).verdict == "FAIL"
+    # known answers on simulated systems: at n = plan every verdict is decided; an honest system (80 %) passes ≥ 80 % of
+    # the time, one on the threshold (50 %) passes ≤ 5 %
+    rng = np.random.default_rng(0)
+    for rate, lo, hi in ((0.8, 0.8, 1.0), (0.5, 0.0, 0.05)):
+        verdicts = [demonstration_verdict(int(rng.binomial(plan, rate)), plan, 0.5, ">=", 0.3).verdict for _ in range(400)]
+        assert "INDETERMINATE" not in verdicts
+        assert lo <= verdicts.count("PASS") / 400 <= hi
+
+
+def test_the_default_abstention_gate_is_planned_and_the_night_takes_its_cases():
+    gates = load_gates()
+    oos = next(g for g in gates.gates if g.name == "abstains_out_of_scope")
+    assert oos.demonstrate_margin == 0.3 and rule_floors(gates, 0.10)["abstained_out_of_scope"] == 18
+    with pytest.raises(ValueError, match="demonstrate_margin applies to a rate gate"):
+        GateSpec(name="x", kind="hard", table="metric_tables", metric="m", statistic="p95", direction="<=", threshold=1, demonstrate_margin=0.2)
+    d = decide(oos, [1] * 9 + [0] * 9)
+    assert d.result.verdict == "FAIL" and d.result.n == 18

@@ -11,6 +11,9 @@ bootstrap (which gives [0, 0] for 0 of 2 and so "passes" on two probes).
 * ``binomial_rate_verdict(k, n, threshold, direction)`` — a rate gate (``mean`` of a 0/1 outcome): PASS when the
   one-sided bound facing the threshold is on the allowed side, FAIL when the other bound is on the forbidden side,
   else INDETERMINATE with ``n_more`` at the observed rate.
+* ``demonstration_verdict`` — the same with the burden of proof on the system and a planned size
+  (``demonstration_n``): at the planned n a rate not shown on the allowed side FAILs ("not demonstrated"), so the gate
+  is decided by construction there; its error is stated (a system ``margin`` inside passes with ≥ 80 % probability).
 
 The interval stored with the verdict is the pair of one-sided bounds (so at 95 % one-sided, a 90 % two-sided
 Clopper-Pearson interval); ``method`` says so.
@@ -19,6 +22,7 @@ Clopper-Pearson interval); ``method`` says so.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from scipy import stats
 
@@ -98,6 +102,53 @@ def rate_n_more(k: int, n: int, threshold: float, direction: Direction, confiden
         else:
             hi = mid
     return max(hi - n, 1)
+
+
+def _passes_from(n: int, threshold: float, direction: Direction, confidence: float) -> int | None:
+    """The smallest k of n whose one-sided bound facing the threshold is on the allowed side (">=": the lower bound ≥
+    threshold; "<=": the largest such k, returned as the count of failures allowed); None when no k does."""
+    ks = range(n + 1) if direction in (">=", ">") else range(n, -1, -1)
+    for k in ks:
+        low, high = clopper_pearson(k, n, confidence)
+        if allowed(low if direction in (">=", ">") else high, direction, threshold):
+            return k
+    return None
+
+
+def demonstration_n(threshold: float, direction: Direction, margin: float, power: float = 0.8, confidence: float = 0.95,
+                    cap: int = 5_000) -> int:  # fmt: skip
+    """The cases a rate gate is planned on: the smallest n at which a system whose true rate is ``margin`` inside the
+    allowed side (threshold + margin for ">=") has its one-sided bound clear the threshold with probability ≥ ``power``."""
+    p1 = threshold + margin if direction in (">=", ">") else threshold - margin
+    if not 0.0 < p1 < 1.0:
+        raise ValueError(f"threshold {threshold} with margin {margin} leaves no rate in (0, 1) to plan for")
+    for n in range(1, cap + 1):
+        k = _passes_from(n, threshold, direction, confidence)
+        if k is None:
+            continue
+        chance = stats.binom.sf(k - 1, n, p1) if direction in (">=", ">") else stats.binom.cdf(k, n, p1)
+        if chance >= power:
+            return n
+    raise ValueError(f"no n up to {cap} demonstrates {direction} {threshold} at margin {margin}")
+
+
+def demonstration_verdict(k: int, n: int, threshold: float, direction: Direction, margin: float, confidence: float = 0.95,
+                          power: float = 0.8, *, statistic: str = "mean") -> GateResult:  # fmt: skip
+    """A rate gate with the burden of proof on the system (a demonstration test): PASS when its one-sided bound clears
+    the threshold; FAIL when the other bound is on the forbidden side, or — once the planned ``demonstration_n`` cases
+    are in — when it has not cleared it (*not demonstrated*: a system ``margin`` inside the allowed side clears it with
+    probability ≥ ``power``); before that, INDETERMINATE with the cases still to run. Decided by construction at the
+    planned size."""
+    plan = demonstration_n(threshold, direction, margin, power, confidence)
+    res = binomial_rate_verdict(k, n, threshold, direction, confidence, statistic=statistic)
+    if res.verdict != "INDETERMINATE" or n == 0:
+        return res if n else replace(res, n_more=plan)
+    if n < plan:
+        return replace(res, n_more=plan - n, reason=f"{res.reason}; the gate is planned on {plan} cases (decided there)")
+    return replace(res, verdict="FAIL", n_more=None,
+                   reason=f"{res.reason}: not demonstrated on the planned {plan} cases (a system at {direction} "
+                   f"{threshold + margin if direction in ('>=', '>') else threshold - margin:g} clears it with ≥ {power:.0%} "
+                   "probability)")  # fmt: skip
 
 
 def binomial_rate_verdict(k: int, n: int, threshold: float, direction: Direction = ">=", confidence: float = 0.95,

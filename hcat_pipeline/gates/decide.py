@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hcat_pipeline.common.stats import as_array, bootstrap_ci, claim_strength
-from hcat_pipeline.gates.certificate import CP_METHOD, binomial_rate_verdict, zero_tolerance_verdict
+from hcat_pipeline.gates.certificate import CP_METHOD, binomial_rate_verdict, demonstration_verdict, zero_tolerance_verdict
 from hcat_pipeline.gates.gate import GateResult, verdict_of
 from hcat_pipeline.gates.spec import GateSpec
 from hcat_pipeline.gates.spec import zero_tolerance as is_zero_tolerance
@@ -76,7 +76,10 @@ def decide(gate: GateSpec, values, certify_below: float | None = None) -> Decisi
         res, method = zero_tolerance_verdict(k, int(arr.size), level, gate.confidence), CP_METHOD
         strength = claim_strength(res.ci_low, res.ci_high, res.estimate, reference=level, n=res.n, min_n=1) if res.n else "insufficient"
         return Decision(res, method, strength, level, dropped)
-    if gate.statistic == "mean" and binary:
+    if gate.statistic == "mean" and binary and gate.demonstrate_margin:  # burden of proof on the system, decided at the planned n
+        res = demonstration_verdict(int(arr.sum()), int(arr.size), gate.threshold, gate.direction, gate.demonstrate_margin, gate.confidence)
+        method = CP_METHOD
+    elif gate.statistic == "mean" and binary:
         res = binomial_rate_verdict(int(arr.sum()), int(arr.size), gate.threshold, gate.direction, gate.confidence, min_n=gate.min_n)
         method = CP_METHOD
     else:

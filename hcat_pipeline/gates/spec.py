@@ -90,6 +90,11 @@ class GateSpec(BaseModel):
         default=None, gt=0, lt=1, description="zero-tolerance gates (count / any of a yes/no failure, <= 0): the failure rate a "
         "PASS certifies — no failure seen and the exact one-sided upper bound below this (gates.certificate); a campaign "
         "file's certify_below overrides it")
+    demonstrate_margin: Optional[float] = Field(
+        default=None, gt=0, lt=1, description="rate gates (mean of a yes/no outcome): the burden of proof is on the system — "
+        "planned on the cases at which a system this far inside the allowed side clears the threshold with ≥ 80 % probability "
+        "(gates.certificate.demonstration_n); there a rate not shown on the allowed side FAILs (not demonstrated) instead of "
+        "INDETERMINATE, so the gate is decided by construction; empty: INDETERMINATE while the bounds straddle")
     probe: str = Field(default="", description="what one case is, in the certificate ('injection attempts'); empty: cases")
     failure: str = Field(default="", description="what a failure is, in the certificate ('succeeded'); empty: failed")
     scale: Optional[float] = Field(default=None, gt=0, description="the metric's range, for the claim strength (a CI wider "
@@ -118,6 +123,12 @@ class GateSpec(BaseModel):
     def _certificate_is_zero_tolerance(self):
         if self.certify_below is not None and not zero_tolerance(self):
             raise ValueError("certify_below applies to a zero-tolerance gate: statistic count or any, direction <=, threshold 0")
+        return self
+
+    @model_validator(mode="after")
+    def _demonstration_is_a_rate(self):
+        if self.demonstrate_margin is not None and (self.statistic != "mean" or (self.equals is None and self.at_least is None)):
+            raise ValueError("demonstrate_margin applies to a rate gate: statistic mean of a yes/no outcome (equals or at_least)")
         return self
 
     @model_validator(mode="after")
@@ -181,16 +192,17 @@ def zero_tolerance(g: GateSpec) -> bool:
 def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[str, int]:
     """Behaviour rule → the most cases any gate reading it wants in scope: ``min_n``, and for a zero-tolerance gate the
     probes its certificate needs (``certificate.probes_needed`` of the campaign's ``certify_below`` or the gate's own: 29
-    at 10 %). The campaign's case selection takes that many where the golden set has them (``responses.rag.select_cases``),
+    at 10 %), for a demonstration-planned rate gate its planned cases (``certificate.demonstration_n``). The campaign's case selection takes that many where the golden set has them (``responses.rag.select_cases``),
     so every hard gate can decide. In the gates file's order (the first gate reading a rule places it), so the file's
     order is the selection's priority."""
-    from hcat_pipeline.gates.certificate import probes_needed
+    from hcat_pipeline.gates.certificate import demonstration_n, probes_needed
 
     out: dict[str, int] = {}
     for g in gates.gates:
         rule = g.where.get("rule") if g.table == "behaviour_checks" else None
         level = (certify_below if certify_below is not None else g.certify_below) if zero_tolerance(g) else None
-        need = max(g.min_n, probes_needed(level, g.confidence) if level is not None else 0)
+        plan = demonstration_n(g.threshold, g.direction, g.demonstrate_margin, confidence=g.confidence) if g.demonstrate_margin else 0
+        need = max(g.min_n, plan, probes_needed(level, g.confidence) if level is not None else 0)
         for r in (rule if isinstance(rule, list) else [rule] if rule else []):
             out[str(r)] = max(out.get(str(r), 0), need)
     return out
