@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     import polars as pl
     import yaml
 
-    from hcat_pipeline.campaign import _execute
+    from hcat_pipeline.campaign import job_by_name
     from hcat_pipeline.campaign_spec import generation_run_config, load_campaign
     from hcat_pipeline.paths import WAREHOUSE_DIR
 
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     with dg.instance_for_test(temp_dir=str(scratch / "dagster")) as instance:
-        result = _execute("test_generation_job", None, run_config=generation_run_config(spec), instance=instance)
+        result = job_by_name("test_generation_job").execute_in_process(run_config=generation_run_config(spec), instance=instance,
+                                                                        raise_on_error=False)
     took = time.perf_counter() - t0
     if not result.success:
         print(f"generation failed after {took:.0f} s; see {scratch}", file=sys.stderr)
