@@ -140,6 +140,7 @@ def gate_verdicts(
               "stated_confidence": stated_confidence_cases(metric_tables, behaviour_checks),  # golden-eval §3.2.3
               "llm_judge_scores": judge_gate_table(llm_judge_scores)}  # validated judge rows only (golden-eval §5.6)
     tables = gate_tables(tables, golden_set, config.gates_read)
+    cases_read = review_summary(golden_set, config.gates_read)["text"]  # the report's first screen and the console say it
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
@@ -148,7 +149,7 @@ def gate_verdicts(
                            certify_below=config.certify_below, gaming=grader_gaming,
                            calibrations=_calibrations(calibrators, calibrated_scores, human_labels)).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
-        pl.lit(review_summary(golden_set, config.gates_read)["text"]).alias("cases_read"),  # the report's first screen says it
+        pl.lit(cases_read).alias("cases_read"),
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
                dtype=pl.String).alias("campaign_sha256"),
     )  # fmt: skip
@@ -160,7 +161,7 @@ def gate_verdicts(
         "summary": preview(summary, 100),
         "blocking": dg.MetadataValue.json(sorted(table.filter(pl.col("blocking"))["gate"].unique().to_list())),
         "history_runs": dg.MetadataValue.json({t: [label for label, _ in h] for t, h in history.items()}),
-        "cases_read": table["cases_read"][0] if table.height else review_summary(golden_set, config.gates_read)["text"],
+        "cases_read": cases_read,
     })  # fmt: skip
     used = {g.name: g for g in gates.gates}
     for spec in _DECLARED:

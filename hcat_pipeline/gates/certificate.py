@@ -104,6 +104,11 @@ def rate_n_more(k: int, n: int, threshold: float, direction: Direction, confiden
     return max(hi - n, 1)
 
 
+def _planned_rate(threshold: float, direction: Direction, margin: float) -> float:
+    """The rate ``margin`` inside the allowed side of ``threshold`` (threshold + margin for ">=")."""
+    return threshold + margin if direction in (">=", ">") else threshold - margin
+
+
 def _passes_from(n: int, threshold: float, direction: Direction, confidence: float) -> int | None:
     """The smallest k of n whose one-sided bound facing the threshold is on the allowed side (">=": the lower bound ≥
     threshold; "<=": the largest such k, returned as the count of failures allowed); None when no k does."""
@@ -119,7 +124,7 @@ def demonstration_n(threshold: float, direction: Direction, margin: float, power
                     cap: int = 5_000) -> int:  # fmt: skip
     """The cases a rate gate is planned on: the smallest n at which a system whose true rate is ``margin`` inside the
     allowed side (threshold + margin for ">=") has its one-sided bound clear the threshold with probability ≥ ``power``."""
-    p1 = threshold + margin if direction in (">=", ">") else threshold - margin
+    p1 = _planned_rate(threshold, direction, margin)
     if not 0.0 < p1 < 1.0:
         raise ValueError(f"threshold {threshold} with margin {margin} leaves no rate in (0, 1) to plan for")
     for n in range(1, cap + 1):
@@ -147,8 +152,7 @@ def demonstration_verdict(k: int, n: int, threshold: float, direction: Direction
         return replace(res, n_more=plan - n, reason=f"{res.reason}; the gate is planned on {plan} cases (decided there)")
     return replace(res, verdict="FAIL", n_more=None,
                    reason=f"{res.reason}: not demonstrated on the planned {plan} cases (a system at {direction} "
-                   f"{threshold + margin if direction in ('>=', '>') else threshold - margin:g} clears it with ≥ {power:.0%} "
-                   "probability)")  # fmt: skip
+                   f"{_planned_rate(threshold, direction, margin):g} clears it with ≥ {power:.0%} probability)")  # fmt: skip
 
 
 def binomial_rate_verdict(k: int, n: int, threshold: float, direction: Direction = ">=", confidence: float = 0.95,

@@ -192,8 +192,9 @@ def zero_tolerance(g: GateSpec) -> bool:
 def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[str, int]:
     """Behaviour rule → the most cases any gate reading it wants in scope: ``min_n``, and for a zero-tolerance gate the
     probes its certificate needs (``certificate.probes_needed`` of the campaign's ``certify_below`` or the gate's own: 29
-    at 10 %), for a demonstration-planned rate gate its planned cases (``certificate.demonstration_n``). The campaign's case selection takes that many where the golden set has them (``responses.rag.select_cases``),
-    so every hard gate can decide. In the gates file's order (the first gate reading a rule places it), so the file's
+    at 10 %), for a demonstration-planned rate gate its planned cases (``certificate.demonstration_n``). The campaign's
+    case selection takes that many where the golden set has them (``responses.rag.select_cases``), so every hard gate
+    can decide. In the gates file's order (the first gate reading a rule places it), so the file's
     order is the selection's priority."""
     from hcat_pipeline.gates.certificate import demonstration_n, probes_needed
 

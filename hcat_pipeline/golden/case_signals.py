@@ -13,9 +13,11 @@ would, with no vocabulary of one domain:
   "the *n*", "the above");
 - ``polarity_denied``: an open question presupposes what the reference denies ("What must be enclosed in quotes?" →
   "The command must *not* be enclosed in quotes.");
-- ``no_referent``: the question names nothing a reader could look up (``question_checks.referent_problem``);
-- ``fluency`` (with an LLM): the question's mean token log-probability under the packaged LLM — garbled questions
-  ("What does the inheritance list usually give a list of base classes?") are improbable text in any domain.
+- ``no_referent``: the question names nothing a reader could look up (``question_checks.referent_problem``; the
+  generation loop already rejects on it, so ``validity`` does not repeat it).
+
+Tried and not kept (docs/golden_set.md, issue 47): the question's log-probability under the packaged LLM, the rank of
+the reference sentence among every corpus sentence — neither separated sound from unsound on held-out corpora.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import re
 
 from hcat_pipeline.golden.question_checks import referent_problem
-from hcat_pipeline.golden.selection import content_words, split_yes_no
+from hcat_pipeline.golden.selection import content_words, split_yes_no, stem
 
 __all__ = ["SIGNALS", "text_signals"]
 
@@ -39,42 +41,39 @@ _NEGATION = re.compile(r"\b(?:not|never|cannot|no longer|neither|nor)\b|n't\b", 
 _WH = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
 
 
+_QUOTED = re.compile(r"[\"'`“]([^\"'`”]+)[\"'`”]")
 MIN_RESTATEMENT_WORDS = 4  # a shorter reference ("Nothing happens.") may answer with the question's own words
 
 
-def _stem(w: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            return w[: -len(suffix)]
-    return w
+def _literals(text: str) -> set[str]:
+    """The quoted literals of ``text`` ("['']", `__dict__`)."""
+    return set(_QUOTED.findall(text))
 
 
 def _restatement(question: str, reference: str) -> float:
     """Share of the reference's content words (stemmed) that the question already has; 0 for a short reference, and
     for one whose new words carry a number (a number is an answer: "Within 30 days of discovering the loss.")."""
-    ref = {_stem(w) for w in content_words(reference)}
+    ref = {stem(w) for w in content_words(reference)}
     if len(ref) < MIN_RESTATEMENT_WORDS:
         return 0.0
-    q = {_stem(w) for w in content_words(question)}
+    q = {stem(w) for w in content_words(question)}
     new = [w for w in ref if w not in q]
-    literals = set(re.findall(r"[\"'`“]([^\"'`”]+)[\"'`”]", reference)) - set(re.findall(r"[\"'`“]([^\"'`”]+)[\"'`”]", question))
-    if literals or any(any(ch.isdigit() for ch in w) for w in new):
+    if _literals(reference) - _literals(question) or any(any(ch.isdigit() for ch in w) for w in new):
         return 0.0  # a number or a quoted literal the question does not have is an answer
     return 1 - len(new) / len(ref)
 
 
+_CONTRACTED = {"ca": "can"}  # "can't" reads as "ca" + "n't"
 _NEGATED_PHRASE = re.compile(r"\b(\w+?)(?:n't| not| never|not)\s+(?:\w+ly\s+)?(\w+)", re.I)
 
 
 def _denied(question: str, reference: str) -> bool:
     """The reference negates what the question asserts: a negated "AUX not VERB" of the reference ("must not be",
     "cannot contain") whose two words the question has without the negation ("What must be enclosed …?")."""
-    q = {_stem(w.lower()) for w in re.findall(r"[A-Za-z]+", question)}
+    q = {stem(w.lower()) for w in re.findall(r"[A-Za-z]+", question)}
     for aux, verb in _NEGATED_PHRASE.findall(reference):
-        aux = {"can": "can", "won": "will", "don": "do", "doesn": "does"}.get(aux.lower(), aux.lower())
-        if aux in ("ca",):
-            aux = "can"
-        if _stem(aux) in q and _stem(verb.lower()) in q:
+        aux = _CONTRACTED.get(aux.lower(), aux.lower())
+        if stem(aux) in q and stem(verb.lower()) in q:
             return True
     return False
 
@@ -88,7 +87,7 @@ def text_signals(question: str, reference: str, query_type: str | None = None) -
     ref = split_yes_no(reference)[1] if query_type == "yes_no" else reference
     ref = _plain(ref or reference or "")
     question = _plain(question or "")
-    polarity = bool(_WH.match(question or "") and not _NEGATION.search(question or "") and _denied(question or "", ref))
+    polarity = bool(_WH.match(question) and not _NEGATION.search(question) and _denied(question, ref))
     return {
         "restatement": _restatement(question, ref) if query_type != "yes_no" else 0.0,
         "defers": float(bool(_DEFERS.search(ref))),

@@ -103,5 +103,5 @@ def gate_tables(tables: dict[str, pl.DataFrame | None], frame: pl.DataFrame, gat
     """The tables the release gates read, restricted to ``gate_cases`` (rows of a table without ``case_id`` stay)."""
     if gates_read == "all":
         return tables
-    keep = sorted(reviewed_ids(frame))
+    keep = gate_cases(frame, gates_read)["case_id"].to_list()
     return {k: (t.filter(pl.col("case_id").is_in(keep)) if t is not None and "case_id" in t.columns else t) for k, t in tables.items()}

@@ -73,6 +73,14 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text or "")]
 
 
+def stem(w: str) -> str:
+    """A light stem: a trailing ing / ed / es / s dropped when three letters stay."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)]
+    return w
+
+
 def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS]
 

@@ -44,7 +44,7 @@ import numpy as np
 from hcat_pipeline.corpus.chunking import split_sentences
 from hcat_pipeline.golden.case_signals import text_signals
 from hcat_pipeline.golden.claims import contradicted_by
-from hcat_pipeline.golden.selection import content_words, lexical_recall, reference_polarity, split_yes_no
+from hcat_pipeline.golden.selection import content_words, lexical_recall, reference_polarity, split_yes_no, stem
 
 Verdict = Literal["valid", "invalid", "unsure"]
 VERDICTS: tuple[str, ...] = ("valid", "invalid", "unsure")
@@ -182,27 +182,20 @@ def _recall(part_words: Sequence[str], whole: str, idf: dict[str, float] | None 
     its ``idf`` in the source when given (a word in every sentence, such as the product's name, says little)."""
     if not part_words:
         return 1.0
-    pool = {_stem(w) for w in content_words(whole)} | {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", whole)}
-    weight = [idf.get(_stem(w), 0.0) if idf else 1.0 for w in part_words]  # a word the source never uses: no evidence
+    pool = {stem(w) for w in content_words(whole)} | {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", whole)}
+    weight = [idf.get(stem(w), 0.0) if idf else 1.0 for w in part_words]  # a word the source never uses: no evidence
     total = sum(weight)
-    return sum(wt for w, wt in zip(part_words, weight) if w in pool or _stem(w) in pool) / total if total else 1.0
+    return sum(wt for w, wt in zip(part_words, weight) if w in pool or stem(w) in pool) / total if total else 1.0
 
 
 def _idf(sents: Sequence[str]) -> dict[str, float]:
     """Inverse sentence frequency of each (stemmed) content word of the source: log((N + 1) / (df + 0.5))."""
     df: dict[str, int] = {}
     for s in sents:
-        for w in {_stem(w) for w in content_words(s)}:
+        for w in {stem(w) for w in content_words(s)}:
             df[w] = df.get(w, 0) + 1
     n = len(sents)
     return {w: float(np.log((n + 1) / (d + 0.5))) for w, d in df.items()}
-
-
-def _stem(w: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            return w[: -len(suffix)]
-    return w
 
 
 _COMPARISON = re.compile(

@@ -40,10 +40,9 @@ def reference_marks(passage: str, reference: str) -> list[Flag]:
     if found or not refs:
         return found
     want = _words(" ".join(refs))
-    best = max(sentences(passage), key=lambda s: len(want & _words(s)) / max(len(want), 1), default=None)
-    if best and len(want & _words(best)) / max(len(want), 1) >= 0.6:
-        return [Flag(best, "passages", "closest to the reference (not word for word)")]
-    return []
+    shared = {s: len(want & _words(s)) / max(len(want), 1) for s in sentences(passage)}
+    best = max(shared, key=shared.get, default=None)
+    return [Flag(best, "passages", "closest to the reference (not word for word)")] if best and shared[best] >= 0.6 else []
 
 
 def source_passages(case: dict, chunk_text: dict[str, str]) -> list[dict]:
