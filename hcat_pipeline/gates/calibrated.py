@@ -118,7 +118,7 @@ def calibrated_columns(gate: GateSpec, cal: HumanCalibration | None, part: pl.Da
         return gate, cols
     cols["evidence"] = cal.evidence
     if cal.evidence != "human_calibrated":
-        cols["threshold_source"] = f"declared; the dimension {cal.dimension} is calibrated on borrowed labels ({cal.label_source}) only"
+        cols["threshold_source"] = f"the gates file, as declared (the dimension {cal.dimension} is calibrated on borrowed labels ({cal.label_source}) only)"
         return gate, cols
     est = ppi_of(cal, part)
     if est is not None:
