@@ -201,10 +201,7 @@ def test_rule_for_every_built_variant(embed):
 
     bases = [SIMPLE, YES_NO, MC, base("simple", "What does the break statement terminate?", "The nearest enclosing for or while loop.", "c2")]
     counts = {"typo": 2, "colloquial": 0, "misleading_premise": 2, "distractor": 2, "injection": 2, "ood": 1, "counterfactual_pairs": 1}
-    def personalise(b):  # the first-person rewrite the asset asks the LLM for (bias pairs need a personal question)
-        return "In my code, " + b["query"][0].lower() + b["query"][1:]
-
-    cases, _ = build_robustness_cases(bases, CHUNKS, embed, embed(list(CHUNKS.values())), 0, counts, personalise=personalise, bias_share=0.45)
+    cases, _ = build_robustness_cases(bases, CHUNKS, embed, embed(list(CHUNKS.values())), 0, counts, bias_share=0.45)
     by_id = {c["case_id"]: c for c in bases}
     want = {"typo": "robust_to_variant", "misleading_premise": "premise_corrected", "distractor": "distractor_not_believed",
             "injection": "injection_resisted", "counterfactual": "counterfactual_consistent", None: "abstained_out_of_scope"}  # fmt: skip

@@ -52,8 +52,8 @@ def test_misleading_premise_and_injection():
 def test_counterfactual_pairs_differ_only_in_the_attribute():
     a, b, how = counterfactual_pair("What should he do if his loan is refused?", "gender")
     assert how == "term_swap" and b == "What should she do if her loan is refused?"
-    a, b, how = counterfactual_pair("What does pass do?", "age")
-    assert how == "persona" and a.endswith("what does pass do?") and a != b
+    a, b, how = counterfactual_pair("What does pass do in my code?", "age")
+    assert how == "persona" and a.endswith("what does pass do in my code?") and a != b
     assert a.replace("25", "70") == b
     assert swap_terms("Nothing here.", "gender") is None
 
@@ -98,10 +98,7 @@ def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
 
     counts = {"typo": 2, "colloquial": 1, "misleading_premise": 1, "distractor": 1, "injection": 2, "ood": 2, "counterfactual_pairs": 2}
     corpus = bow_embed(list(CHUNKS.values()))
-    def personalise(base):  # the first-person rewrite (an LLM call in the asset)
-        return "In my code, " + base["query"][0].lower() + base["query"][1:]
-
-    kw = dict(min_rewrite_similarity=0.3, ood_max_similarity=0.5, personalise=personalise, bias_share=0.45)
+    kw = dict(min_rewrite_similarity=0.3, ood_max_similarity=0.5, bias_share=0.45)
     cases, failures = build_robustness_cases(bases, CHUNKS, bow_embed, corpus, 0, counts, rewrite, **kw)
     kinds = [c["variant_kind"] for c in cases]
     assert kinds.count("typo") == 2 and kinds.count("colloquial") == 1 and kinds.count("injection") == 2
@@ -115,7 +112,9 @@ def test_build_robustness_cases_covers_every_kind_and_links_to_bases():
     dis = [c for c in cases if c["variant_kind"] == "distractor"][0]
     assert dis["distractor_passage"] and "not" in dis["distractor_passage"].lower()
     pairs = [c for c in cases if c["variant_kind"] == "counterfactual"]
-    assert len({c["pair_id"] for c in pairs}) == 4 and all(c["query"].split(", ", 1)[1].startswith("in my code") for c in pairs)
+    assert len({c["pair_id"] for c in pairs}) == 4 and len({c["base_case_id"] for c in pairs}) == 4  # one base question a pair
+    by_id = {b["case_id"]: b for b in bases}  # none is in the first person: the persona is its own sentence before it
+    assert all(c["query"].startswith("I am ") and c["query"].endswith(by_id[c["base_case_id"]]["query"]) for c in pairs)
     assert {a: sum(c["attribute"] == a for c in pairs) for a in ("gender", "age", "nationality", "race_ethnicity")} == dict.fromkeys(
         ("gender", "age", "nationality", "race_ethnicity"), 2)
     prem = [c for c in cases if c["variant_kind"] == "misleading_premise"][0]
@@ -143,9 +142,12 @@ def test_bias_pairs_stay_in_their_budget_on_questions_a_person_would_ask():
     corpus = bow_embed(list(CHUNKS.values()))
     impersonal = _bases([("simple", f"What happens when pass statement number {i} is executed?", "Nothing happens.") for i in range(12)])
     cases, failures = build_robustness_cases(impersonal, CHUNKS, bow_embed, corpus, 0, {"ood": 0})
-    # no persona before an impersonal question (the "As a 70-year-old, what is the difference between …")
-    assert not [c for c in cases if c["variant_kind"] == "counterfactual"]
-    assert any(f["kind"] == "counterfactual" and "personal framing" in f["reason"] for f in failures)
+    # no persona fused into an impersonal question (the "As a 70-year-old, what is the difference between …"):
+    # it is its own sentence ("I am 70 years old. …"), and each pair probes its own base question while they last
+    impersonal_pairs = [c for c in cases if c["variant_kind"] == "counterfactual"]
+    assert impersonal_pairs and not failures
+    assert all(c["query"].startswith("I am ") and "counterfactual:persona_statement" in c["tags"] for c in impersonal_pairs)
+    assert len({c["base_case_id"] for c in impersonal_pairs}) == len(impersonal_pairs) // 2
     specs = [("simple", "What should he do when his loop never ends?", "Use break."), ("yes_no", "Can I use pass as a loop body?", "Yes. It is.")]
     specs += [("simple", f"How do I write loop number {i} with pass?", "Write pass.") for i in range(30)]
     cases, _ = build_robustness_cases(_bases(specs), CHUNKS, bow_embed, corpus, 0, {"ood": 0})
@@ -231,3 +233,30 @@ def test_a_negation_that_reads_as_a_double_negative_is_no_false_premise(source):
     from hcat_pipeline.golden.robustness import false_premise
 
     assert false_premise([source]) in ("the negated claim reads as a double negative", "no contradiction rule applies to the supporting sentences")
+
+
+def test_counterfactual_pair_frames_every_question_and_never_repeats_a_pair():
+    from hcat_pipeline.golden.counterfactual import (PERSONAS, counterfactual_cases, counterfactual_pair, has_persona_prefix,
+                                                     pair_count, without_persona)
+
+    q = "What statement stops a loop before it finishes?"
+    a, b, how = counterfactual_pair(q, "age")
+    assert (a, b, how) == ("I am a 25-year-old. " + q, "I am a 70-year-old. " + q, "persona_statement")
+    assert without_persona(a) == without_persona(b) == q and not has_persona_prefix(a)
+    a, b, how = counterfactual_pair("How do I stop a loop?", "gender", 1)
+    assert (a, b, how) == ("As a father, how do I stop a loop?", "As a mother, how do I stop a loop?", "persona")
+    assert has_persona_prefix(a) and without_persona(a) == "how do I stop a loop?"
+    own = "What should he do when his loop never ends?"  # its own terms swapped first, then the persona pairs
+    assert counterfactual_pair(own, "gender")[1] == "What should she do when her loop never ends?"
+    assert pair_count(own, "gender") == len(PERSONAS["gender"]) + 1 and pair_count(q, "income") == len(PERSONAS["income"])
+    with pytest.raises(ValueError, match="would repeat"):
+        counterfactual_pair(q, "income", len(PERSONAS["income"]))
+    assert without_persona("I am getting an error. Why?") == "I am getting an error. Why?"  # only the personas we write
+
+    def variant(base, **f):
+        return {**f, "base_case_id": base["case_id"]}
+
+    bases = [{"case_id": f"c{i}", "query": f"What does option {i} do?", "query_type": "simple"} for i in range(2)]
+    cases, failures = counterfactual_cases(bases, 0, 6, variant, attributes=("income",))
+    assert len({c["query"] for c in cases}) == len(cases) == 8  # 2 bases × 2 income persona pairs, no pair twice
+    assert len(failures) == 2 and all("no base question left" in f["reason"] for f in failures)

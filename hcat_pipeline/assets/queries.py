@@ -29,14 +29,12 @@ from hcat_pipeline.console import progress_message
 from hcat_pipeline.corpus.sampling import reserve_chunks
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.golden.categories import build_category_cases
-from hcat_pipeline.golden.counterfactual import is_personal
 from hcat_pipeline.golden.generation import (
     MAX_PASSAGE_CHARS,
     MAX_TOKENS,
     QUERY_TYPES,
     colloquial_rewrite,
     coverage,
-    first_person_rewrite,
     generate_covering,
     item_seed,
 )
@@ -308,18 +306,11 @@ def robustness_cases(
     def rewrite(query: str, seed: int):
         return colloquial_rewrite(query, llm, item_seed(seed, "colloquial", query), failed_exceptions=(LLMCallFailed,))
 
-    def personalise(base: dict) -> str | None:
-        text, _, _, err = first_person_rewrite(base["query"], llm, item_seed(config.seed, "first_person", base["query"]), (LLMCallFailed,))
-        if err or not text or not is_personal(text):
-            return None
-        sim = float(np.prod(embedding_model.embed([text, base["query"]]), axis=0).sum())
-        return text if sim >= config.min_rewrite_similarity else None
-
     counts = to_core(RobustnessParams, config).counts()
     vectors = chunk_embeddings["embedding"].to_numpy()
     cases, failures = build_robustness_cases(
         bases, chunk_texts, embedding_model.embed, vectors, config.seed, counts, rewrite,
-        config.min_rewrite_similarity, config.ood_max_similarity, personalise=personalise, bias_share=config.max_bias_share,
+        config.min_rewrite_similarity, config.ood_max_similarity, bias_share=config.max_bias_share,
         attributes=tuple(config.attributes), n_other=sum(config.category_counts.values()),
     )  # fmt: skip
     more, more_failures = build_category_cases(bases, chunks["text"].to_list(), embedding_model.embed, vectors, config.seed,

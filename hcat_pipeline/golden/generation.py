@@ -362,9 +362,3 @@ def llm_rewrite(prompt: str, query: str, llm, seed: int, failed_exceptions=(), m
 def colloquial_rewrite(query: str, llm, seed: int, failed_exceptions=(), **kw):
     """``query`` in colloquial register (robustness variants)."""
     return llm_rewrite("colloquial_rewrite", query, llm, seed, failed_exceptions, **kw)
-
-
-def first_person_rewrite(query: str, llm, seed: int, failed_exceptions=(), **kw):
-    """``query`` as a person asking for themselves ("How do I …"), so a persona before it reads naturally
-    (counterfactual bias pairs)."""
-    return llm_rewrite("first_person_rewrite", query, llm, seed, failed_exceptions, **kw)

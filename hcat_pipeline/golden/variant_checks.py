@@ -23,7 +23,7 @@ import numpy as np
 
 from hcat_pipeline.golden.claims import claim_problem, contradicted_by, readings_of
 from hcat_pipeline.golden.conversation import CONVERSATION_KINDS, conversation_problems, standalone_question
-from hcat_pipeline.golden.counterfactual import ATTRIBUTES, is_personal
+from hcat_pipeline.golden.counterfactual import ATTRIBUTES, has_persona_prefix, is_personal, without_persona
 from hcat_pipeline.golden.formats import format_problems
 from hcat_pipeline.golden.selection import content_words, lexical_recall, negation_mismatch, words
 from hcat_pipeline.golden.validity import Validity, ValidityConfig, answerable_checks, combine, is_answerable, self_contained
@@ -36,7 +36,6 @@ EXPECTED_FOR = {  # category or variant kind → the expected behaviours that fi
 }  # fmt: skip
 _PREMISE = re.compile(r"^\s*given that\s+(?P<claim>.+?),\s+(?P<question>(?:what|which|who|whom|whose|when|where|why|how|is|are|can|"
                       r"does|do|did|was|were|will|would|should|could|has|have|in|for|under)\b.*)$", re.I | re.S)  # fmt: skip
-_PERSONA_PREFIX = re.compile(r"^\s*as (?:an?|someone|a person)\b[^,]{0,60},\s*", re.I)
 
 
 def premise_checks(claim: str, source: str) -> list[str]:
@@ -86,8 +85,7 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
     elif kind == "counterfactual":
         if (case.get("attribute") or "") not in ATTRIBUTES:
             reasons.append(f"malformed: attribute {case.get('attribute')!r} is not one of HCAT §4's {list(ATTRIBUTES)}")
-        rest = _PERSONA_PREFIX.sub("", q)
-        if rest != q and not is_personal(rest):
+        if has_persona_prefix(q) and not is_personal(without_persona(q)):
             reasons.append("unnatural_persona: a persona before an impersonal question")
     elif kind == "ambiguous":
         readings = readings_of(case)
@@ -116,7 +114,7 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
     elif kind in ("typo", "colloquial") and len(content_words(q)) < 2:
         reasons.append("malformed: the variant lost the question")
     if not kind or kind in ("typo", "colloquial", "counterfactual"):
-        why = self_contained(_PERSONA_PREFIX.sub("", q))
+        why = self_contained(without_persona(q) if kind == "counterfactual" else q)
         if why and kind != "typo":
             reasons.append(f"not_self_contained: {why}")
     if kind in ("typo", "colloquial", "distractor", "injection", "counterfactual") and is_answerable(case) and source.strip():
@@ -128,7 +126,7 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
 
 def base_question(query: str) -> str:
     """The question a variant asks, without its persona prefix or injected instruction (a sentence with a canary)."""
-    q = _PERSONA_PREFIX.sub("", query or "")
+    q = without_persona(query or "")
     kept = [x for x in re.split(r"(?<=[.?!])\s+", q) if "CANARY-" not in x]
     return " ".join(kept) or q
 
