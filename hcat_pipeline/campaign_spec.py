@@ -28,8 +28,9 @@ from hcat_pipeline.corpus.chunking import Chunking
 from hcat_pipeline.corpus.sampling import SAMPLE_SIZE
 from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
+from hcat_pipeline.golden.composition import HAPPY_PATH_SHARE, TARGET_SIZE, CompositionTarget, happy_path_target
 from hcat_pipeline.golden.generation import QUERY_TYPES
-from hcat_pipeline.golden.grounded import CASES_PER_STRATUM, DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
+from hcat_pipeline.golden.grounded import DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
 from hcat_pipeline.golden.review import GatesRead
 from hcat_pipeline.golden.robustness import ATTRIBUTES, MAX_BIAS_SHARE, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
@@ -150,8 +151,13 @@ class GenerationSpec(_Strict):
 
     mode: Literal["grounded", "free"] = Field(default="grounded", description="grounded: the reference is a source sentence")
     sample_size: int = Field(default=SAMPLE_SIZE, ge=1, description="chunks drawn over the topic strata")
-    cases_per_stratum: int = Field(default=CASES_PER_STRATUM, ge=1, description="happy-path cases each stratum should end with")
-    max_requests_per_stratum: int = Field(default=MAX_REQUESTS_PER_STRATUM, ge=1)
+    target_size: int = Field(default=TARGET_SIZE, ge=1, description="cases the frozen version should hold (golden-eval §2.3: 200-500)")
+    happy_path_share: float = Field(default=HAPPY_PATH_SHARE, ge=0.0, le=0.95,
+                                    description="share of happy-path cases in the version (golden-eval §2.2: 0.5-0.6)")
+    cases_per_stratum: Optional[int] = Field(default=None, ge=1, description="happy-path cases each stratum should end with; absent: "
+                                             "enough for happy_path_share of the version beside the other categories, spread over the strata")
+    max_requests_per_stratum: int = Field(default=MAX_REQUESTS_PER_STRATUM, ge=1,
+                                          description="LLM requests per stratum at most (raised to 4 per case asked when the share sets the count)")
     query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES), min_length=1, description=f"of {list(QUERY_TYPES)}")
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)
     bias_attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description=f"HCAT §4 attributes probed, of {list(ATTRIBUTES)}")
@@ -346,11 +352,30 @@ def generation_run_config(spec: CampaignSpec) -> dict:
     return {"ops": {
         "corpus": {"config": corpus},
         "sampled_chunks": {"config": {"sample_size": g.sample_size, "seed": g.seed}},
-        "generated_queries": {"config": {"mode": g.mode, "cases_per_stratum": g.cases_per_stratum, "query_types": list(g.query_types),
+        "generated_queries": {"config": {"mode": g.mode, **happy_path_budget(spec), "query_types": list(g.query_types),
                                          "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed, **generator}},
         "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_misleading_premise": r.misleading_premise,
                                         "n_distractor": r.distractor, "n_injection": r.injection, "n_ood": r.ood,
                                         "n_counterfactual_pairs": g.pairs_per_attribute, "max_bias_share": g.max_bias_share,
                                         "attributes": list(g.bias_attributes),
                                         "category_counts": {k: getattr(r, k) for k in CATEGORY_COUNTS}, **generator}},
+        "golden_candidates": {"config": {"target_size": g.target_size, "happy_path_share": g.happy_path_share}},
     }}  # fmt: skip
+
+
+def planned_other_cases(spec: CampaignSpec) -> int:
+    """The cases the campaign file asks for beside the happy path: every variant and category count, two per
+    counterfactual pair (before the bias share caps them)."""
+    g, r = spec.generation, spec.generation.robustness
+    variants = r.typo + r.colloquial + r.misleading_premise + r.distractor + r.injection + r.ood
+    return variants + sum(getattr(r, k) for k in CATEGORY_COUNTS) + 2 * g.pairs_per_attribute * len(g.bias_attributes)
+
+
+def happy_path_budget(spec: CampaignSpec) -> dict:
+    """generated_queries' happy-path budget: the campaign file's cases_per_stratum when it sets one, else the
+    happy_path_target that gives happy_path_share of the version beside the other categories (golden-eval §2.2)."""
+    g = spec.generation
+    if g.cases_per_stratum is not None:
+        return {"cases_per_stratum": g.cases_per_stratum}
+    target = CompositionTarget(g.target_size, g.happy_path_share)
+    return {"happy_path_target": happy_path_target(target, planned_other_cases(spec))}

@@ -236,8 +236,14 @@ def test_a_negation_that_reads_as_a_double_negative_is_no_false_premise(source):
 
 
 def test_counterfactual_pair_frames_every_question_and_never_repeats_a_pair():
-    from hcat_pipeline.golden.counterfactual import (PERSONAS, counterfactual_cases, counterfactual_pair, has_persona_prefix,
-                                                     pair_count, without_persona)
+    from hcat_pipeline.golden.counterfactual import (
+        PERSONAS,
+        counterfactual_cases,
+        counterfactual_pair,
+        has_persona_prefix,
+        pair_count,
+        without_persona,
+    )
 
     q = "What statement stops a loop before it finishes?"
     a, b, how = counterfactual_pair(q, "age")

@@ -16,6 +16,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import frame_metadata, preview
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.golden.case_checks import check_rows, reason_counts, validity_rate
 from hcat_pipeline.golden.cases import (
     GoldenSetError,
@@ -25,20 +26,20 @@ from hcat_pipeline.golden.cases import (
     resolve_created_at,
     table_sha256,
 )
+from hcat_pipeline.golden.composition import CompositionTarget, composition, describe
 from hcat_pipeline.golden.coverage import golden_coverage
 from hcat_pipeline.golden.validity import MIN_VALID_RATE
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 
-
-class GoldenCandidatesConfig(dg.Config):
-    keep_unsure: bool = Field(default=False, description="keep cases the validity checks are unsure about (marked); default: only valid cases")
-    created_at: str = Field(
-        default="",
-        description="ISO date recorded on the cases; empty: SOURCE_DATE_EPOCH, else 1970-01-01 (never the wall clock, "
-        "so identical inputs give byte-identical frozen sets)",
-    )
+# the size and share targets *are* the core's CompositionTarget (campaign file: generation.target_size, happy_path_share)
+GoldenCandidatesConfig = config_from(
+    CompositionTarget, "GoldenCandidatesConfig",
+    keep_unsure=(bool, Field(default=False, description="keep cases the validity checks are unsure about (marked); default: only valid cases")),
+    created_at=(str, Field(default="", description="ISO date recorded on the cases; empty: SOURCE_DATE_EPOCH, else 1970-01-01 (never the "
+                                                  "wall clock, so identical inputs give byte-identical frozen sets)")),
+)  # fmt: skip
 
 
 class GoldenSetConfig(dg.Config):
@@ -109,8 +110,12 @@ def golden_candidates(
         context.log.warning(f"{orphans.height} variant(s) whose base case is not among the candidates")
     if rejected.height:
         context.log.warning(f"{rejected.height} candidate case(s) rejected by the validity checks; see the metadata")
+    comp = composition(out["category"].to_list(), to_core(CompositionTarget, config), _generation_coverage(context).get("generation"))
+    if not comp["meets_target"]:
+        context.log.warning(f"golden-set composition: {describe(comp)}")
     context.add_output_metadata(
         {
+            "composition": dg.MetadataValue.json(comp),
             **frame_metadata(out.select("case_id", "category", "query_type", "variant_kind", "query", "validity_verdict")),
             "cases": out.height,
             "rejected": rejected.height,
@@ -128,13 +133,19 @@ def golden_candidates(
 
 def _generation_coverage(context: dg.AssetExecutionContext) -> dict:
     """The latest generation's cases per stratum against its budget and why a stratum is short (``generated_queries``'
-    metadata), kept in the manifest so the report can name a short stratum; {} when there is none on record."""
-    records = context.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("generated_queries")), limit=1)
-    if not records.records:
-        return {}
-    meta = records.records[0].asset_materialization.metadata
-    keys = ("cases_per_stratum", "kept_per_stratum", "short_strata", "stratum_labels")
-    return {"generation": {k: meta[k].value for k in keys if k in meta}}
+    metadata) and the candidates' composition against the campaign's target (``golden_candidates``'), kept in the
+    manifest so the report can name a short stratum and a short set; {} when there is none on record."""
+    out = {}
+    for asset, keys in (("generated_queries", ("cases_per_stratum", "kept_per_stratum", "short_strata", "stratum_labels")),
+                        ("golden_candidates", ("composition",))):
+        records = context.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset)), limit=1)
+        meta = records.records[0].asset_materialization.metadata if records.records else {}
+        found = {k: meta[k].value for k in keys if k in meta}
+        if asset == "generated_queries" and found:
+            out["generation"] = found
+        elif found:
+            out |= found
+    return out
 
 
 @dg.asset(

@@ -29,6 +29,7 @@ from hcat_pipeline.console import progress_message
 from hcat_pipeline.corpus.sampling import reserve_chunks
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, corpus_hash
 from hcat_pipeline.golden.categories import build_category_cases
+from hcat_pipeline.golden.composition import per_stratum
 from hcat_pipeline.golden.generation import (
     MAX_PASSAGE_CHARS,
     MAX_TOKENS,
@@ -61,6 +62,8 @@ class QueryGenerationConfig(dg.Config):
         "answer, one type per chunk plus repair rounds (the earlier behaviour)",
     )
     cases_per_stratum: int = Field(default=CASES_PER_STRATUM, ge=1, description="grounded: happy-path cases each stratum should end with")
+    happy_path_target: int = Field(default=0, ge=0, description="grounded: happy-path cases in all, spread over the strata (overrides "
+                                   "cases_per_stratum; requests per stratum at least 4 a case); 0: cases_per_stratum decides")
     max_requests_per_stratum: int = Field(default=MAX_REQUESTS_PER_STRATUM, ge=1, description="grounded: at most this many LLM requests per stratum")
     max_chunks: int = Field(default=0, description="how many sampled chunks (lowest sample_rank first) get queries; 0 = all")
     types_per_chunk: int = Field(
@@ -173,16 +176,20 @@ def generated_queries(
     for c in [*sampled.to_dicts(), *reserve.sort("stratum", "reserve_rank").to_dicts()]:
         pools.setdefault(c["stratum"], []).append({**c, "title": title_of.get(c["chunk_id"])})
     t0 = time.perf_counter()
+    budget, max_requests = config.cases_per_stratum, config.max_requests_per_stratum
+    if config.happy_path_target > 0:
+        budget = per_stratum(config.happy_path_target, len(pools))
+        max_requests = max(max_requests, 4 * budget)
     if config.mode == "grounded":
         rows, plan = generate_grounded(
-            pools, llm, _keep_fn(chunks, embedding_model.embed, validity=True), config.cases_per_stratum, config.max_requests_per_stratum,
+            pools, llm, _keep_fn(chunks, embedding_model.embed, validity=True), budget, max_requests,
             query_types=tuple(config.query_types), partner_of=partner_of, seed=config.seed, failed_exceptions=(LLMCallFailed,),
             progress=lambda done, total: context.log.debug(progress_message(done, total)),
         )  # fmt: skip
         plan |= {"round_1_requests": plan["requests_by_round"][0] if plan["requests_by_round"] else 0,
                  "repair_requests": sum(plan["requests_by_round"][1:])}  # fmt: skip
         if plan["short_strata"]:
-            context.log.warning(f"strata short of {config.cases_per_stratum} valid cases: {plan['short_strata']}")
+            context.log.warning(f"strata short of {budget} valid cases: {plan['short_strata']}")
     else:
         rows, plan = generate_covering(
             sampled.to_dicts(), llm, _keep_fn(chunks, embedding_model.embed), pools, partner_of, tuple(config.query_types), config.seed,
@@ -202,7 +209,8 @@ def generated_queries(
             "requests_by_round": dg.MetadataValue.json(plan["requests_by_round"]),
             "coverage_after_round_1": dg.MetadataValue.json(plan.get("after_round_1", {})),
             "mode": config.mode,
-            "cases_per_stratum": config.cases_per_stratum,
+            "cases_per_stratum": budget,
+            "happy_path_target": config.happy_path_target or budget * len(pools),
             "stratum_labels": dg.MetadataValue.json({str(k): v for k, v in topic_strata.group_by("stratum").agg(pl.col("stratum_label").first()).iter_rows()}
                                                     if "stratum_label" in topic_strata.columns else {}),
             "kept_per_stratum": dg.MetadataValue.json({str(k): v for k, v in plan.get("kept_per_stratum", {}).items()}),

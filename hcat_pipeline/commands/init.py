@@ -26,7 +26,10 @@ corpus:
 generation:
   mode: grounded                 # grounded: each reference is a source sentence, the LLM writes the question for it
   sample_size: {sample_size}                # chunks drawn over the topic strata
-  cases_per_stratum: {cases_per_stratum}           # happy-path cases each stratum should end with (after the validity checks)
+  target_size: {target_size}               # the version should hold 200-500 cases, happy path 50-60 % of them (golden-eval §2.2-2.3);
+  happy_path_share: {happy_share}         # the freeze reports the composition against these and says why it falls short
+  cases_per_stratum: {cases_per_stratum}           # happy-path cases each stratum should end with (after the validity checks); delete
+                                 # this line to let happy_path_share set the count (more cases, longer generation)
   max_requests_per_stratum: {max_requests}   # LLM requests a stratum may spend on them
   query_types: [{query_types}]
   robustness:                    # variants and categories per golden set (HCAT §6.1, §4; golden-eval §2, §10.4, §11.2)
@@ -75,12 +78,13 @@ HTTP_SYSTEM = """\
 def render(corpus: str | None, http: str | None, out_name: str, name: str = "my-campaign") -> str:
     from hcat_pipeline.campaign_spec import CampaignSpec, GenerationSpec
     from hcat_pipeline.gates.canaries import FAULTS
+    from hcat_pipeline.golden.grounded import CASES_PER_STRATUM
 
     g, spec = GenerationSpec(), CampaignSpec.model_fields
     r = g.robustness
     return TEMPLATE.format(
         out_name=out_name, name=name, paths=f"[{corpus!r}]".replace("'", '"') if corpus else "[]", sample_size=g.sample_size,
-        cases_per_stratum=g.cases_per_stratum, max_requests=g.max_requests_per_stratum, query_types=", ".join(g.query_types),
+        cases_per_stratum=CASES_PER_STRATUM, target_size=g.target_size, happy_share=g.happy_path_share, max_requests=g.max_requests_per_stratum, query_types=", ".join(g.query_types),
         robustness="{" + ", ".join(f"{k}: {v}" for k, v in r.model_dump().items()) + "}", attributes=", ".join(g.bias_attributes), pairs=g.pairs_per_attribute, bias_share=g.max_bias_share,
         max_cases=spec["max_cases"].default, systems=LOCAL_SYSTEMS + (HTTP_SYSTEM.format(url=http) if http else ""),
         canary_parent="my_rag" if http else "hybrid", faults=", ".join(FAULTS),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from hcat_pipeline.gates.gate import WORST_FIRST
+from hcat_pipeline.golden.composition import describe as describe_composition
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
 from hcat_pipeline.reports.rubric import rubric_sections
@@ -97,6 +98,7 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
         "golden-set generation": ", ".join(f"{c}={sorted(set(map(str, golden_set[c].drop_nulls().to_list())))}"
                                            for c in ("model", "prompt_hash", "seed", "corpus_hash") if c in golden_set.columns) or "–",
         "golden-set strata": strata_coverage((manifest or {}).get("provenance", {}).get("generation")),
+        "golden-set composition": composition_line(manifest),
         "metrics computed": ", ".join(info.get("metrics_computed", [])) or "–",
         "metrics unavailable": json.dumps(info.get("metrics_unavailable", {})) if info.get("metrics_unavailable") else "none",
         "embedding model": json.dumps(info.get("embedding_model") or info.get("embedding", {}).get("model_id", "")) if info else "–",
@@ -109,6 +111,12 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
                                                if "reused_from" in rag_responses.columns else pl.lit(0).alias("reused")).sort(cols, nulls_last=True)  # fmt: skip
     out["systems"] = frame_section("systems", "Systems", systems)
     return out
+
+
+def composition_line(manifest: dict | None) -> str:
+    """The version's size and happy-path share against the campaign's target and why it falls short (manifest provenance)."""
+    comp = (manifest or {}).get("provenance", {}).get("composition")
+    return describe_composition(comp) if comp else "not recorded (a curated or imported version, or frozen before composition was recorded)"
 
 
 def strata_coverage(gen: dict | None) -> str:
@@ -135,6 +143,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.append(f"Human labels wanted: {r['n']} items ({r['answers']} answers) in the review queue — `hcat review`, {r['url']}.")
     if "; short: " in prov.get("golden-set strata", ""):
         summary.append(f"Golden set: {prov['golden-set strata']}.")
+    if " — short: " in prov.get("golden-set composition", ""):
+        summary.append(f"Golden-set composition (golden-eval §2.2-2.3): {prov['golden-set composition']}.")
     canary = optional.get("canary_detection") or OptionalTable(None, "canary_detection is not materialized for this run")
     canaries, canary_lines = canary_section(canary.frame, canary.why)
     summary += canary_lines

@@ -1,0 +1,80 @@
+"""A golden set's size and shares against the campaign file's targets (golden-eval §2.2-2.3).
+
+§2.3: "Start with 200–500 cases"; §2.2: happy-path cases "form the majority of the set — typically 50–60%".
+``CompositionTarget`` is what the campaign file declares (``generation: target_size, happy_path_share``);
+``happy_path_target`` is how many happy-path cases the generation must keep for the share to hold beside the other
+categories (whose attack and critical-failure suites are sized by the gates' ``certify_below``, not by the share);
+``composition`` reads a frozen set against the target and says, in words, why it falls short. No Dagster import.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+TARGET_SIZE = 200  # golden-eval §2.3: start with 200-500 cases
+HAPPY_PATH_SHARE = 0.5  # golden-eval §2.2: typically 50-60 % of the set
+HAPPY_PATH_SHARE_MAX = 0.6
+
+
+@dataclass(frozen=True)
+class CompositionTarget:
+    """The size and happy-path share a frozen version should reach (golden-eval §2.2-2.3)."""
+
+    target_size: int = field(default=TARGET_SIZE, metadata={"description": "cases the version should hold (golden-eval §2.3: 200-500)", "ge": 1})
+    happy_path_share: float = field(default=HAPPY_PATH_SHARE, metadata={
+        "description": "share of happy-path cases the version should hold (golden-eval §2.2: 0.5-0.6)", "ge": 0.0, "le": 0.95})  # fmt: skip
+
+
+def happy_path_target(target: CompositionTarget, n_other: int) -> int:
+    """Happy-path cases to keep: the share of the target size, or more when the other categories alone (``n_other``
+    cases) would push the share below it — the share of the whole set is what §2.2 asks."""
+    share = target.happy_path_share
+    beside = math.ceil(share / (1.0 - share) * n_other) if share < 1 else 0
+    return max(math.ceil(share * target.target_size), beside)
+
+
+def per_stratum(n_happy: int, n_strata: int) -> int:
+    """Happy-path cases each stratum is asked for so the strata together reach ``n_happy`` (spread evenly)."""
+    return max(1, math.ceil(n_happy / max(1, n_strata)))
+
+
+def composition(categories: Sequence[str], target: CompositionTarget, generation: dict | None = None) -> dict:
+    """{cases, happy_path, happy_path_share, target_size, target_happy_path_share, meets_target, why_not}: the set's
+    ``categories`` (one per case) against ``target``; ``why_not`` names each shortfall and its cause (``generation``:
+    the generation's cases_per_stratum / kept_per_stratum / short_strata, when recorded)."""
+    n = len(categories)
+    happy = sum(c == "happy_path" for c in categories)
+    share = happy / n if n else 0.0
+    why: list[str] = []
+    if n < target.target_size:
+        why.append(f"{n} cases < the target {target.target_size}")
+    if n and share < target.happy_path_share:
+        other = n - happy
+        need = happy_path_target(CompositionTarget(1, target.happy_path_share), other)
+        line = (f"happy path {happy} of {n} ({share:.0%}) < {target.happy_path_share:.0%}: the other categories hold {other} cases "
+                f"(the attack and critical-failure suites are sized by the gates' certify_below), so the share needs {need} "
+                f"happy-path cases")  # fmt: skip
+        why.append(line + _generation_cause(generation))
+    if n and share > max(HAPPY_PATH_SHARE_MAX, target.happy_path_share):
+        why.append(f"happy path {happy} of {n} ({share:.0%}) > {HAPPY_PATH_SHARE_MAX:.0%}: too few edge, adversarial and "
+                   "out-of-scope cases beside it (golden-eval §2.2)")
+    return {"cases": n, "happy_path": happy, "happy_path_share": round(share, 3), "target_size": target.target_size,
+            "target_happy_path_share": target.happy_path_share, "meets_target": not why, "why_not": why}  # fmt: skip
+
+
+def _generation_cause(generation: dict | None) -> str:
+    if not generation or "kept_per_stratum" not in generation:
+        return ""
+    kept, short = generation["kept_per_stratum"], generation.get("short_strata") or {}
+    budget = generation.get("cases_per_stratum")
+    line = f"; the generation asked {budget} a stratum × {len(kept)} strata and kept {sum(int(v) for v in kept.values())}"
+    return line + (f" ({len(short)} strata short: no more signable sentences or the request budget spent)" if short else "")
+
+
+def describe(comp: dict) -> str:
+    """One line for the report: the composition and, when short, why."""
+    head = (f"{comp['cases']} cases (target {comp['target_size']}), happy path {comp['happy_path']} "
+            f"({comp['happy_path_share']:.0%}; target {comp['target_happy_path_share']:.0%})")  # fmt: skip
+    return head + (" — meets the target" if comp["meets_target"] else " — short: " + "; ".join(comp["why_not"]))
