@@ -309,3 +309,27 @@ def test_references_whose_content_is_elsewhere_are_not_used():
             "The following identifiers are used as reserved words of the language and cannot be used as identifiers. "
             "The conversion field causes a type coercion before formatting.")
     assert reference_sentences(text) == ["The conversion field causes a type coercion before formatting."]
+
+
+def test_a_conditioned_claim_makes_no_yes_no_case_and_no_cases_fill_the_quota_first():
+    """The wrong key of issue 47 ("Is *errors* checked in Development Mode?" → "No. … not checked … unless Development
+    Mode is enabled"): a claim that holds only under a condition gets no yes/no case of either polarity; and when a
+    stratum has more yes/no cases than its quota, the "No" ones are kept first (an always-yes system must meet them)."""
+    from hcat_pipeline.golden.yes_no import yes_no_quota, yes_no_request
+
+    chunk = {"chunk_id": "c1", "text": "x", "title": "Error handlers"}
+    conditioned = "For performance reasons, the value of *errors* is not checked for validity unless Development Mode is enabled."
+    assert yes_no_request(chunk, conditioned, "no") is None and yes_no_request(chunk, conditioned, "yes") is None
+    plain = "The value of *errors* is not checked for validity in the default build."
+    assert yes_no_request(chunk, plain, "no")["label"] == "no"  # the same sentence without its condition still makes a "No"
+
+    def row(qid, label, qtype="yes_no"):
+        return {"query_id": qid, "query_type": qtype, "answer_label": label, "stratum": 0}
+
+    reject = lambda r, reason, detail: {**r, "reason": reason}  # noqa: E731
+    kept = [row("s1", None, "simple"), row("y1", "yes"), row("y2", "yes"), row("n1", "no")]
+    out, rejected = yes_no_quota(kept, lambda r: True, reject)  # 4 kept allow one yes/no: the "No" one, order kept
+    assert [r["query_id"] for r in out] == ["s1", "n1"] and {r["query_id"] for r in rejected} == {"y1", "y2"}
+    six = [row("s1", None, "simple"), row("s2", None, "simple"), row("y1", "yes"), row("y2", "yes"), row("n1", "no"), row("s3", None, "simple")]
+    out, rejected = yes_no_quota(six, lambda r: True, reject)  # 6 kept allow two: the "No" and the first "yes"
+    assert [r["query_id"] for r in out] == ["s1", "s2", "y1", "n1", "s3"] and [r["query_id"] for r in rejected] == ["y2"]

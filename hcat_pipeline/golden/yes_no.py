@@ -16,6 +16,10 @@ from hcat_pipeline.golden.selection import AUXILIARIES, reference_polarity
 
 YES_NO_MAX_WORDS = 30  # a longer reference sentence makes a yes/no question no user would ask
 _NEGATED = re.compile(r"\b(?:not|cannot|never|no)\b|n't\b", re.I)
+# a claim that holds only under a condition has no clean yes/no: a question that drops the condition flips the answer
+# ("The value of *errors* is not checked unless Development Mode is enabled" asked as "Is *errors* checked in
+# Development Mode?" keys "No" where the answer is yes)
+_CONDITIONED = re.compile(r"\b(?:unless|except|otherwise|only (?:if|when)|provided(?: that)?|as long as)\b", re.I)
 
 
 def section_title(chunk: dict) -> str:
@@ -42,8 +46,9 @@ def yes_no_request(chunk: dict, sentence: str, polarity: str) -> dict | None:
     """A yes/no request with its polarity from the source: "yes" asks the (affirmative) sentence itself, "no" a claim the
     sentence contradicts (``false_claim``). The generator writes the question from the claim and the section title, so
     it is not the reference sentence with two words swapped; the reference is "Yes." / "No." and the true sentence.
-    None when the polarity does not fit the sentence (a negated sentence has no "yes"; no rule makes it false)."""
-    if len(sentence.split()) > YES_NO_MAX_WORDS:
+    None when the polarity does not fit the sentence (a negated sentence has no "yes"; no rule makes it false; the claim
+    holds only under a condition — "unless", "except", "only if" — which a yes/no question would drop)."""
+    if len(sentence.split()) > YES_NO_MAX_WORDS or _CONDITIONED.search(sentence):
         return None
     if polarity == "yes":
         if _NEGATED.search(sentence) or yes_no_question(sentence) is None:
@@ -80,18 +85,22 @@ def stratum_polarity(rank: int, seed: int) -> str:
 
 
 def yes_no_quota(kept: list[dict], is_grounded, rejection) -> tuple[list[dict], list[dict]]:
-    """Keep at most ``yes_no_allowed`` yes/no rows per stratum (the first ones); the rest are rejected ``yes_no_quota``."""
+    """Keep at most ``yes_no_allowed`` yes/no rows per stratum, "No" ones first (an always-yes system must meet them;
+    "No" is the scarcer answer), then in order; the rest are rejected ``yes_no_quota``."""
     n_in: dict = {}
     for r in kept:
         n_in[r.get("stratum")] = n_in.get(r.get("stratum"), 0) + 1
+    yes_no = [r for r in kept if r["query_type"] == "yes_no" and is_grounded(r)]  # rows of golden.grounded only
+    rank = {id(r): i for i, r in enumerate(sorted(yes_no, key=lambda r: r.get("answer_label") != "no"))}
     seen: dict = {}
     out, rejections = [], []
-    for r in kept:
-        if r["query_type"] == "yes_no" and is_grounded(r):  # rows of golden.grounded only
+    for r in sorted(kept, key=lambda r: rank.get(id(r), -1)):
+        if id(r) in rank:
             st = r.get("stratum")
             seen[st] = seen.get(st, 0) + 1
             if seen[st] > yes_no_allowed(n_in[st]):
                 rejections.append(rejection(r, "yes_no_quota", f"more than {yes_no_allowed(n_in[st])} yes/no case(s) of {n_in[st]} in stratum {st}"))
                 continue
         out.append(r)
-    return out, rejections
+    order = {id(r): i for i, r in enumerate(kept)}
+    return sorted(out, key=lambda r: order[id(r)]), rejections
