@@ -192,6 +192,16 @@ class JudgeSpec(_Strict):
     llm: Optional[LLMSpec] = Field(default=None, description="the judge LLM; absent: the llm resource")
     enabled: Literal["auto", "on", "off"] = Field(default="auto", description="auto: only when the estimated time fits time_budget_s")
     time_budget_s: float = Field(default=900.0, gt=0)
+    dimensions: Optional[list[str]] = Field(default=None, min_length=1, description="the judge's dimensions (judge.scoring.DIMENSIONS: "
+                                            "e.g. global_coherence, contradiction_detection, cross_lingual_accuracy — concept chapter "
+                                            "§14.4); absent: the judge's defaults")
+
+    @field_validator("dimensions")
+    @classmethod
+    def _dimensions(cls, v: list[str] | None) -> list[str] | None:
+        from hcat_pipeline.judge.scoring import DIMENSIONS
+
+        return None if v is None else _members(v, tuple(DIMENSIONS), "judge dimension")
 
 
 class CanarySpec(_Strict):
@@ -239,6 +249,9 @@ class CampaignSpec(_Strict):
     include_imports: bool = Field(default=True, description="add responses imported with `hcat import-responses`")
     llm: Optional[LLMSpec] = Field(default=None, description="the campaign's default LLM (systems without their own); absent: the llm resource")
     judge: JudgeSpec = Field(default_factory=lambda: JudgeSpec())
+    metrics: list[str] = Field(default_factory=list, description="opt-in metrics computed on every night beside the defaults "
+                               "(metrics.registry: cross_lingual_similarity, hierarchical_consistency — with the cross-section contradictions —, "
+                               "long_document_faithfulness — concept chapter §14.2-14.5); stored in metric_tables and reported")
     systems: list[SystemSpec] = Field(min_length=1)
     device: Literal["resource", "auto", "cpu", "cuda"] = Field(
         default="resource", description="where the embedding and NLI encoders run on this campaign's nights: auto | cpu | "
@@ -259,6 +272,18 @@ class CampaignSpec(_Strict):
         for c in v:
             to_core(Chunking, c)  # the core's checks (a name, overlap below the size) as the file's errors
         return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, v: list[str]) -> list[str]:
+        from hcat_pipeline.metrics.registry import opt_in_metrics, registered
+
+        known = registered()
+        if bad := [m for m in v if m not in known]:
+            raise ValueError(f"unknown metric(s) {bad}; opt-in metrics: {opt_in_metrics()}")
+        if default := [m for m in v if known[m].default]:
+            raise ValueError(f"{default} already computed on every night (default metrics); opt-in metrics: {opt_in_metrics()}")
+        return list(dict.fromkeys(v))
 
     def canary_plans(self) -> list[CanaryPlan]:
         return [CanaryPlan(of=c.of, fault=f) for c in self.canaries for f in c.faults]
@@ -329,7 +354,9 @@ def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
 def campaign_run_config(spec: CampaignSpec) -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
-    ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json")}
+    ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json", exclude_none=True)}
+    if spec.metrics:  # the opt-in metrics beside the defaults, on every night of this campaign
+        ops["metric_tables"] = {"config": {"extra_metrics": list(spec.metrics)}}
     ops["gate_verdicts"] = {"config": {"gates_read": spec.gates_read, **({"certify_below": spec.certify_below} if spec.certify_below is not None else {})}}
     if spec.device == "resource":
         return {"ops": ops}

@@ -103,7 +103,11 @@ def test_metric_tables_every_metric_and_unavailable_ones(warehouse, embedding_mo
             run_config={"ops": {"metric_tables": {"config": config or {}}}},
         )  # fmt: skip
 
-    res = run(NLIModel(), {"extra_metrics": ["hierarchical_consistency"]})  # every default metric that applies + an opt-in
+    # every default metric that applies + an opt-in one named in the campaign file (what the nightly schedule hands the run)
+    from hcat_pipeline.campaign_spec import campaign_run_config, parse_campaign
+
+    spec = parse_campaign("name: t\nmetrics: [hierarchical_consistency]\nsystems:\n  - system_id: s\n    retriever: bm25\n")
+    res = run(NLIModel(), campaign_run_config(spec)["ops"]["metric_tables"]["config"])
     assert res.success
     out = pl.read_parquet(warehouse / "metric_tables" / "v1" / "2026-11-21.parquet")
     info = json.loads(out["score_info"][0])

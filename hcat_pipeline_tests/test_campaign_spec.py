@@ -1,6 +1,7 @@
 """The campaign file: validated on load with file, line and reason; used by the schedule and `hcat campaign`."""
 
 import json
+import re
 
 import dagster as dg
 import pytest
@@ -218,3 +219,26 @@ def test_campaign_device_configures_the_encoders_of_the_run_and_is_not_its_ident
     assert seen == {"embedding": "auto", "nli": "auto"}
     with pytest.raises(CampaignFileError, match="device"):
         parse_campaign(GOOD + "device: tpu\n")
+
+
+def test_opt_in_metrics_and_judge_dimensions_are_named_in_the_campaign_file():
+    """Every registered opt-in metric and judge dimension can be named in the campaign file; the run config the nightly
+    schedule, the sensor and `hcat campaign` hand the run carries them; unknown or default names are refused by line."""
+    from hcat_pipeline.campaign_spec import CampaignFileError, campaign_run_config, parse_campaign
+    from hcat_pipeline.judge.scoring import DIMENSIONS, JudgeConfig
+    from hcat_pipeline.metrics.registry import opt_in_metrics
+
+    base = "name: t\nsystems:\n  - system_id: s\n    retriever: bm25\n"
+    every = opt_in_metrics()
+    assert {"cross_lingual_similarity", "hierarchical_consistency", "long_document_faithfulness"} <= set(every)
+    spec = parse_campaign(base + f"metrics: [{', '.join(every)}]\njudge:\n  dimensions: [{', '.join(DIMENSIONS)}]\n")
+    ops = campaign_run_config(spec)["ops"]
+    assert ops["metric_tables"]["config"]["extra_metrics"] == every
+    assert ops["llm_judge_scores"]["config"]["dimensions"] == list(DIMENSIONS)
+    plain = campaign_run_config(parse_campaign(base))["ops"]
+    assert "metric_tables" not in plain and "dimensions" not in plain["llm_judge_scores"]["config"]  # the defaults stand
+    assert JudgeConfig().dimensions == ("groundedness", "answer_relevancy", "completeness", "correctness", "safety")
+    for bad, said in (("metrics: [nope]\n", "unknown metric(s) ['nope']"), ("metrics: [toxicity]\n", "already computed on every night"),
+                      ("judge: {dimensions: [vibes]}\n", "unknown judge dimension(s) ['vibes']")):
+        with pytest.raises(CampaignFileError, match=re.escape(said)):
+            parse_campaign(base + bad)
