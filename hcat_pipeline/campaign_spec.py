@@ -25,7 +25,7 @@ from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.corpus.chunking import Chunking
-from hcat_pipeline.corpus.sampling import SAMPLE_SIZE
+from hcat_pipeline.corpus.sampling import SAMPLE_SIZE, AllocationMode, SamplingParams
 from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.composition import HAPPY_PATH_SHARE, TARGET_SIZE, CompositionTarget, happy_path_target
@@ -151,6 +151,10 @@ class GenerationSpec(_Strict):
 
     mode: Literal["grounded", "free"] = Field(default="grounded", description="grounded: the reference is a source sentence")
     sample_size: int = Field(default=SAMPLE_SIZE, ge=1, description="chunks drawn over the topic strata")
+    allocation: AllocationMode = Field(default=SamplingParams.allocation, description="HCAT §2 step 4: proportional (a stratum's share of "
+                                       "the corpus), equal, or weighted (proportional × weights)")
+    weights: dict[str, float] = Field(default_factory=dict, description="allocation: weighted — weight per stratum label or id (others 1)")
+    min_per_stratum: int = Field(default=SamplingParams.min_per_stratum, ge=0, description="chunks every stratum gets at least")
     target_size: int = Field(default=TARGET_SIZE, ge=1, description="cases the frozen version should hold (golden-eval §2.3: 200-500)")
     happy_path_share: float = Field(default=HAPPY_PATH_SHARE, ge=0.0, le=0.95,
                                     description="share of happy-path cases in the version (golden-eval §2.2: 0.5-0.6)")
@@ -378,7 +382,8 @@ def generation_run_config(spec: CampaignSpec) -> dict:
     generator = {"llm": g.llm.model_dump(mode="json")} if g.llm is not None else {}
     return {"ops": {
         "corpus": {"config": corpus},
-        "sampled_chunks": {"config": {"sample_size": g.sample_size, "seed": g.seed}},
+        "sampled_chunks": {"config": {"sample_size": g.sample_size, "allocation": g.allocation, "weights": dict(g.weights),
+                                      "min_per_stratum": g.min_per_stratum, "seed": g.seed}},
         "generated_queries": {"config": {"mode": g.mode, **happy_path_budget(spec), "query_types": list(g.query_types),
                                          "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed, **generator}},
         "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_misleading_premise": r.misleading_premise,

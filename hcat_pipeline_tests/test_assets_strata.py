@@ -125,3 +125,32 @@ def test_weighted_sampling_with_an_unknown_label_fails_clearly(tmp_path, warehou
     assert ok.success
     out = pl.read_parquet(warehouse / "sampled_chunks.parquet")
     assert dict(out.group_by("stratum").len().iter_rows()) == {0: 1, 1: 2, 2: 1}
+
+
+def test_the_campaign_files_allocation_reaches_the_sample(warehouse):
+    """generation: allocation / weights / min_per_stratum in the campaign file → sampled_chunks (HCAT §2 step 4): equal
+    gives each stratum the same count whatever its size; weighted follows the weights (a 0 weight: only the minimum)."""
+    from hcat_pipeline.campaign_spec import generation_run_config, parse_campaign
+    from hcat_pipeline_tests.stubs import stub_asset
+
+    sizes = {0: 30, 1: 6, 2: 12}  # stratum → chunks
+    ids = [(f"s{s}-{i}", s) for s, n in sizes.items() for i in range(n)]
+    strata = pl.DataFrame({"chunk_id": [c for c, _ in ids], "stratum": pl.Series([s for _, s in ids], dtype=pl.Int32),
+                           "stratum_label": [f"topic {s}" for _, s in ids], "x": [0.0] * len(ids), "y": [0.0] * len(ids)})  # fmt: skip
+    chunk_table = pl.DataFrame({"chunk_id": [c for c, _ in ids], "doc_id": ["d"] * len(ids), "text": ["t"] * len(ids)})
+    upstream = [stub_asset("topic_strata", lambda: strata), stub_asset("chunks", lambda: chunk_table)]
+    base = "name: t\nsystems:\n  - system_id: s\n    retriever: bm25\ngeneration:\n  sample_size: 9\n"
+
+    def counts(generation: str) -> dict:
+        config = {"sampled_chunks": generation_run_config(parse_campaign(base + generation))["ops"]["sampled_chunks"]}
+        r = dg.materialize([*upstream, sampled_chunks], run_config={"ops": config},
+                           resources={"io_manager": PolarsParquetIOManager(base_dir=str(warehouse))})  # fmt: skip
+        assert r.success
+        out = r.output_for_node("sampled_chunks")
+        return dict(out.group_by("stratum").len().sort("stratum").iter_rows())
+
+    assert counts("  allocation: equal\n") == {0: 3, 1: 3, 2: 3}
+    prop = counts("  allocation: proportional\n")
+    assert prop[0] > prop[2] > prop[1] >= 1 and sum(prop.values()) == 9
+    weighted = counts("  allocation: weighted\n  weights: {'topic 0': 0}\n  min_per_stratum: 1\n")
+    assert weighted[0] == 1 and weighted[2] > weighted[1]
