@@ -6,7 +6,7 @@ import pytest
 
 from hcat_pipeline.gates.rankings import RankingConfig, pairwise_matches, pairwise_table, rank_systems
 
-FAST = RankingConfig(n_boot=200, ts_n_boot=30)
+FAST = RankingConfig(n_boot=200)
 
 
 def _frame(n_cases=40, seed=0, gaps=(("A", 0.3), ("B", 0.15), ("C", 0.0))):
@@ -75,3 +75,23 @@ def test_ratings_equal_up_to_float_noise_share_a_rank():
     # a symmetric win matrix gives tied systems ratings that differ only in their last bits (solver summation order)
     ratings = np.array([[0.3, 0.3 + 1e-15, -0.6], [0.3, 0.3 - 1e-15, -0.6], [0.5, 0.1, -0.6]])
     assert rank_positions(ratings).tolist() == [[1, 1, 3], [1, 1, 3], [1, 2, 3]]
+
+
+def test_trueskill_is_the_standard_1v1_update_and_elo_counts_ordered_pairs():
+    """golden-eval §3.6 as named: TrueSkill's standard 1v1 update (from the defaults one win gives 29.396 / 7.171 and a
+    draw 25.000 / 6.458, the reference implementation's documented values); Elo: one update per ordered pair."""
+    import polars as pl
+
+    from hcat_pipeline.gates.rankings import rank_systems, trueskill_batch
+
+    rng = np.random.default_rng(0)
+    one = (np.array([0]), np.array([1]))
+    mu, sigma = trueskill_batch([one[0]], [one[1]], [np.array([1.0])], 2, RankingConfig(), rng)
+    assert np.allclose(mu[0], [29.396, 20.604], atol=1e-3) and np.allclose(sigma[0], [7.171, 7.171], atol=1e-3)
+    mu, sigma = trueskill_batch([one[0]], [one[1]], [np.array([0.5])], 2, RankingConfig(), rng)
+    assert np.allclose(mu[0], [25.0, 25.0]) and np.allclose(sigma[0], [6.458, 6.458], atol=1e-3)
+    # one case, a beats b: two ordered updates of K 24 from 1500 — a: +12 then +12·(1 − 1/(1+10^(−12/400)·…)) ≈ 1523.6
+    frame = pl.DataFrame({"case_id": ["c1", "c1"], "system_id": ["a", "b"], "score": [1.0, 0.0]})
+    elo = rank_systems(frame, "score", methods=("elo",), config=RankingConfig(n_boot=10, n_perm=1)).sort("system_id")
+    assert elo["rating"][0] > 1512.0 + 11.0 and abs(elo["rating"][0] + elo["rating"][1] - 3000.0) < 1e-9
+    assert set(rank_systems(frame, "score", methods=("trueskill",), config=RankingConfig(n_boot=1000))["n_boot"]) == {1000}

@@ -40,7 +40,7 @@ def test_rankings_pareto_integrity_assets(tmp_path):
         partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance,
         resources={"io_manager": io, "embedding_model": EmbeddingModel(), "multilingual_encoder": MultilingualEncoder(), "llm": LLM()},
         run_config={"ops": {"case_contamination": {"config": {"contamination_dir": str(tmp_path), "use_embeddings": False}},
-                            "system_rankings": {"config": {"n_boot": 100, "ts_n_boot": 10, "metrics": ["groundedness_nli", "nope"]}}}},
+                            "system_rankings": {"config": {"n_boot": 100, "metrics": ["groundedness_nli", "nope"]}}}},
     )  # fmt: skip
     assert result.success
     risk = io.written["case_contamination"]

@@ -10,7 +10,7 @@ No Dagster here (numpy / scipy / polars); the assets in ``hcat_pipeline/assets/g
   can be gated on (``system_capabilities``); ``decide_release`` per system.
 - ``canaries``: the fault catalogue — planted-fault copies of a campaign's systems, each with the verdicts it must
   get; ``canary_detection``: each canary against them (would these gates catch a broken system?).
-- ``rankings``: ``rank_systems`` (Elo / Bradley-Terry via choix / TrueSkill-style via openskill), CIs,
+- ``rankings``: ``rank_systems`` (Elo per ordered pair / Bradley-Terry via choix / TrueSkill's 1v1 update), CIs,
   rank distributions; ``pairwise_table``.
 - ``pareto``: ``system_axes`` (quality, USD per case, latency p50 / p95 with CIs), ``pareto_frontier``.
 - ``contamination``: ``contamination_risk`` (exact / shingles + datasketch MinHash / embedding),

@@ -4,18 +4,20 @@
 a score on it, one match — 1 (first wins), 0.5 (tie: |difference| ≤ ``tie_margin``) or 0.
 ``rank_systems(frame, metric)`` → one row per method × system (``RANKINGS``):
 
-* ``elo`` — K = 24, initial 1500, one update per match; order-independent: the mean over
-  ``n_perm`` seeded permutations of the match order (vectorised over permutations in numpy; each
-  bootstrap sample averages ``n_perm_boot`` orders);
+* ``elo`` — K = 24, initial 1500, as §3.6 names it: every *ordered* pair of systems on a common case contributes one
+  update (A vs B and B vs A); order-independent: the mean over ``n_perm`` seeded permutations of the update order
+  (vectorised over permutations in numpy; each bootstrap sample averages ``n_perm_boot`` orders);
 * ``bradley_terry`` — maximum-likelihood log-strengths from the pairwise win matrix (ties count half
   a win each way), ``choix.ilsr_pairwise_dense`` (iterative Luce spectral ranking, converges to the
   MLE) with a small ridge ``bt_alpha`` so a system that wins everything stays finite; centred (sum 0);
-* ``trueskill`` — Bayesian Gaussian skill, mu = 25, sigma = 25/3, beta = 25/6, tau = 25/300, draws
-  for ties, via ``openskill``'s ``ThurstoneMostellerFull`` (Weng & Lin's closed-form TrueSkill-style
-  update; the ``trueskill`` package has had no release since 2018). Rating = mu, with mu ± 3σ too.
+* ``trueskill`` — Bayesian Gaussian skill, mu = 25, sigma = 25/3, beta = 25/6, tau = 25/300, the standard 1v1
+  update equations (Herbrich, Minka & Graepel 2006: the truncated-Gaussian v / w functions, a draw margin from
+  ``ts_draw_probability`` for ties), vectorised over bootstrap samples in numpy (``scipy.special`` for the Gaussian
+  tails; the ``trueskill`` package has had no release since 2018). Rating = mu, with mu ± 3σ too; the match order is
+  a seeded permutation (TrueSkill is order-dependent).
 
-Every rating has a bootstrap CI (cases resampled with replacement, B and seed configurable, the whole
-ranking refitted per sample) and the rank distribution: the share of bootstrap samples in which the
+Every rating has a bootstrap CI (cases resampled with replacement, B = 1000 and seed 42 as golden-eval §6.6 says,
+the whole ranking refitted per sample) and the rank distribution: the share of bootstrap samples in which the
 system holds each rank (1 = best). ``pairwise_table`` gives wins / ties / losses per pair.
 """
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import choix
 import numpy as np
 import polars as pl
+from scipy.special import log_ndtr, ndtr, ndtri
 
 from hcat_pipeline.schemas import SYSTEM_RANKINGS as RANKINGS
 
@@ -46,8 +49,8 @@ class RankingConfig:
     ts_sigma: float = 25.0 / 3
     ts_beta: float = 25.0 / 6
     ts_tau: float = 25.0 / 300
-    n_boot: int = 1000  # bootstrap samples of cases (Elo, Bradley-Terry)
-    ts_n_boot: int = 100  # TrueSkill is a sequential pure-Python update (~50 µs per match): fewer samples
+    ts_draw_probability: float = 0.10  # TrueSkill's draw margin ε = Φ⁻¹((p + 1) / 2) · √2 · β (the reference default)
+    n_boot: int = 1000  # bootstrap samples of cases, every method (golden-eval §6.6: B = 1000)
     confidence: float = 0.95
     seed: int = 42
 
@@ -133,18 +136,45 @@ def bradley_terry(a: np.ndarray, b: np.ndarray, s: np.ndarray, k_sys: int, cfg: 
     return params - params.mean()
 
 
-def trueskill(a: np.ndarray, b: np.ndarray, s: np.ndarray, k_sys: int, cfg: RankingConfig, order: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """(mu, sigma) per system after the matches in ``order`` (openskill ThurstoneMostellerFull; ties are draws)."""
-    from openskill.models import ThurstoneMostellerFull
+def _v_w(t: np.ndarray, e: np.ndarray, draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TrueSkill's truncated-Gaussian corrections (v, w) for a win (t = (μ_winner − μ_loser) / c) or a draw, e = ε / c."""
+    x = t - e
+    v_win = np.exp(-0.5 * x * x - 0.5 * np.log(2 * np.pi) - log_ndtr(x))  # φ(x) / Φ(x), stable in the tail
+    w_win = v_win * (v_win + x)
+    at = np.abs(t)
+    a, b = e - at, -e - at
+    denom = np.maximum(ndtr(a) - ndtr(b), 1e-300)
+    pdf_a, pdf_b = np.exp(-0.5 * a * a) / np.sqrt(2 * np.pi), np.exp(-0.5 * b * b) / np.sqrt(2 * np.pi)
+    v_abs = (pdf_b - pdf_a) / denom
+    v_draw = np.where(t < 0, -v_abs, v_abs)
+    w_draw = v_abs**2 + (a * pdf_a - b * pdf_b) / denom
+    return np.where(draw, v_draw, v_win), np.where(draw, w_draw, w_win)
 
-    model = ThurstoneMostellerFull(mu=cfg.ts_mu, sigma=cfg.ts_sigma, beta=cfg.ts_beta, tau=cfg.ts_tau)
-    players = [model.rating() for _ in range(k_sys)]
-    for t in order if order is not None else range(len(a)):
-        i, j, r = a[t], b[t], s[t]
-        ranks = [0, 0] if r == 0.5 else ([0, 1] if r == 1.0 else [1, 0])
-        [[players[i]], [players[j]]] = model.rate([[players[i]], [players[j]]], ranks=ranks)
-    return np.array([p.mu for p in players]), np.array([p.sigma for p in players])
+
+def trueskill_batch(a_list: list[np.ndarray], b_list: list[np.ndarray], s_list: list[np.ndarray], k_sys: int, cfg: RankingConfig,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(mu, sigma), each (len(a_list), k_sys): the standard TrueSkill 1v1 update over each match list in a seeded order,
+    all lists at once (one numpy step per match position); a tie is a draw."""
+    n_lists, m = len(a_list), max((len(x) for x in a_list), default=0)
+    A, B, S, W = np.zeros((n_lists, m), int), np.zeros((n_lists, m), int), np.zeros((n_lists, m)), np.zeros((n_lists, m), bool)
+    for li, (a, b, s) in enumerate(zip(a_list, b_list, s_list, strict=True)):
+        order = rng.permutation(len(a))
+        A[li, : len(a)], B[li, : len(a)], S[li, : len(a)], W[li, : len(a)] = a[order], b[order], s[order], True
+    mu, var = np.full((n_lists, k_sys), cfg.ts_mu), np.full((n_lists, k_sys), cfg.ts_sigma**2)
+    eps = ndtri((cfg.ts_draw_probability + 1) / 2) * np.sqrt(2) * cfg.ts_beta
+    idx = np.arange(n_lists)
+    for t in range(m):
+        live = W[:, t]
+        win_i = np.where(S[:, t] >= 0.5, A[:, t], B[:, t])  # the winner (a draw: a, either way gives the same update)
+        lose_i = np.where(S[:, t] >= 0.5, B[:, t], A[:, t])
+        vw, vl = var[idx, win_i] + cfg.ts_tau**2, var[idx, lose_i] + cfg.ts_tau**2
+        c = np.sqrt(2 * cfg.ts_beta**2 + vw + vl)
+        v, w = _v_w((mu[idx, win_i] - mu[idx, lose_i]) / c, eps / c, S[:, t] == 0.5)
+        mu[idx, win_i] += np.where(live, vw / c * v, 0.0)
+        mu[idx, lose_i] -= np.where(live, vl / c * v, 0.0)
+        var[idx, win_i] = np.where(live, vw * (1 - vw / c**2 * w), var[idx, win_i])
+        var[idx, lose_i] = np.where(live, vl * (1 - vl / c**2 * w), var[idx, lose_i])
+    return mu, np.sqrt(var)
 
 
 # ------------------------------------------------------------------------------------------- rankings
@@ -196,19 +226,20 @@ def rank_systems(frame: pl.DataFrame, metric: str, methods: tuple[str, ...] = ME
     alpha = 1.0 - cfg.confidence
     rows = []
     for method in methods:
-        n_boot = cfg.ts_n_boot if method == "trueskill" else cfg.n_boot
+        n_boot = cfg.n_boot
         samples = [rng.integers(0, n_cases, n_cases) for _ in range(n_boot)]
         boot_matches = [m.take_cases(idx) for idx in samples]
         sigma = np.full(k, np.nan)
-        if method == "elo":
-            point = elo_batch([m.a], [m.b], [m.s], k, cfg, rng, cfg.n_perm)[0]
-            boot = elo_batch(*(list(x) for x in zip(*boot_matches)), k, cfg, rng, cfg.n_perm_boot) if n_boot else np.zeros((0, k))
+        if method == "elo":  # every ordered pair: the match and its mirror
+            ordered = [(np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([s, 1.0 - s])) for a, b, s in [(m.a, m.b, m.s), *boot_matches]]
+            point = elo_batch(*(list(x) for x in zip(*ordered[:1])), k, cfg, rng, cfg.n_perm)[0]
+            boot = elo_batch(*(list(x) for x in zip(*ordered[1:])), k, cfg, rng, cfg.n_perm_boot) if n_boot else np.zeros((0, k))
         elif method == "bradley_terry":
             point = bradley_terry(m.a, m.b, m.s, k, cfg)
             boot = np.array([bradley_terry(a, b, s, k, cfg) for a, b, s in boot_matches]).reshape(-1, k)
         else:
-            point, sigma = trueskill(m.a, m.b, m.s, k, cfg, order=rng.permutation(len(m.s)))
-            boot = np.array([trueskill(a, b, s, k, cfg, order=rng.permutation(len(s)))[0] for a, b, s in boot_matches]).reshape(-1, k)
+            point, sigma = (x[0] for x in trueskill_batch([m.a], [m.b], [m.s], k, cfg, rng))
+            boot = trueskill_batch(*(list(x) for x in zip(*boot_matches)), k, cfg, rng)[0] if n_boot else np.zeros((0, k))
         rank = rank_positions(point[None, :])[0]
         dist = np.stack([(rank_positions(boot) == r).mean(axis=0) for r in range(1, k + 1)], axis=1) if len(boot) else np.full((k, k), np.nan)
         lo, hi = (np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0) if len(boot) else (np.full(k, np.nan),) * 2)
