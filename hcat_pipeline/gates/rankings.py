@@ -13,8 +13,9 @@ a score on it, one match — 1 (first wins), 0.5 (tie: |difference| ≤ ``tie_ma
 * ``trueskill`` — Bayesian Gaussian skill, mu = 25, sigma = 25/3, beta = 25/6, tau = 25/300, the standard 1v1
   update equations (Herbrich, Minka & Graepel 2006: the truncated-Gaussian v / w functions, a draw margin from
   ``ts_draw_probability`` for ties), vectorised over bootstrap samples in numpy (``scipy.special`` for the Gaussian
-  tails; the ``trueskill`` package has had no release since 2018). Rating = mu, with mu ± 3σ too; the match order is
-  a seeded permutation (TrueSkill is order-dependent).
+  tails; the ``trueskill`` package has had no release since 2018). Rating = mu, with mu ± 3σ too; TrueSkill depends on the match
+  order (one order to another moves every mu together by ~±1 here): the point is the mean over ``n_perm`` seeded
+  orders, each bootstrap sample one order (its CI then also holds the order noise: conservative).
 
 Every rating has a bootstrap CI (cases resampled with replacement, B = 1000 and seed 42 as golden-eval §6.6 says,
 the whole ranking refitted per sample) and the rank distribution: the share of bootstrap samples in which the
@@ -238,7 +239,8 @@ def rank_systems(frame: pl.DataFrame, metric: str, methods: tuple[str, ...] = ME
             point = bradley_terry(m.a, m.b, m.s, k, cfg)
             boot = np.array([bradley_terry(a, b, s, k, cfg) for a, b, s in boot_matches]).reshape(-1, k)
         else:
-            point, sigma = (x[0] for x in trueskill_batch([m.a], [m.b], [m.s], k, cfg, rng))
+            mus, sigmas = trueskill_batch([m.a] * cfg.n_perm, [m.b] * cfg.n_perm, [m.s] * cfg.n_perm, k, cfg, rng)
+            point, sigma = mus.mean(axis=0), sigmas.mean(axis=0)  # the mean over n_perm orders (TrueSkill depends on the order)
             boot = trueskill_batch(*(list(x) for x in zip(*boot_matches)), k, cfg, rng)[0] if n_boot else np.zeros((0, k))
         rank = rank_positions(point[None, :])[0]
         dist = np.stack([(rank_positions(boot) == r).mean(axis=0) for r in range(1, k + 1)], axis=1) if len(boot) else np.full((k, k), np.nan)
