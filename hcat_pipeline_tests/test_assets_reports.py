@@ -45,6 +45,8 @@ def test_report_is_written_with_sections_and_missing_inputs_explained(report):
     for key in ("rankings", "pareto", "validity", "calibrated"):
         assert f'id="missing-{key}"' in html and "not available: " in html
     assert "typo costs dense" in html and "PERSON: John" in html and "gs-test" in html
+    # the paired comparison of the two systems on their shared cases (golden-eval §4.3): McNemar on pass / fail
+    assert 'id="table-paired"' in html and "mcnemar_exact" in html and html.index('id="table-paired"') < html.index('id="missing-pareto"')
     from hcat_pipeline.paths import REVIEW_URL
 
     assert html.count(REVIEW_URL) == 2  # the summary line and its link: "label these items" on the local review page

@@ -19,7 +19,7 @@ from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_s
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
 from hcat_pipeline.reports.rubric import rubric_sections
 from hcat_pipeline.reports.validity import construct_validity_section
-from hcat_pipeline.reports.verdicts import calibration_section, canary_section, pareto_section, rankings_section
+from hcat_pipeline.reports.verdicts import calibration_section, canary_section, paired_section, pareto_section, rankings_section
 from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
 
 DEFAULT_PLOT_METRICS = ("groundedness_nli", "groundedness_similarity", "answer_relevancy", "recall_at_k", "behaviour_pass")
@@ -178,6 +178,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "headline": headline_section(cells, metrics),
         "canaries": canaries,
         "rankings": rankings_section(optional["rankings"].frame, optional["rankings"].why),
+        "paired": paired_section(scores),
         "pareto": pareto_section(optional["pareto"].frame, optional["pareto"].why),
         "weakest": frame_section("weakest", "Weakest cells", weakest.filter(pl.col("metric").is_in(metrics)).with_columns(
             pl.when(pl.col("small")).then(pl.lit("small")).otherwise(pl.lit("")).alias("_class")),

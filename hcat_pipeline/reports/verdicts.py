@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from hcat_pipeline.gates.canary_detection import detection_summary
+from hcat_pipeline.gates.paired import paired_comparisons
 from hcat_pipeline.reports.campaign_report import Section
 
 _COMPACT_METHOD = "bradley_terry"
@@ -65,6 +66,28 @@ def rankings_section(rankings: pl.DataFrame | None, why: str = "") -> Section:
     return Section(key, title, columns=["metric", "rank", "system", f"{method} rating [95 % CI]", "P(best)", "n cases"], rows=rows,
                    note="Pairwise outcomes per case on each metric; overlapping CIs mean the order is not established. "
                    "Elo and TrueSkill ratings and the rank distributions are in the system_rankings table.")  # fmt: skip
+
+
+PAIRED_METRICS = ("behaviour_pass", "groundedness_nli")  # the pass / fail outcome (McNemar) and the validated score (bootstrap)
+
+
+def paired_section(scores: pl.DataFrame) -> Section:
+    """Every pair of systems on the cases both answered (golden-eval §4.3): McNemar on behaviour pass / fail, the paired
+    bootstrap on groundedness, each with its p-value and effect size."""
+    key, title = "paired", "Paired comparisons (golden-eval §4.3)"
+    raw = scores.filter(pl.col("source").is_in(["raw", "behaviour"])) if "source" in scores.columns else scores
+    tables = [paired_comparisons(raw, m) for m in PAIRED_METRICS if (raw["metric"] == m).any()]
+    table = pl.concat(tables) if tables else None
+    if table is None or table.height == 0:
+        return Section.missing(key, title, "fewer than 2 systems with scores on shared cases")
+    rows = [[r["metric"], r["system_a"], r["system_b"], str(r["n"]), _num(r["mean_a"], 3), _num(r["mean_b"], 3),
+             _ci(r["difference"], r["ci_low"], r["ci_high"]), r["test"], _num(r["p_value"], 4),
+             f"{r['effect']} {_num(r['effect_size'], 2)}" if r["effect"] else "–", r["verdict"]] for r in table.iter_rows(named=True)]  # fmt: skip
+    return Section(key, title, columns=["metric", "system a", "system b", "n shared", "mean a", "mean b", "a − b [95 % CI]", "test",
+                                        "p", "effect size", "verdict"], rows=rows,
+                   note="On the cases both systems answered. Pass / fail: McNemar's exact test on the cases only one passed; a score: "
+                   "the paired bootstrap (B 1000) with a sign-flip permutation p. 'a better' / 'b better' at p < 0.05, one test per "
+                   "row (no correction across rows).")  # fmt: skip
 
 
 def pareto_section(pareto: pl.DataFrame | None, why: str = "") -> Section:
