@@ -18,12 +18,12 @@ import os
 from pathlib import Path
 from typing import Literal, Optional
 
-import dagster as dg
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from hcat_pipeline.campaign_systems import ChunkingSpec, LLMSpec, Strict, SweepSpec, SystemSpec, sweep_systems
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
-from hcat_pipeline.configs import config_from, to_core
+from hcat_pipeline.configs import to_core
 from hcat_pipeline.corpus.chunking import Chunking
 from hcat_pipeline.corpus.sampling import SAMPLE_SIZE, AllocationMode, SamplingParams
 from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
@@ -34,80 +34,10 @@ from hcat_pipeline.golden.grounded import DEFAULT_TYPES, MAX_REQUESTS_PER_STRATU
 from hcat_pipeline.golden.review import GatesRead
 from hcat_pipeline.golden.robustness import ATTRIBUTES, MAX_BIAS_SHARE, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
-from hcat_pipeline.responses.rag import SystemConfig
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))
 
-class _Strict(dg.Config):
-    model_config = ConfigDict(extra="forbid")
-
-
-# a chunking of the corpus for the exam's comparison: the core's Chunking fields (one field list, one set of defaults)
-ChunkingSpec = config_from(Chunking, "ChunkingSpec", base=_Strict)
-
-
-class HttpSystemSpec(_Strict):
-    """A user's RAG service. The one field list: ``resources.http_system.HttpRagSystem`` is built from it."""
-
-    url: str
-    method: Literal["POST", "GET"] = "POST"
-    request_template: str = '{"query": "{{query}}"}'
-    answer_path: str = "answer"
-    contexts_path: str = Field(default="", description='e.g. "contexts" (strings or objects) or "sources[*]"; empty: none')
-    context_text_field: str = "text"
-    context_id_field: str = "chunk_id"
-    input_tokens_path: str = ""
-    output_tokens_path: str = ""
-    cost_path: str = ""
-    cost_per_call_usd: Optional[float] = Field(default=None, ge=0, description="USD per call when the reply carries no cost "
-                                               "(cost_path); absent: the cost is unknown — never counted as $0")  # fmt: skip
-    auth_header: str = "Authorization"
-    auth_env_var: str = Field(default="", description="env var holding the secret (never the secret itself)")
-    auth_scheme: str = Field(default="Bearer", description="prefix before the secret; empty: the raw secret")
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = Field(default=30.0, gt=0)
-    max_concurrency: int = Field(default=4, ge=1)
-    max_retries: int = Field(default=3, ge=0)
-    backoff_s: float = Field(default=0.5, ge=0)
-    max_backoff_s: float = Field(default=10.0, ge=0)
-    rate_limit_rps: Optional[float] = Field(default=None, gt=0, description="at most this many requests per second to the "
-                                            "service, retries included, shared by every caller; empty: no limit")  # fmt: skip
-
-
-class LLMSpec(_Strict):
-    """An LLM a campaign names — a system's, the generator's or the judge's (``LLM.for_model`` builds it).
-
-    Its identity only: the sampling parameters (temperature, max_tokens, seed) are the system's own fields.
-    Absent: the ``llm`` resource of the deployment (local: the packaged Qwen2.5-0.5B-Instruct)."""
-
-    provider: Literal["local", "openai", "anthropic"] = "local"
-    model: str = Field(default="", description="local: a packaged model (qwen2.5-0.5b-instruct-q4_k_m | qwen2.5-coder-1.5b-instruct-q4_k_m | "
-                       "gemma-3-270m-q4_k_m); "
-                       "API: the provider's model name; empty: the provider's default")  # fmt: skip
-    model_path: str = Field(default="", description="local: any GGUF file (relative to the campaign file)")
-    base_url: str = Field(default="", description="openai: any OpenAI-compatible server (e.g. http://127.0.0.1:8081/v1)")
-    api_key_env: str = Field(default="", description="env var holding the API key (never the key); empty: OPENAI_API_KEY / ANTHROPIC_API_KEY")
-    openai_json_mode: Literal["json_schema", "json_object"] = "json_schema"
-    max_concurrency: Optional[int] = Field(default=None, ge=1, description="parallel calls to this LLM; empty: the resource's")
-    timeout_s: Optional[float] = Field(default=None, gt=0)
-    reuse_prompt_prefix: Optional[bool] = Field(default=None, description="local: evaluate a prompt's leading messages (system "
-                                                "prompt, few-shot examples) once and start each call from their saved state")
-
-    def overrides(self) -> dict:
-        """The fields ``LLM.for_model`` takes: every identity field, and the runtime ones only when set."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
-
-
-SystemSpec = config_from(
-    SystemConfig, "SystemSpec", base=_Strict, exclude=("extra",),
-    llm=(Optional[LLMSpec], Field(default=None, description="this system's LLM; absent: the campaign's default LLM")),
-    http=(Optional[HttpSystemSpec], Field(default=None, description="a user's own RAG service instead of retriever × LLM")),
-)
-SystemSpec.__doc__ = """One system under test: retriever × LLM × ICL × prompt, or ``http`` (a user's own service). Its fields are
-``responses.rag.SystemConfig``'s (one field list, one set of defaults), plus ``llm`` and ``http``."""
-
-
-class CorpusSpec(_Strict):
+class CorpusSpec(Strict):
     """Which documents the campaign evaluates (the ``corpus`` asset's config is derived from this class)."""
 
     paths: list[str] = Field(
@@ -123,7 +53,7 @@ class CorpusSpec(_Strict):
         return self.include_embedded if self.include_embedded is not None else not self.paths
 
 
-class RobustnessSpec(_Strict):
+class RobustnessSpec(Strict):
     """Robustness and safety variants per golden set (HCAT §6.1, §4; golden-eval §2.2, §11.2)."""
 
     typo: int = Field(default=VARIANT_COUNTS["typo"], ge=0)
@@ -146,7 +76,7 @@ class RobustnessSpec(_Strict):
                                    description="a question with a format to keep: JSON schema, list, word limit, disclaimer, language")
 
 
-class GenerationSpec(_Strict):
+class GenerationSpec(Strict):
     """How the golden set is generated (test_generation_job's run config is derived from this: ``generation_run_config``)."""
 
     mode: Literal["grounded", "free"] = Field(default="grounded", description="grounded: the reference is a source sentence")
@@ -190,7 +120,7 @@ def _members(values: list[str], allowed: tuple[str, ...], what: str) -> list[str
     return list(dict.fromkeys(values))
 
 
-class JudgeSpec(_Strict):
+class JudgeSpec(Strict):
     """The LLM judge of a campaign run (``llm_judge_scores``; golden-eval §5.4-5.6)."""
 
     llm: Optional[LLMSpec] = Field(default=None, description="the judge LLM; absent: the llm resource")
@@ -208,7 +138,7 @@ class JudgeSpec(_Strict):
         return None if v is None else _members(v, tuple(DIMENSIONS), "judge dimension")
 
 
-class CanarySpec(_Strict):
+class CanarySpec(Strict):
     """Planted-fault copies of one system of the campaign (``gates.canaries``): each fault applied to its answers,
     deterministically and offline, with no extra LLM call. Canaries are never ranked or released."""
 
@@ -221,7 +151,7 @@ class CanarySpec(_Strict):
         return _members(v, FAULTS, "canary fault")
 
 
-class CampaignSpec(_Strict):
+class CampaignSpec(Strict):
     """A campaign: corpus, generation, systems, case budget and options (the schema of campaign.yaml)."""
 
     name: str = "default"
@@ -256,7 +186,9 @@ class CampaignSpec(_Strict):
     metrics: list[str] = Field(default_factory=list, description="opt-in metrics computed on every night beside the defaults "
                                "(metrics.registry: cross_lingual_similarity, hierarchical_consistency — with the cross-section contradictions —, "
                                "long_document_faithfulness — concept chapter §14.2-14.5); stored in metric_tables and reported")
-    systems: list[SystemSpec] = Field(min_length=1)
+    systems: list[SystemSpec] = Field(default_factory=list, description="the systems under test (at least one, here or from sweeps)")
+    sweeps: list[SweepSpec] = Field(default_factory=list, description="configuration sweeps (golden-eval §4.3): systems built as the "
+                                    "product of retriever × prompt × ICL × top_k × LLM, added to systems")
     device: Literal["resource", "auto", "cpu", "cuda"] = Field(
         default="resource", description="where the embedding and NLI encoders run on this campaign's nights: auto | cpu | "
         "cuda; resource: the resources' own (HCAT_DEVICE, default cpu). An execution detail: not part of campaign_sha256")
@@ -289,6 +221,12 @@ class CampaignSpec(_Strict):
             raise ValueError(f"{default} already computed on every night (default metrics); opt-in metrics: {opt_in_metrics()}")
         return list(dict.fromkeys(v))
 
+    @model_validator(mode="after")
+    def _some_system(self) -> CampaignSpec:
+        if not self.systems:
+            raise ValueError("systems: at least one system under test (in systems or built by sweeps)")
+        return self
+
     def canary_plans(self) -> list[CanaryPlan]:
         return [CanaryPlan(of=c.of, fault=f) for c in self.canaries for f in c.faults]
 
@@ -307,11 +245,29 @@ def campaign_sha256(spec: CampaignSpec) -> str:
     return hashlib.sha256(json.dumps(spec.model_dump(mode="json", exclude=EXECUTION_ONLY), sort_keys=True).encode()).hexdigest()
 
 
+def _with_sweep_systems(data: dict) -> dict:
+    """The sweeps' systems added to the file's ``systems`` (a re-read of an expanded campaign adds none twice)."""
+    if not data.get("sweeps"):
+        return data
+    try:
+        sweeps = [SweepSpec(**s) for s in data["sweeps"]]
+    except (ValidationError, TypeError) as e:
+        raise CampaignFileError(f"invalid campaign file: sweeps: {e}") from None
+    except ValueError as e:
+        raise CampaignFileError(f"invalid campaign file: {e}") from None
+    systems = list(data.get("systems") or [])
+    have = [s.get("system_id") if isinstance(s, dict) else None for s in systems]
+    try:
+        return {**data, "systems": systems + sweep_systems(sweeps, have)}
+    except ValueError as e:
+        raise CampaignFileError(f"invalid campaign file: {e}") from None
+
+
 def parse_campaign(text: str, source: str = "<campaign>") -> CampaignSpec:
     """Validate campaign YAML text; raise ``CampaignFileError`` listing every problem with its line."""
     data, root = load_yaml_mapping(text, source, CampaignFileError, "a campaign file is a mapping (name, systems, max_cases, …)")
     try:
-        return CampaignSpec(**data)
+        return CampaignSpec(**_with_sweep_systems(data))
     except ValidationError as e:
         problems = validation_problems(e, root, source)
         raise CampaignFileError("invalid campaign file:\n  " + "\n  ".join(problems)) from None

@@ -242,3 +242,28 @@ def test_opt_in_metrics_and_judge_dimensions_are_named_in_the_campaign_file():
                       ("judge: {dimensions: [vibes]}\n", "unknown judge dimension(s) ['vibes']")):
         with pytest.raises(CampaignFileError, match=re.escape(said)):
             parse_campaign(base + bad)
+
+
+def test_a_sweep_builds_its_product_of_systems_once():
+    """golden-eval §4.3 configuration sweep: retriever × prompt × ICL × top_k × LLM, ids naming what varies; the
+    campaign re-read from the run config (what rag_responses does) builds nothing twice; too large or unknown: refused."""
+    from hcat_pipeline.campaign_spec import CampaignSpec, campaign_run_config
+
+    text = ("name: t\nsystems:\n  - system_id: closed_book\n    retriever: closed_book\nsweeps:\n  - name: abl\n"
+            "    retriever: [bm25, hybrid]\n    icl_examples: [0, 2]\n    llm: [{model: qwen2.5-0.5b-instruct-q4_k_m}]\n")
+    spec = parse_campaign(text)
+    ids = [s.system_id for s in spec.systems]
+    assert ids == ["closed_book", "abl-bm25-icl0", "abl-bm25-icl2", "abl-hybrid-icl0", "abl-hybrid-icl2"]
+    built = {s.system_id: s for s in spec.systems}
+    assert (built["abl-hybrid-icl2"].retriever, built["abl-hybrid-icl2"].icl_examples) == ("hybrid", 2)
+    assert built["abl-bm25-icl0"].llm.model == "qwen2.5-0.5b-instruct-q4_k_m" and built["abl-bm25-icl0"].top_k == 3  # default
+    again = CampaignSpec(**campaign_run_config(spec)["ops"]["rag_responses"]["config"]["campaign"])
+    assert [s.system_id for s in again.systems] == ids and campaign_sha256(again) == campaign_sha256(spec)
+    only = parse_campaign("name: t\nsweeps:\n  - name: k\n    top_k: [1, 5]\n")
+    assert [s.system_id for s in only.systems] == ["k-k1", "k-k5"]  # a sweep alone is a campaign
+    with pytest.raises(CampaignFileError, match="builds 18 systems > max_systems 16"):
+        parse_campaign("name: t\nsweeps:\n  - retriever: [bm25, dense, hybrid]\n    icl_examples: [0, 1, 2]\n    top_k: [1, 3]\n")
+    with pytest.raises(CampaignFileError, match="retriever"):
+        parse_campaign("name: t\nsweeps:\n  - retriever: [nope]\n")
+    with pytest.raises(CampaignFileError, match="at least one system"):
+        parse_campaign("name: t\n")

@@ -27,7 +27,7 @@ import dagster as dg
 import httpx
 from pydantic import PrivateAttr, create_model
 
-from hcat_pipeline.campaign_spec import HttpSystemSpec
+from hcat_pipeline.campaign_systems import HttpSystemSpec
 from hcat_pipeline.common.jsonpath import get_path
 from hcat_pipeline.responses.rag import config_hash
 
