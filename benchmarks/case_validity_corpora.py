@@ -76,15 +76,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from hcat_pipeline.golden.case_checks import validate_cases
     from hcat_pipeline.resources.embedding import EmbeddingModel
+    from hcat_pipeline.resources.nli import NLIModel
 
-    embed = EmbeddingModel().embed
+    embed, parse = EmbeddingModel().embed, NLIModel().docs
     data = {}
     for folder in sorted(p for p in Path(args.corpora).iterdir() if p.is_dir()):
         cases = load(folder)
         if not cases:
             continue
         sources = {c["case_id"]: c.get("source_text") or "" for c in cases}
-        val = validate_cases([{**c, "expected_behavior": "answer"} for c in cases], sources, embed)
+        val = validate_cases([{**c, "expected_behavior": "answer"} for c in cases], sources, embed, parse=parse)
         flu = fluency(cases) if args.fluency else None
         data[folder.name] = (cases, val, features(cases, val, flu), np.array([c["label"] == "sound" for c in cases]))
     if len(data) < 2:

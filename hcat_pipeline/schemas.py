@@ -473,7 +473,7 @@ LABEL_AGREEMENT = {
 
 # violation_campaign: per checker version (assets.violations)
 VIOLATION_CAMPAIGN = {
-    "checker_version": pl.String, "texts": pl.Int64, "texts_missing": pl.Int64, "predicted": pl.Int64, "ground_truth": pl.Int64,
+    "checker_version": pl.String, "checker": pl.String, "split": pl.String, "texts": pl.Int64, "texts_missing": pl.Int64, "predicted": pl.Int64, "ground_truth": pl.Int64,
     "tp": pl.Int64, "fp": pl.Int64, "fn": pl.Int64, "precision": pl.Float64, "recall": pl.Float64, "f1": pl.Float64,
     "ha_tp": pl.Int64, "ha_fp": pl.Int64, "ha_fn": pl.Int64, "ha_precision": pl.Float64, "ha_recall": pl.Float64, "ha_f1": pl.Float64,
     # the deck's headline figure (mean weighted score of the matches) and every figure's bootstrap CI over texts

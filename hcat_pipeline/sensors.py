@@ -181,7 +181,7 @@ def build_violation_file_sensor(folder: str | None = None, name: str = "violatio
         import hashlib
         import json
 
-        from hcat_pipeline.metrics.matching import GROUND_TRUTH_FILE
+        from hcat_pipeline.metrics.violation_files import GROUND_TRUTH_FILE
         from hcat_pipeline.paths import DATA_DIR
 
         root = Path(folder or os.environ.get("HCAT_VIOLATIONS_DIR") or DATA_DIR / "violations")

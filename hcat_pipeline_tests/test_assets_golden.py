@@ -9,6 +9,7 @@ from hcat_pipeline.assets.golden_set import golden_candidates, golden_set
 from hcat_pipeline.assets.queries import generated_queries, robustness_cases, selected_queries
 from hcat_pipeline.golden.cases import cases_frame, new_case
 from hcat_pipeline.io import PolarsParquetIOManager
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline_tests.stubs import stub_asset
 
 PASS = (
@@ -120,7 +121,7 @@ def test_two_runs_give_byte_identical_golden_sets(tmp_path, local_llm, embedding
     digests, counts = [], []
     for run in ("a", "b"):
         wh = tmp_path / run / "warehouse"
-        res = {"io_manager": PolarsParquetIOManager(base_dir=str(wh)), "llm": local_llm, "embedding_model": embedding_model}
+        res = {"io_manager": PolarsParquetIOManager(base_dir=str(wh)), "llm": local_llm, "embedding_model": embedding_model, "nli_model": NLIModel()}
         r = dg.materialize([*upstream, generated_queries, selected_queries, robustness_cases, golden_candidates], resources=res, run_config={"ops": config})
         assert r.success
         instance = dg.DagsterInstance.ephemeral()

@@ -3,7 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from hcat_pipeline.metrics.matching import MatchConfig, char_iou, evaluate_campaign, match_violations, read_violation_file
+from hcat_pipeline.metrics.matching import MatchConfig, char_iou, match_violations
+from hcat_pipeline.metrics.violation_files import evaluate_campaign, read_violation_file
 
 VEC = {
     "no promises": (1.0, 0.0, 0.0),
@@ -52,10 +53,11 @@ def test_hand_worked_example():
     assert (r.tp, r.fp, r.fn) == (2, 1, 1)
     assert r.precision == pytest.approx(2 / 3) and r.recall == pytest.approx(2 / 3) and r.f1 == pytest.approx(2 / 3)
     # ha_match = 0.3·IoU + 0.3·rule + 0.1·category + 0.2·explanation + 0.1·correction:
-    #   P2–G2: 0.3·0.4 + 0.3·1 + 0.1·1 + 0.2·1 + 0.1·1 (both corrections missing → 1) = 0.82
+    #   P2–G2: (0.3·0.4 + 0.3·1 + 0.1·1 + 0.2·1) / 0.9 = 0.80 (both corrections missing: not scored, never a free 1 —
+    #          the other weights rescaled to the configured total 1.0)
     #   P1–G1: 0.3/3 + 0.3·0.8 + 0.1·1 + 0.2·1 + 0.1·0 (correction one-sided → 0)   = 0.64
     #   P3–G1: 0.3/3 + 0.3·1 + 0.1·0 + 0.2·0 + 0.1·0                                  = 0.40 (≤ 0.5)
-    assert pairs[(1, 1)]["ha_match_score"] == pytest.approx(0.82)
+    assert pairs[(1, 1)]["ha_match_score"] == pytest.approx(0.80) and pairs[(1, 1)]["correction_similarity"] is None
     assert pairs[(0, 0)]["ha_match_score"] == pytest.approx(0.64)
     assert pairs[(2, 0)]["ha_match_score"] == pytest.approx(0.40)
     assert [(m["pred"], m["gt"]) for m in r.ha_matches] == [(1, 1), (0, 0)]  # the human-aligned pick differs
@@ -110,3 +112,38 @@ def test_campaign_files_with_bad_lines(tmp_path):
     assert (row["tp"], row["fp"], row["fn"]) == (1, 0, 0)  # IoU 1, rule 0.8 → 0.9
     assert row["texts_missing"] == 1  # t2 not listed by the checker
     assert pairs[0]["std_match"] is True
+
+
+def test_a_field_both_sides_lack_is_not_a_free_point_and_the_campaign_names_split_and_checker(tmp_path):
+    """Two bare violations (no category, explanation or correction) are matched on span and rule alone: ha_match equals
+    the standard score's proportions, not 0.4 of free agreement; the campaign row names split@version#hash and
+    checker@version|model as the deck does, and a changed ground truth is a different split."""
+    import json
+
+    from hcat_pipeline.metrics.violation_files import checker_id, split_id
+
+    bare_p, bare_g = [{"start": 0, "end": 10, "rule": "no promises"}], [{"start": 0, "end": 10, "rule": "no promises"}]
+    r = match_violations(bare_p, bare_g, fake_embed)
+    c = r.pairs[0]
+    assert c["category_match"] is None and c["explanation_similarity"] is None and c["correction_similarity"] is None
+    assert c["ha_match_score"] == pytest.approx(1.0)  # IoU 1, rule 1: (0.3 + 0.3) / 0.6
+    half = match_violations([{**bare_p[0], "end": 5}], bare_g, fake_embed).pairs[0]  # IoU 0.5, rule 1
+    assert half["ha_match_score"] == pytest.approx((0.3 * 0.5 + 0.3) / 0.6) == pytest.approx(half["match_score"])
+    one_sided = match_violations([{**bare_p[0], "category": "claims"}], bare_g, fake_embed).pairs[0]
+    assert one_sided["category_match"] == 0.0 and one_sided["ha_match_score"] == pytest.approx(0.6 / 0.7)
+    gt = {"text_id": "t1", "text": "0123456789", "violations": [{"start": 0, "end": 10, "rule": "no promises"}]}
+    (tmp_path / "ground_truth.jsonl").write_text(json.dumps(gt) + "\n")
+    (tmp_path / "split.json").write_text('{"split": "curated_split@0.3.2"}')
+    (tmp_path / "zeroshot@2.2.5.jsonl").write_text(json.dumps({**gt, "model": "qwen2.5-0.5b"}) + "\n")
+    (tmp_path / "baseline@1.1.0.jsonl").write_text(json.dumps(gt) + "\n")
+    first = split_id(tmp_path)
+    assert first.startswith("curated_split@0.3.2#") and len(first.split("#")[1]) == 12
+    assert checker_id(tmp_path / "zeroshot@2.2.5.jsonl") == "zeroshot@2.2.5|qwen2.5-0.5b"
+    assert checker_id(tmp_path / "baseline@1.1.0.jsonl") == "baseline@1.1.0|unknown"
+    summary, _, _ = evaluate_campaign(tmp_path, fake_embed, MatchConfig(rule_similarity="jaccard"))
+    assert {r["checker"] for r in summary} == {"zeroshot@2.2.5|qwen2.5-0.5b", "baseline@1.1.0|unknown"} and {r["split"] for r in summary} == {first}
+    (tmp_path / "ground_truth.jsonl").write_text(json.dumps({**gt, "violations": []}) + "\n")
+    assert split_id(tmp_path) != first  # same name, changed content: a different split
+    (tmp_path / "split.json").write_text('{"split": "no-version"}')
+    with pytest.raises(ValueError, match="not <name>@<version>"):
+        split_id(tmp_path)

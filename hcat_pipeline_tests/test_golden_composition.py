@@ -52,6 +52,7 @@ def test_the_freeze_records_the_composition_for_the_report(tmp_path, embedding_m
     from hcat_pipeline.golden.cases import case_from_query, cases_frame, new_case
     from hcat_pipeline.io import PolarsParquetIOManager
     from hcat_pipeline.reports.sections import composition_line
+    from hcat_pipeline.resources.nli import NLIModel
     from hcat_pipeline.schemas import SELECTED_QUERIES
     from hcat_pipeline_tests.stubs import stub_asset
 
@@ -67,7 +68,7 @@ def test_the_freeze_records_the_composition_for_the_report(tmp_path, embedding_m
               stub_asset("chunks", lambda: pl.DataFrame({"chunk_id": ["c1"], "doc_id": ["d1"], "text": [text]})), golden_candidates]  # fmt: skip
     wh = tmp_path / "wh"
     instance = dg.DagsterInstance.ephemeral()
-    res = {"io_manager": PolarsParquetIOManager(base_dir=str(wh)), "embedding_model": embedding_model}
+    res = {"io_manager": PolarsParquetIOManager(base_dir=str(wh)), "embedding_model": embedding_model, "nli_model": NLIModel()}
     r = dg.materialize(assets, instance=instance, resources=res, raise_on_error=False,
                        run_config={"ops": {"golden_candidates": {"config": {"target_size": 10, "happy_path_share": 0.5}}}})  # fmt: skip
     assert r.success

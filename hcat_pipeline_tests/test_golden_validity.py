@@ -173,3 +173,23 @@ def test_counterfactual_swap_leaves_quoted_literals_alone():
 
     assert swap_terms('Can "he" abbreviate the help command?', "gender") is None  # the debugger command "he", not a man
     assert swap_terms("What should he do when his loop never ends?", "gender") == "What should she do when her loop never ends?"
+
+
+def test_a_garbled_question_is_malformed_by_its_parse():
+    """issue 47's garbled questions (the wh-word fills no slot; a dash left before the "?") are malformed — read from the
+    packaged spaCy parse, so the rule is grammar, not the Python corpus; sound questions of the same shapes pass."""
+    from hcat_pipeline.golden.question_checks import wh_slot_problem
+    from hcat_pipeline.golden.validity import question_problem
+    from hcat_pipeline.resources.nli import NLIModel
+
+    garbled = ["What does bound method objects support?", "What does the inheritance list usually give a list of base classes?",
+               "What do operators in the same box group left to right?"]
+    sound = ["What does the break statement terminate?", "What statement is used to stop a loop before it finishes?",
+             "What does Python give a class a list of?", "What does the with statement give the context manager?",
+             "Which method does the interpreter call when an object is subscripted?", "What is the pass statement made of?",
+             "What can be received by the handler of an exception?", "How often is interest paid on the Easy Saver account?"]
+    docs = NLIModel().docs(garbled + sound)
+    assert all(wh_slot_problem(d) for d in docs[: len(garbled)]), [wh_slot_problem(d) for d in docs[: len(garbled)]]
+    assert not any(wh_slot_problem(d) for d in docs[len(garbled):]), [(q, wh_slot_problem(d)) for q, d in zip(sound, docs[len(garbled):])]
+    assert question_problem('When is "pass" a null operation —?').startswith("garbled: dangling punctuation")
+    assert question_problem("When is pass a null operation?") is None

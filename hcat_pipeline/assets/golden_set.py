@@ -32,6 +32,7 @@ from hcat_pipeline.golden.validity import MIN_VALID_RATE
 from hcat_pipeline.partitions import golden_set_version
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.nli import NLIModel
 
 # the size and share targets *are* the core's CompositionTarget (campaign file: generation.target_size, happy_path_share)
 GoldenCandidatesConfig = config_from(
@@ -64,11 +65,11 @@ def coverage_metadata(strata_path: str, golden: pl.DataFrame, responses: pl.Data
     return {"coverage": preview(table, 100), "strata_covered": f"{covered}/{table.height}"}
 
 
-def _checked(cases: pl.DataFrame, chunks: pl.DataFrame, embedding_model: EmbeddingModel, keep_unsure: bool = False,
+def _checked(cases: pl.DataFrame, chunks: pl.DataFrame, embedding_model: EmbeddingModel, keep_unsure: bool = False, parse=None,
              ) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     """(kept cases with their validity columns, rejected cases, rejections per reason code with zeros): invalid cases
     and, unless ``keep_unsure``, unsure ones are rejected; a variant of a rejected base goes with it (``base_rejected``)."""
-    checked = check_rows(cases.to_dicts(), dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), embedding_model.embed)
+    checked = check_rows(cases.to_dicts(), dict(zip(chunks["chunk_id"], chunks["text"], strict=True)), embedding_model.embed, parse=parse)
     bad = {r["case_id"] for r in checked if r["validity_verdict"] == "invalid" or (r["validity_verdict"] == "unsure" and not keep_unsure)}
     for r in checked:
         if r["base_case_id"] in bad and r["case_id"] not in bad:
@@ -94,6 +95,7 @@ def golden_candidates(
     context: dg.AssetExecutionContext,
     config: GoldenCandidatesConfig,
     embedding_model: EmbeddingModel,
+    nli_model: NLIModel,
     selected_queries: pl.DataFrame,
     robustness_cases: pl.DataFrame,
     chunks: pl.DataFrame,
@@ -104,7 +106,7 @@ def golden_candidates(
     bases = cases_frame([case_from_query(r, chash) for r in selected_queries.to_dicts()])
     out = pl.concat([bases, robustness_cases.select(bases.columns)], how="vertical")
     out = cases_frame(out.to_dicts()).with_columns(pl.lit(resolve_created_at(config.created_at or None)).alias("created_at"))
-    out, rejected, reasons = _checked(out, chunks, embedding_model, config.keep_unsure)
+    out, rejected, reasons = _checked(out, chunks, embedding_model, config.keep_unsure, nli_model.docs)
     orphans = out.filter(pl.col("base_case_id").is_not_null() & ~pl.col("base_case_id").is_in(out["case_id"].to_list()))
     if orphans.height:
         context.log.warning(f"{orphans.height} variant(s) whose base case is not among the candidates")

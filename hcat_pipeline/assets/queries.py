@@ -50,6 +50,7 @@ from hcat_pipeline.golden.robustness import ATTRIBUTES, RobustnessParams, build_
 from hcat_pipeline.golden.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.schemas import GENERATED_QUERIES, QUERY_REJECTIONS, SELECTED_QUERIES
 
@@ -130,7 +131,7 @@ def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: p
     return partner_of
 
 
-def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
+def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False, parse=None):
     """keep(rows) -> ids of the rows that pass selection with the default thresholds (for the repair rounds) and, with
     ``validity``, that the golden set's validity accepts (``golden.grounded.validity_gate``)."""
     text = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
@@ -140,7 +141,7 @@ def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False):
         needed = {c for r in rows for c in r["source_chunk_ids"]}
         kept, _ = select_queries(rows, {c: text[c] for c in needed if c in text}, embed, SelectionConfig())
         if validity and kept:
-            kept, _ = validity_gate(kept, text, embed, verdicts)
+            kept, _ = validity_gate(kept, text, embed, verdicts, parse)
         return {k["query_id"] for k in kept}
 
     return keep
@@ -159,6 +160,7 @@ def generated_queries(
     config: QueryGenerationConfig,
     llm: LLM,
     embedding_model: EmbeddingModel,
+    nli_model: NLIModel,
     sampled_chunks: pl.DataFrame,
     topic_strata: pl.DataFrame,
     chunks: pl.DataFrame,
@@ -182,7 +184,7 @@ def generated_queries(
         max_requests = max(max_requests, 4 * budget)
     if config.mode == "grounded":
         rows, plan = generate_grounded(
-            pools, llm, _keep_fn(chunks, embedding_model.embed, validity=True), budget, max_requests,
+            pools, llm, _keep_fn(chunks, embedding_model.embed, validity=True, parse=nli_model.docs), budget, max_requests,
             query_types=tuple(config.query_types), partner_of=partner_of, seed=config.seed, failed_exceptions=(LLMCallFailed,),
             progress=lambda done, total: context.log.debug(progress_message(done, total)),
         )  # fmt: skip
@@ -244,6 +246,7 @@ def selected_queries(
     context: dg.AssetExecutionContext,
     config: QuerySelectionConfig,
     embedding_model: EmbeddingModel,
+    nli_model: NLIModel,
     generated_queries: pl.DataFrame,
     chunks: pl.DataFrame,
     topic_strata: pl.DataFrame,
@@ -252,7 +255,7 @@ def selected_queries(
     needed = {c for ids in generated_queries["source_chunk_ids"].to_list() for c in ids}
     chunk_texts = dict(chunks.filter(pl.col("chunk_id").is_in(list(needed))).select("chunk_id", "text").iter_rows())
     kept, rej = select_queries(generated_queries.to_dicts(), chunk_texts, embedding_model.embed, cfg)
-    kept, invalid = validity_gate(kept, chunk_texts, embedding_model.embed)  # grounded rows: what the generation loop kept
+    kept, invalid = validity_gate(kept, chunk_texts, embedding_model.embed, parse=nli_model.docs)  # grounded rows: what the generation loop kept
     rej += invalid
     kept_df = pl.DataFrame(kept, schema=SELECTED_QUERIES, orient="row") if kept else pl.DataFrame(schema=SELECTED_QUERIES)
     rej_df = pl.DataFrame(rej, schema=QUERY_REJECTIONS, orient="row") if rej else pl.DataFrame(schema=QUERY_REJECTIONS)

@@ -13,8 +13,9 @@ from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.configs import config_from, to_core
-from hcat_pipeline.metrics.matching import MatchConfig, evaluate_campaign
+from hcat_pipeline.metrics.matching import MatchConfig
 from hcat_pipeline.metrics.violation_figures import FigureOptions
+from hcat_pipeline.metrics.violation_files import evaluate_campaign
 from hcat_pipeline.paths import DATA_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -61,7 +62,8 @@ def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampa
         metadata={
             "dagster/row_count": summary_df.height,
             "checkers": summary_df.height,
-            "summary": preview(summary_df.select("checker_version", "samples", "match_score", "match_score_ci_low", "match_score_ci_high",
+            "split": summary_df["split"][0] if summary_df.height else "",
+            "summary": preview(summary_df.select("checker", "samples", "match_score", "match_score_ci_low", "match_score_ci_high",
                                                  "f1", "f1_ci_low", "f1_ci_high", "ha_match_score", "ha_f1", "tp", "fp", "fn"), 50),
             "rule_similarity": match_cfg.rule_similarity,
             "file_errors": len(errors),

@@ -162,7 +162,9 @@ def _validate(args: argparse.Namespace) -> int:
             return 2
         chunk_text = dict(pl.read_parquet(args.chunks, columns=["chunk_id", "text"]).iter_rows())
     sources, unresolved = resolve_sources(cases, chunk_text)
-    rows = verdict_rows(cases, validate_cases(cases, sources, EmbeddingModel().embed), problems + unresolved)
+    from hcat_pipeline.resources.nli import NLIModel
+
+    rows = verdict_rows(cases, validate_cases(cases, sources, EmbeddingModel().embed, parse=NLIModel().docs), problems + unresolved)
     write_jsonl(rows, args.out)
     rate = validity_rate([r["verdict"] for r in rows])
     print(f"{rate['n']} cases: {rate['by_verdict']}; valid {rate['rate']:.1%} (95% CI {rate['ci_low']:.1%}-{rate['ci_high']:.1%}) -> {args.out}")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hcat_pipeline.golden.cases import cases_frame
+from hcat_pipeline.golden.question_checks import wh_slot_problem
 from hcat_pipeline.golden.validity import (
     HARD,
     VERDICTS,
@@ -28,8 +29,11 @@ from hcat_pipeline.golden.validity import (
 from hcat_pipeline.golden.variant_checks import base_question, pair_problems, variant_validity
 
 
-def validate_cases(cases: list[dict], sources: dict[str, str], embed: Embed, config: ValidityConfig | None = None) -> list[Validity]:
+def validate_cases(cases: list[dict], sources: dict[str, str], embed: Embed, config: ValidityConfig | None = None,
+                   parse=None) -> list[Validity]:
     """One ``Validity`` per case, in order. ``sources``: case_id → its source text (the cited chunks joined).
+    ``parse(texts) -> spaCy-like docs`` (optional): answerable questions whose wh-word fills no slot are malformed
+    (``question_checks.wh_slot_problem``); without it that check is not run.
 
     Texts are embedded once for the batch. Variants are checked by ``variant_checks.variant_validity``; a case that is
     neither answerable nor a known variant kind gets the checks its category has."""
@@ -53,6 +57,7 @@ def validate_cases(cases: list[dict], sources: dict[str, str], embed: Embed, con
         checks, reasons = answerable_checks(c, src, vec, cfg)
         out.append(combine(checks, reasons, cfg))
     _mark_duplicates(cases, out, vec, cfg)
+    _mark_garbled(cases, out, parse, cfg)
     pairs = pair_problems(cases)
     for c, v in zip(cases, out, strict=True):
         why = pairs.get(c.get("case_id") or "") if c.get("variant_kind") == "counterfactual" else None
@@ -60,6 +65,16 @@ def validate_cases(cases: list[dict], sources: dict[str, str], embed: Embed, con
             v.reasons.append(why)
             v.score, v.verdict = min(v.score, cfg.hard_cap), "invalid"
     return out
+
+
+def _mark_garbled(cases: list[dict], out: list[Validity], parse, cfg: ValidityConfig) -> None:
+    if parse is None:
+        return
+    idx = [i for i, c in enumerate(cases) if not c.get("variant_kind") and is_answerable(c) and c.get("query")]
+    for i, doc in zip(idx, parse([cases[i]["query"] for i in idx]), strict=True):
+        if why := wh_slot_problem(doc):
+            out[i].reasons.append(f"malformed: garbled: {why}")
+            out[i].score, out[i].verdict = min(out[i].score, cfg.hard_cap), "invalid"
 
 
 def _mark_duplicates(cases: list[dict], out: list[Validity], vec, cfg: ValidityConfig) -> None:
@@ -104,10 +119,10 @@ def reason_counts(checked: Sequence[dict]) -> dict[str, int]:
     return out
 
 
-def check_rows(rows: list[dict], chunk_text: dict[str, str], embed: Embed, config: ValidityConfig | None = None) -> list[dict]:
+def check_rows(rows: list[dict], chunk_text: dict[str, str], embed: Embed, config: ValidityConfig | None = None, parse=None) -> list[dict]:
     """Golden-set rows with their validity columns, each checked against its cited chunks (``source_chunk_ids`` looked
     up in ``chunk_text``; an id not found contributes nothing). The one place rows meet their sources."""
-    return with_validity(rows, validate_cases(rows, sources_for(rows, chunk_text), embed, config))
+    return with_validity(rows, validate_cases(rows, sources_for(rows, chunk_text), embed, config, parse))
 
 
 def sources_for(rows: list[dict], chunk_text: dict[str, str]) -> dict[str, str]:

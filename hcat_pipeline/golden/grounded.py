@@ -334,7 +334,7 @@ def _rejection(r: dict, reason: str, detail: str) -> dict:
             "query": r.get("query"), "reference_answer": r.get("reference_answer"), "stage": "validity", "reason": reason, "detail": detail}  # fmt: skip
 
 
-def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed, cache: dict | None = None) -> tuple[list[dict], list[dict]]:
+def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed, cache: dict | None = None, parse=None) -> tuple[list[dict], list[dict]]:
     """Split selected grounded rows into (kept, rejections): a question without a referent (``no_referent``), a round
     trip that disagrees (``roundtrip_disagrees``), a case the validity does not accept (``accepted``: ``case_invalid``),
     yes/no beyond a third of a stratum (``yes_no_quota``). Rows not made here pass through. ``cache``: query id → validity
@@ -353,7 +353,8 @@ def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed, cache: di
     cache = {} if cache is None else cache
     cases = [{**case_from_query(r), "query_id": r["query_id"]} for r in checked if r["query_id"] not in cache]
     if cases:
-        cache.update({c["query_id"]: accepted(c, v) for c, v in zip(cases, validate_cases(cases, sources_for(cases, chunk_text), embed), strict=True)})
+        cache.update({c["query_id"]: accepted(c, v) for c, v in zip(cases, validate_cases(cases, sources_for(cases, chunk_text), embed, parse=parse),
+                                                                        strict=True)})
     verdicts = {r["query_id"]: cache[r["query_id"]] for r in checked}
     dropped = {x["query_id"] for x in rejections}
     out = []

@@ -5,6 +5,11 @@
 value", "the semantics", "pairs"; no name, literal, number or qualified noun) — or None. Counted as the selection
 reason ``no_referent``.
 
+``wh_slot_problem(doc)``: why a wh-question with do-support is garbled — its wh-word fills no slot of the clause
+("What does bound method objects support?": a subject after "does"; "What does the inheritance list usually give a
+list of base classes?": the object of a preposition that has its own) — read from a spaCy-like parse (tokens with
+``dep_``, ``head``, ``tag_``, ``pos_``; no spaCy import here: ``resources.nli.NLIModel.docs`` parses), or None.
+
 ``roundtrip_problem(row)``: the round-trip check's verdict recorded on a generated row (``golden.roundtrip``): why
 the generator, answering the question from the source chunk alone, disagrees with the reference — or None.
 """
@@ -64,3 +69,27 @@ def roundtrip_problem(row: dict) -> str | None:
     if row.get("roundtrip_agrees") is False:
         return f"the generator, answering from the source chunk alone, said {str(row.get('roundtrip_answer'))[:120]!r}"
     return None
+
+
+_DO = frozenset(("do", "does", "did"))
+_SLOTS = frozenset(("dobj", "dative", "attr", "oprd", "npadvmod", "ccomp", "xcomp"))
+
+
+def wh_slot_problem(doc) -> str | None:
+    """Why a "What / Which (noun) do / does / did …?" question is garbled (see the module docstring), or None."""
+    toks = [t for t in doc if not t.is_punct]
+    if len(toks) < 3 or toks[0].lower_ not in ("what", "which", "who", "whom") or toks[0].tag_ not in ("WP", "WDT"):
+        return None
+    wh = toks[0]
+    filler = wh.head if wh.tag_ == "WDT" else wh  # "What statement does …": the noun takes the slot
+    after = toks[1] if wh.tag_ == "WP" else toks[2]
+    if after.lower_ not in _DO or filler.dep_ in _SLOTS:
+        return None
+    if filler.dep_ == "pobj":
+        prep = filler.head
+        if prep.dep_ != "prep" and prep.pos_ != "ADP":
+            return f"'{wh.text}' reads as the object of '{prep.text}', which takes none"
+        if any(c.dep_ == "pobj" and c.i != filler.i for c in prep.children):
+            return f"'{wh.text}' has no slot: '{prep.text}' already has its object"
+        return None  # a stranded preposition: "What is it made of?"
+    return f"'{wh.text}' is the {filler.dep_} of the clause after '{after.text}' (do-support needs an object)"

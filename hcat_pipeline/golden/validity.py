@@ -127,11 +127,13 @@ _DOUBLE_AUX = re.compile(
 
 
 def question_problem(query: str) -> str | None:
-    """Why the question is not a well-formed question, or None: cut short (no closing "?"), or two finite auxiliaries in
-    a yes/no question."""
+    """Why the question is not a well-formed question, or None: cut short (no closing "?"), punctuation left dangling
+    before the "?" ("When is pass a null operation —?"), or two finite auxiliaries in a yes/no question."""
     q = (query or "").strip()
     if not q.endswith("?"):
         return f"does not end with '?' (cut short?): {q[-30:]!r}"
+    if re.search(r"[—–\-,:;(]\s*\?$", q):
+        return f"garbled: dangling punctuation before the question mark ({q[-12:]!r})"
     m = _DOUBLE_AUX.match(q)
     return f"two auxiliaries in one yes/no question ({m.group(0).strip()!r}…)" if m else None
 

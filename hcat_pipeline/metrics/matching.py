@@ -16,8 +16,13 @@ predictions FP, unmatched ground truth FN; precision = TP/(TP+FP), recall = TP/(
 F1 = 2TP/(2TP+FP+FN) (``None`` when the denominator is 0). Weights and thresholds are
 configuration (``MatchConfig``).
 
-Explanation / correction similarity when a side lacks the field: both missing → 1.0 (they agree
-there is nothing to say), one missing → 0.0. Category: exact string match, both missing → 1.0.
+Explanation / correction similarity and category match when a side lacks the field: one missing → 0.0; both
+missing → the field is *not scored* (null, never a free 1.0): ha_match is then the weighted mean over the fields both
+violations state — the present components' weights rescaled to sum to the configured total — so two bare violations are
+matched on span and rule alone, as the deck's standard score does.
+
+The files (``ground_truth.jsonl`` + one ``<checker>.jsonl`` per checker version) and the campaign over them:
+``metrics.violation_files``.
 """
 
 from __future__ import annotations
@@ -28,8 +33,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
-
-from hcat_pipeline.metrics.violation_figures import FigureOptions, figures_with_ci, text_counts
 
 Embed = Callable[[list[str]], np.ndarray]
 RuleSimilarity = Literal["minilm", "use_m3", "jaccard"]
@@ -132,12 +135,23 @@ def _records(side) -> list[dict]:
     return out
 
 
-def _field_similarity(a: str | None, b: str | None, vec: dict[str, np.ndarray]) -> float:
+def _field_similarity(a: str | None, b: str | None, vec: dict[str, np.ndarray]) -> float | None:
+    """Cosine of the two fields' embeddings; 0.0 when one side lacks it; None (not scored) when both do."""
     if not a and not b:
-        return 1.0
+        return None
     if not a or not b:
         return 0.0
     return float(vec[a] @ vec[b])
+
+
+def ha_score(cfg: MatchConfig, iou: float, rule: float, cat: float | None, expl: float | None, corr: float | None) -> float:
+    """The human-aligned score over the components both sides state (a None component: its weight goes to the others)."""
+    parts = [(cfg.ha_overlap_weight, iou), (cfg.ha_rule_weight, rule), (cfg.ha_category_weight, cat),
+             (cfg.ha_explanation_weight, expl), (cfg.ha_correction_weight, corr)]  # fmt: skip
+    total = sum(w for w, _ in parts)
+    present = [(w, v) for w, v in parts if v is not None]
+    scale = total / sum(w for w, _ in present) if sum(w for w, _ in present) > 0 else 0.0
+    return scale * sum(w * v for w, v in present)
 
 
 _WORD = re.compile(r"\w+")
@@ -179,17 +193,12 @@ def match_violations(predicted, ground_truth, embed: Embed, config: MatchConfig 
             g = gt[j]
             iou = char_iou(p["start"], p["end"], g["start"], g["end"])
             rule = rule_sim(p["rule"], g["rule"])
-            cat = 1.0 if (p.get("category") or None) == (g.get("category") or None) else 0.0
+            pc, gc = p.get("category") or None, g.get("category") or None
+            cat = None if pc is None and gc is None else float(pc == gc)
             expl = _field_similarity(p.get("explanation"), g.get("explanation"), vec)
             corr = _field_similarity(p.get("correction"), g.get("correction"), vec)
             score = cfg.overlap_weight * iou + cfg.rule_weight * rule
-            ha = (
-                cfg.ha_overlap_weight * iou
-                + cfg.ha_rule_weight * rule
-                + cfg.ha_category_weight * cat
-                + cfg.ha_explanation_weight * expl
-                + cfg.ha_correction_weight * corr
-            )
+            ha = ha_score(cfg, iou, rule, cat, expl, corr)
             cands.append(
                 {
                     "text_id": p["text_id"], "pred": i, "gt": j, "text_overlap": iou, "rule_similarity": rule,
@@ -220,124 +229,3 @@ def campaign_rows(results: Sequence[tuple[str, MatchResult]]) -> list[dict]:
     """One summary row per checker version."""
     keys = ("tp", "fp", "fn", "precision", "recall", "f1", "ha_tp", "ha_fp", "ha_fn", "ha_precision", "ha_recall", "ha_f1")
     return [{"checker_version": name, **{k: getattr(r, k) for k in keys}} for name, r in results]
-
-
-# ---------------------------------------------------------------------------------------------
-# violation-detection campaigns from JSONL files
-#
-# Folder layout (default data/violations/):
-#   ground_truth.jsonl        the labelled violations
-#   <checker_version>.jsonl   one file per checker version (e.g. prompt-baseline@1.1.0.jsonl)
-# One JSON object per line, one line per checked text:
-#   {"text_id": "t1", "text": "the checked text (optional)",
-#    "violations": [{"start": 0, "end": 12, "rule": "…", "category": "…",
-#                    "explanation": "…", "correction": "…"}]}
-# start/end are character offsets into the text (end exclusive); category, explanation and
-# correction are optional. A text a checker file does not list counts as "no violations found"
-# (its ground truth becomes FN) and is counted in ``texts_missing``. A bad line (not JSON, no
-# text_id, duplicate text_id) or a bad violation (missing/invalid start, end or rule, offsets outside
-# the text) is reported with file and line number and skipped; the rest of the file is used.
-
-GROUND_TRUTH_FILE = "ground_truth.jsonl"
-
-
-def read_violation_file(path) -> tuple[dict[str, list[dict]], list[dict]]:
-    """{text_id: [violation dicts]} and the errors (file, line, reason) of one JSONL file."""
-    import json
-    from pathlib import Path
-
-    path = Path(path)
-    texts: dict[str, list[dict]] = {}
-    errors: list[dict] = []
-
-    def err(line: int | None, reason: str) -> None:
-        errors.append({"file": path.name, "line": line, "reason": reason})
-
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        err(None, f"unreadable: {e}")
-        return texts, errors
-    for no, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            err(no, f"not JSON: {e.msg} at column {e.colno}")
-            continue
-        if not isinstance(rec, dict) or rec.get("text_id") in (None, ""):
-            err(no, "record without text_id")
-            continue
-        tid = str(rec["text_id"])
-        if tid in texts:
-            err(no, f"duplicate text_id {tid!r} (first occurrence kept)")
-            continue
-        viols = rec.get("violations", [])
-        if not isinstance(viols, list):
-            err(no, "'violations' is not a list")
-            continue
-        text = rec.get("text")
-        good = []
-        for k, v in enumerate(viols):
-            reason = _violation_problem(v, text)
-            if reason:
-                err(no, f"violation {k}: {reason}")
-                continue
-            good.append({**{f: v.get(f) for f in ("rule", "category", "explanation", "correction")}, "start": int(v["start"]), "end": int(v["end"]), "text_id": tid})
-        texts[tid] = good
-    return texts, errors
-
-
-def _violation_problem(v, text) -> str | None:
-    if not isinstance(v, dict):
-        return "not an object"
-    for k in ("start", "end"):
-        if not isinstance(v.get(k), int) or isinstance(v.get(k), bool):
-            return f"{k!r} missing or not an integer"
-    if not isinstance(v.get("rule"), str) or not v["rule"].strip():
-        return "'rule' missing or empty"
-    if not 0 <= v["start"] <= v["end"]:
-        return f"invalid span [{v['start']}, {v['end']})"
-    if isinstance(text, str) and v["end"] > len(text):
-        return f"span end {v['end']} beyond the text ({len(text)} characters)"
-    return None
-
-
-def evaluate_campaign(folder, embed: Embed, config: MatchConfig | None = None, rule_embed: Embed | None = None,
-                      figures: FigureOptions | None = None) -> tuple[list[dict], list[dict], list[dict]]:
-    """(summary per checker version — counts, the match score and P / R / F1 of both variants with bootstrap CIs over
-    texts (``violation_figures``), the rule-similarity backend —, every candidate pair with its decision, file errors)."""
-    from pathlib import Path
-
-    folder = Path(folder)
-    gt_path = folder / GROUND_TRUTH_FILE
-    if not gt_path.is_file():
-        raise FileNotFoundError(f"no {GROUND_TRUTH_FILE} in {folder}")
-    gt, errors = read_violation_file(gt_path)
-    gt_flat = [v for vs in gt.values() for v in vs]
-    summary, pairs = [], []
-    for path in sorted(folder.glob("*.jsonl")):
-        if path.name == GROUND_TRUTH_FILE:
-            continue
-        checker = path.stem
-        pred, errs = read_violation_file(path)
-        errors.extend(errs)
-        unknown = [t for t in pred if t not in gt]
-        for t in unknown:
-            errors.append({"file": path.name, "line": None, "reason": f"text_id {t!r} not in {GROUND_TRUTH_FILE} (ignored)"})
-        pred_flat = [v for t, vs in pred.items() if t in gt for v in vs]
-        res = match_violations(pred_flat, gt_flat, embed, config, rule_embed)
-        row = campaign_rows([(checker, res)])[0]
-        row.update(texts=len(gt), texts_missing=sum(1 for t in gt if t not in pred), predicted=len(pred_flat), ground_truth=len(gt_flat))
-        counts = text_counts(sorted(gt), pred_flat, gt_flat, res.matches, res.ha_matches)
-        row.update(figures_with_ci(counts, figures), rule_similarity=res.config["rule_similarity"])
-        summary.append(row)
-        for c in res.pairs:
-            p, g = pred_flat[c["pred"]], gt_flat[c["gt"]]
-            pairs.append({
-                "checker_version": checker, **{k: v for k, v in c.items() if k not in ("pred", "gt")},
-                "pred_start": p["start"], "pred_end": p["end"], "pred_rule": p["rule"],
-                "gt_start": g["start"], "gt_end": g["end"], "gt_rule": g["rule"],
-            })
-    return summary, pairs, errors

@@ -111,6 +111,12 @@ class NLIModel(dg.ConfigurableResource):
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._embedding_model().embed(list(texts))
 
+    def docs(self, texts: Sequence[str]) -> list:
+        """The packaged spaCy pipeline's ``Doc`` per text (``nlp.pipe``): for the cores that read a parse themselves
+        (``golden.question_checks.wh_slot_problem``)."""
+        nlp = load("spacy", spacy_parser)
+        return list(nlp.pipe(list(texts), batch_size=256))
+
     def parse(self, texts: Sequence[str]) -> list:
         """``nli.parse.Parse`` per text (spaCy ``nlp.pipe`` over the texts not parsed before)."""
         todo = list(dict.fromkeys(t for t in texts if t not in self._parse_cache))
