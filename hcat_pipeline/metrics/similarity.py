@@ -3,8 +3,10 @@
 * ``semantic_similarity``: sentence-level cosine between output sentence i and its reference
   sentence; averaged for the document-level score (mean), with the minimum and the per-sentence
   scores. The chapter assumes aligned sentences (output[i] ↔ reference[i]); when the counts differ
-  each output sentence is aligned with its most similar reference sentence (recorded as
-  ``alignment = "max"``).
+  the sentences are paired one to one by the assignment of highest total similarity
+  (``scipy.optimize.linear_sum_assignment``; ``alignment = "assignment"``): each reference sentence is matched once,
+  so an answer repeating one good sentence cannot inflate the score, and a sentence left without a partner on
+  either side scores 0 (the mean is over the longer side: missing or extra content lowers it).
 * ``cross_lingual_similarity``: cosine of whole-text embeddings from a multilingual encoder, so an
   English output and a French reference compare in one space.
 * ``hierarchical_consistency_report``: parent-child alignment (scope drift when low), sibling
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
+from scipy.optimize import linear_sum_assignment
 
 from hcat_pipeline.metrics.registry import F64_LIST, metric
 
@@ -43,8 +46,12 @@ def semantic_similarity(output_vecs: np.ndarray, reference_vecs: np.ndarray) -> 
         aligned, alignment = np.arange(len(o)), "index"
     else:
         sim = o @ r.T
-        aligned, alignment = sim.argmax(axis=1), "max"
-        scores = sim[np.arange(len(o)), aligned]
+        rows, cols = linear_sum_assignment(sim, maximize=True)
+        aligned = np.full(len(o), -1)
+        aligned[rows] = cols
+        scores = np.zeros(max(len(o), len(r)), dtype=np.float64)  # every sentence of the longer side; unpaired: 0
+        scores[: len(rows)] = sim[rows, cols][np.argsort(rows)]
+        alignment = "assignment"
     return {
         "mean_similarity": float(scores.mean()),
         "min_similarity": float(scores.min()),
