@@ -4,6 +4,7 @@ passage and the reference sentence marked; the campaign file chooses whether the
 ones, and says which."""
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -165,3 +166,23 @@ def test_the_report_and_the_campaign_file_say_which_cases_the_gates_read():
     sec, lines = decision_section(gates, ["s"])
     assert sec.note.startswith("Cases: the gates read the 1 reviewed case(s) of 2") and "reviewed case(s) of 2" in lines[0]
     assert gate_evidence_lines(gates.to_dicts())[0] == f"  cases: {text}"
+
+
+def test_the_systems_results_suggest_a_difficulty_shown_on_the_case_screen(project):
+    """golden-eval §2.4 "difficulty rating": measured from every night's behaviour checks (canaries left out), shown
+    beside the reviewer's own rating."""
+    from hcat_pipeline.golden.review import measured_difficulty
+
+    checks = pl.DataFrame({"case_id": ["a"] * 4 + ["b"] * 3 + ["c"] * 2, "system_id": ["s1", "s2", "s3", "canary:s1:pii", "s1", "s2", "s3", "s1", "s2"],
+                           "verdict": ["pass", "pass", "fail", "fail", "fail", "fail", "unsure", "pass", "fail"]})  # fmt: skip
+    assert measured_difficulty(checks, "a") == {"failed": 1, "answers": 3, "rate": 0.333, "suggested": "medium"}
+    assert measured_difficulty(checks, "b")["suggested"] == "hard" and measured_difficulty(checks, "b")["answers"] == 2  # unsure left out
+    assert measured_difficulty(checks, "c")["suggested"] == "medium" and measured_difficulty(checks, "zz") is None
+    base, _ = load_version(VERSION, project.golden_dir)
+    cid = review_order(base)[0]
+    night = Path(project.warehouse, "behaviour_checks", VERSION)
+    night.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame({"case_id": [cid] * 2, "system_id": ["s1", "s2"], "verdict": ["fail", "fail"]}).write_parquet(night / "2026-11-27.parquet")
+    view = case_screen_view(project.golden_dir, project.curation_dir, project.chunks, VERSION, cid, project.warehouse)
+    assert view["case"]["measured_difficulty"] == {"failed": 2, "answers": 2, "rate": 1.0, "suggested": "hard"}
+    assert case_screen_view(project.golden_dir, project.curation_dir, project.chunks, VERSION, cid)["case"]["measured_difficulty"] is None

@@ -14,6 +14,7 @@ from typing import Literal
 
 import polars as pl
 
+from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.schemas import REVIEW
 
 __all__ = ["DIFFICULTIES", "GatesRead", "REVIEW_VERDICTS", "gate_cases", "gate_tables", "review_fields", "review_order", "review_summary",
@@ -105,3 +106,17 @@ def gate_tables(tables: dict[str, pl.DataFrame | None], frame: pl.DataFrame, gat
         return tables
     keep = gate_cases(frame, gates_read)["case_id"].to_list()
     return {k: (t.filter(pl.col("case_id").is_in(keep)) if t is not None and "case_id" in t.columns else t) for k, t in tables.items()}
+
+
+def measured_difficulty(checks: pl.DataFrame, case_id: str) -> dict | None:
+    """The difficulty the systems' results suggest for ``case_id`` (golden-eval §2.4 "difficulty rating"), from
+    ``behaviour_checks`` rows of any nights (case_id, system_id, verdict): {failed, answers, rate, suggested} — easy
+    below a third failed, hard from two thirds, medium between; None when no system has answered it (a decided verdict:
+    pass or fail; unsure is left out). Planted-fault canaries are not systems."""
+    rows = drop_canaries(checks.filter((pl.col("case_id") == case_id) & pl.col("verdict").is_in(["pass", "fail"])))
+    if rows.height == 0:
+        return None
+    failed = int((rows["verdict"] == "fail").sum())
+    rate = failed / rows.height
+    suggested = "easy" if rate < 1 / 3 else "hard" if rate >= 2 / 3 else "medium"
+    return {"failed": failed, "answers": rows.height, "rate": round(rate, 3), "suggested": suggested}

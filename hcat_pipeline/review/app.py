@@ -140,7 +140,8 @@ def curate_case_page(request: Request, version: str | None = None, case: str | N
     settings = _settings(request)
     if version is not None and version not in list_versions(settings.golden_dir):
         return _page(request, "error.html.j2", 404, message=f"no frozen golden-set version {version!r} in {settings.golden_dir}")
-    view = case_screen_view(settings.golden_dir, settings.curation_dir, settings.chunks or settings.warehouse / "chunks.parquet", version, case)
+    view = case_screen_view(settings.golden_dir, settings.curation_dir, settings.chunks or settings.warehouse / "chunks.parquet", version, case,
+                            settings.warehouse)
     return _page(request, "curate_case.html.j2", **{**view, "page": "curate"})
 
 

@@ -12,7 +12,7 @@ import polars as pl
 
 from hcat_pipeline.common.sentences import sentences
 from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
-from hcat_pipeline.golden.review import review_order, with_review_columns
+from hcat_pipeline.golden.review import measured_difficulty, review_order, with_review_columns
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.items import Flag, highlight
 
@@ -65,9 +65,17 @@ def _chunk_text(path: Path, ids: list[str]) -> dict[str, str]:
     return dict(pl.read_parquet(path, columns=["chunk_id", "text"]).filter(pl.col("chunk_id").is_in(ids)).iter_rows())
 
 
-def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version: str | None, case_id: str | None) -> dict:
+def _behaviour_checks(warehouse: Path | None, version: str) -> pl.DataFrame:
+    """Every night's behaviour_checks of ``version`` (case_id, system_id, verdict); empty when none is stored."""
+    files = sorted(Path(warehouse, "behaviour_checks", version).glob("*.parquet")) if warehouse else []
+    cols = ["case_id", "system_id", "verdict"]
+    return pl.concat([pl.read_parquet(f, columns=cols) for f in files]) if files else pl.DataFrame(schema=dict.fromkeys(cols, pl.String))
+
+
+def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version: str | None, case_id: str | None,
+                     warehouse: Path | None = None) -> dict:
     """One case of ``version`` (default: the latest; the case: ``case_id``, else the first nobody decided yet); source
-    passages from the ``chunks`` table."""
+    passages from the ``chunks`` table; the difficulty the systems' answers suggest from ``warehouse``'s behaviour_checks."""
     version = version or latest_version(golden_dir)
     view = {"versions": list_versions(golden_dir), "version": version, "case": None, "position": 0, "n_cases": 0, "left": 0}
     if version is None:
@@ -94,5 +102,6 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
         "verdict": row["validity_verdict"] or "not checked", "score": "–" if row["validity_score"] is None else f"{row['validity_score']:.2f}",
         "reasons": row["validity_reasons"] or [], "decision": decisions.get(case_id),
         "passages": source_passages(row, _chunk_text(chunks, list(row.get("source_chunk_ids") or []))),
+        "measured_difficulty": measured_difficulty(_behaviour_checks(warehouse, version), case_id),
     }  # fmt: skip
     return view
