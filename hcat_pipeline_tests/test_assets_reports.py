@@ -45,6 +45,11 @@ def test_report_is_written_with_sections_and_missing_inputs_explained(report):
     for key in ("rankings", "pareto", "validity", "calibrated"):
         assert f'id="missing-{key}"' in html and "not available: " in html
     assert "typo costs dense" in html and "PERSON: John" in html and "gs-test" in html
+    # a blocking gate failed on this (first) night: its postmortem beside the report, named in the summary (golden-eval §9.3)
+    failed = pl.read_parquet(report["wh"] / "gate_verdicts" / "gs-test" / "2025-06-01.parquet").filter(pl.col("blocking") & (pl.col("verdict") == "FAIL"))
+    pm = report["path"].parent / "postmortem.md"
+    assert failed.height > 0 and pm.exists() and "Postmortem (golden-eval §9.3)" in meta["summary"].value
+    assert f"{failed['system_id'][0]}: {failed['gate'][0]} FAILED" in pm.read_text() and "no earlier night" in pm.read_text()
     # the paired comparison of the two systems on their shared cases (golden-eval §4.3): McNemar on pass / fail
     assert 'id="table-paired"' in html and "mcnemar_exact" in html and html.index('id="table-paired"') < html.index('id="missing-pareto"')
     from hcat_pipeline.paths import REVIEW_URL

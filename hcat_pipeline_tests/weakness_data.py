@@ -140,7 +140,7 @@ def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int)
                                                                        "review_queue")]  # fmt: skip
     upstream += [dg.AssetSpec("golden_set", partitions_def=golden_set_version),
                  *[dg.AssetSpec(k) for k in ("metric_validity", "exam_report", "exam_topics", "exam_chunking", "calibrators", "human_labels")]]
-    cfg = {"reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir)}
+    cfg = {"reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir), "warehouse_dir": str(wh)}
     result = dg.materialize(
         [*upstream, weakness_report, campaign_report], selection=[weakness_report, campaign_report],
         partition_key=campaign_run_key(VERSION, NIGHT), instance=instance, resources={"io_manager": PolarsParquetIOManager(base_dir=str(wh))},

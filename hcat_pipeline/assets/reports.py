@@ -36,12 +36,14 @@ from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_data_uri
 from hcat_pipeline.configs import config_from, to_core
+from hcat_pipeline.gates.drift import scoring_models
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
 from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR
+from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.reports.campaign_report import render_report, review_link
 from hcat_pipeline.reports.failures import failure_cases as failure_table
+from hcat_pipeline.reports.postmortem import Night, postmortem, render_markdown
 from hcat_pipeline.reports.robustness import robustness_deltas as deltas_table
 from hcat_pipeline.reports.sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
 from hcat_pipeline.reports.weakness import (
@@ -54,6 +56,7 @@ from hcat_pipeline.reports.weakness import (
     with_weak_ranks,
     worst_cases,
 )
+from hcat_pipeline.schemas import BEHAVIOUR_CHECKS
 
 # The Dagster config *is* the core's WeaknessConfig (one field list, one set of defaults) + the plotted metrics.
 WeaknessReportConfig = config_from(
@@ -65,12 +68,45 @@ WeaknessReportConfig = config_from(
 class CampaignReportConfig(dg.Config):
     reports_dir: str = Field(default="", description="where report.html is written (<dir>/<version>/<night>/); empty: data/reports")
     golden_sets_dir: str = Field(default="", description="where the frozen version's manifest is read; empty: data/golden_sets")
+    warehouse_dir: str = Field(default="", description="where the earlier nights a postmortem compares with are read; empty: data/warehouse")
     plot_metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_PLOT_METRICS))
     seed: int = Field(default=WeaknessConfig.seed, description="jitter of the violin points")
 
 
 def _weakness_cfg(config) -> WeaknessConfig:
     return to_core(WeaknessConfig, config)
+
+
+def _night_of(night: str, gates: pl.DataFrame, checks: pl.DataFrame, responses: pl.DataFrame, metrics: pl.DataFrame | None,
+              golden_set: pl.DataFrame) -> Night:
+    checks = checks.join(golden_set.select("case_id", "stratum_label"), on="case_id", how="left") if "stratum_label" in golden_set.columns else checks
+    hashes = dict(responses.select("system_id", "config_hash").unique("system_id").iter_rows()) if "config_hash" in responses.columns else {}
+    return Night(night, gates, checks, hashes, scoring_models(metrics))
+
+
+def _write_postmortem(config, version: str, night: str, out_dir: Path, gate_verdicts: pl.DataFrame, behaviour_checks: pl.DataFrame,
+                      rag_responses: pl.DataFrame, metric_tables: pl.DataFrame, golden_set: pl.DataFrame) -> Path | None:
+    """postmortem.md beside the report when the night needs one (``reports.postmortem``), compared with the latest earlier
+    night of the version stored in the warehouse; None otherwise."""
+    wh = Path(config.warehouse_dir or WAREHOUSE_DIR)
+    earlier = sorted(p.stem for p in (wh / "gate_verdicts" / version).glob("*.parquet") if p.stem < night)
+    before = None
+    if earlier:
+        prev = earlier[-1]
+
+        def read(table: str, cols: list[str] | None = None) -> pl.DataFrame:
+            p = wh / table / version / f"{prev}.parquet"
+            return drop_canaries(pl.read_parquet(p, columns=cols)) if p.exists() else pl.DataFrame()
+
+        checks = read("behaviour_checks")
+        before = _night_of(prev, read("gate_verdicts"), checks if checks.height else pl.DataFrame(schema=BEHAVIOUR_CHECKS),
+                           read("rag_responses", ["system_id", "config_hash"]), read("metric_tables", ["system_id", "score_info"]), golden_set)  # fmt: skip
+    pm = postmortem(_night_of(night, gate_verdicts, behaviour_checks, rag_responses, metric_tables, golden_set), before)
+    if pm is None:
+        return None
+    out = out_dir / "postmortem.md"
+    out.write_text(render_markdown(pm, version), encoding="utf-8")
+    return out
 
 
 def _judge_note(context: dg.AssetExecutionContext) -> str | None:
@@ -224,9 +260,12 @@ def campaign_report(
         plot_metrics=config.plot_metrics, pairs=DEFAULT_PAIRS, seed=config.seed, prov=prov,
     )  # fmt: skip
     rubric_lines = kwargs.pop("rubric_lines")
-    html = render_report(**kwargs)
     path = Path(config.reports_dir or REPORTS_DIR) / version / night / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
+    pm_path = _write_postmortem(config, version, night, path.parent, gate_verdicts, behaviour_checks, rag_responses, metric_tables, golden_set)
+    if pm_path:
+        kwargs["summary"].append(f"Postmortem (golden-eval §9.3): {pm_path}")
+    html = render_report(**kwargs)
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(path)
@@ -242,6 +281,7 @@ def campaign_report(
         "missing": dg.MetadataValue.json({k: o.why for k, o in optional.items() if o.frame is None}),
         "plots": n_plots,
         "size_bytes": len(html.encode("utf-8")),
+        "postmortem": dg.MetadataValue.path(str(pm_path)) if pm_path else "not needed: no blocking gate failed, no release flipped",
     })  # fmt: skip
     return pl.DataFrame({"golden_set_version": [version], "night": [night], "path": [str(path)], "plots": [n_plots],
                          "size_bytes": [len(html.encode("utf-8"))], **{f"has_{k}": [v] for k, v in available.items()}})  # fmt: skip
