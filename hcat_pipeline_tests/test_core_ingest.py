@@ -107,3 +107,13 @@ def test_campaign_paths_folders_files_globs_and_missing_entries(tmp_path):
     assert not docs["text"].str.contains("hidden|Not matched").any()
     assert errors.height == 1 and errors["file"][0] == "missing/" and "matches no file" in errors["reason"][0]
     assert not docs["source"].str.contains("pydoc").any()  # the embedded reference is not mixed in
+
+
+def test_a_terminal_capture_is_ingested_as_plain_text(tmp_path):
+    """A man page saved from a terminal carries ANSI escapes and backspace overstrike; no question or answer should:
+    the document is ingested as the text a reader sees."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "man.txt").write_text("N\bNA\bAM\bME\bE\n  man - an interface to the \x1b[1msystem reference manuals\x1b[22m\x07\n", encoding="utf-8")
+    frame, errors, _ = ingest(include_embedded=False, drop_folder=docs)
+    assert frame["text"][0] == "NAME\n  man - an interface to the system reference manuals" and errors.height == 0

@@ -27,12 +27,23 @@ def doc_id_for(text: str) -> str:
     return short_hash(text, n=16)
 
 
+_TERMINAL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|.\x08")  # ANSI escapes; "x\bx" overstrike (man pages)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def printable_text(text: str) -> str:
+    """``text`` without terminal formatting (ANSI escape sequences, backspace overstrike: a man page saved from a
+    terminal) and control characters other than newline and tab — which no question or answer should carry."""
+    return _CONTROL.sub("", _TERMINAL.sub("", text))
+
+
 @dataclass
 class IngestResult:
     documents: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
 
     def add_doc(self, text: str, source: str, title: str, metadata: dict | None = None) -> None:
+        text = printable_text(text)
         self.documents.append(
             {
                 "doc_id": doc_id_for(text),
