@@ -20,6 +20,14 @@ class Construct:
 
 
 CONSTRUCTS: dict[str, Construct] = {
+    "conciseness": Construct(
+        "the answer says what is needed without padding (golden-eval §3.2)",
+        "the reference's word count over the answer's, capped at 1",
+        "length only: a short wrong answer is concise; the reference's own length sets the bar; not validated against labels"),
+    "tone": Construct(
+        "the answer's tone is courteous and professional (golden-eval §3.2)",
+        "VADER's compound sentiment of the answer and its negative sentences",
+        "lexical sentiment: bad news stated politely reads negative, sarcasm reads positive; not validated against labels"),
     "groundedness_nli": Construct(
         "the answer states only what its retrieved passages support (no fabrication)",
         "mean σ(D) of the packaged NLI head over answer sentences, premise = the row's context sentences",
