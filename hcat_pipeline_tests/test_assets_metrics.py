@@ -183,6 +183,10 @@ def test_violation_campaign_asset(tmp_path, warehouse, embedding_model):
     assert row["rule_similarity"] == "minilm" and row["samples"] == 3
     assert row["match_score"] == pytest.approx(matched.mean()) and row["match_score_ci_low"] <= row["match_score"] <= row["match_score_ci_high"]
     assert row["f1_ci_low"] <= row["f1"] <= row["f1_ci_high"]
+    # who they are, as the deck names them; no human match labels here: the defaults, said so
+    assert row["split"].startswith("example_split@0.1.0#") and row["checker"] == "example-checker@0.1.0|hand-written (invented example)"
+    fitted = res.asset_materializations_for_node("violation_campaign")[0].metadata["fitted_to_human_labels"].data
+    assert fitted["why"].startswith("no match_labels.jsonl") and "fixed defaults" in fitted["why"]
 
 
 def test_violation_file_sensor_reruns_the_matching_when_a_checker_version_arrives(tmp_path, warehouse, embedding_model):

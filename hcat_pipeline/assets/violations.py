@@ -15,7 +15,8 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.metrics.matching import MatchConfig
 from hcat_pipeline.metrics.violation_figures import FigureOptions
-from hcat_pipeline.metrics.violation_files import evaluate_campaign
+from hcat_pipeline.metrics.violation_files import LABELS_FILE, evaluate_campaign
+from hcat_pipeline.metrics.violation_fit import fit_match_weights, read_match_labels
 from hcat_pipeline.paths import DATA_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -29,6 +30,16 @@ ViolationCampaignConfig = config_from(
     MatchConfig, "ViolationCampaignConfig", base=config_from(FigureOptions, "ViolationFigureConfig"),
     folder=(str, Field(default=str(DATA_DIR / "violations"), description="ground_truth.jsonl + <checker_version>.jsonl")),
 )
+
+
+def _fitted_weights(folder: Path, embed, match_cfg: MatchConfig) -> dict:
+    """The weights fitted to the team's human match labels (``match_labels.jsonl``) with the held-out agreement beside the
+    fixed defaults', or why there is no fit."""
+    path = folder / LABELS_FILE
+    if not path.is_file():
+        return {"why": f"no {LABELS_FILE} in {folder}: the weights are the deck's fixed defaults, not fitted to human judgements"}
+    labels, problems = read_match_labels(path)
+    return {**fit_match_weights(labels, embed, config=match_cfg), "label_problems": problems[:20]}
 
 
 @dg.multi_asset(
@@ -56,6 +67,7 @@ def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampa
     errors_df = pl.DataFrame(errors, schema=ERRORS_SCHEMA) if errors else pl.DataFrame(schema=ERRORS_SCHEMA)
     if errors:
         context.log.warning(f"{len(errors)} bad line(s)/violation(s) in {folder}; see violation_file_errors")
+    fitted = _fitted_weights(folder, embedding_model.embed, match_cfg)
     yield dg.Output(
         summary_df,
         output_name="violation_campaign",
@@ -69,6 +81,7 @@ def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampa
             "file_errors": len(errors),
             "errors": preview(errors_df, 20),
             "config": dg.MetadataValue.json(dict(config)),
+            "fitted_to_human_labels": dg.MetadataValue.json(fitted),
         },
     )
     yield dg.Output(pairs_df, output_name="violation_matches", metadata={"dagster/row_count": pairs_df.height, "matches": int(pairs_df["std_match"].sum()) if pairs_df.height else 0})

@@ -6,6 +6,7 @@ Folder layout (default data/violations/):
   split.json                optional: {"split": "<name>@<version>"}; the split id is that name@version with the
                             ground truth's content hash (``#<sha256[:12]>``), so two runs on a changed file never
                             read as the same split (``unversioned@-#…`` without split.json)
+  match_labels.jsonl        optional: human match labels (``metrics.violation_fit``), never read as a checker
   <checker>.jsonl           one file per checker version, named ``<name>@<version>`` (e.g. prompt-baseline@1.1.0.jsonl);
                             the model behind it from a ``"model"`` key on its records (the first one), or a
                             ``<name>@<version>.model`` file beside it; the checker id is ``<name>@<version>|<model>``
@@ -31,6 +32,7 @@ from hcat_pipeline.metrics.matching import Embed, MatchConfig, campaign_rows, ma
 from hcat_pipeline.metrics.violation_figures import FigureOptions, figures_with_ci, text_counts
 
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
+LABELS_FILE = "match_labels.jsonl"  # human match labels (``metrics.violation_fit``), not a checker
 
 
 def read_violation_file(path) -> tuple[dict[str, list[dict]], list[dict]]:
@@ -106,7 +108,7 @@ def evaluate_campaign(folder, embed: Embed, config: MatchConfig | None = None, r
     gt_flat = [v for vs in gt.values() for v in vs]
     summary, pairs = [], []
     for path in sorted(folder.glob("*.jsonl")):
-        if path.name == GROUND_TRUTH_FILE:
+        if path.name in (GROUND_TRUTH_FILE, LABELS_FILE):
             continue
         checker = path.stem
         pred, errs = read_violation_file(path)
