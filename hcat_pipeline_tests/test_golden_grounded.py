@@ -333,3 +333,25 @@ def test_a_conditioned_claim_makes_no_yes_no_case_and_no_cases_fill_the_quota_fi
     six = [row("s1", None, "simple"), row("s2", None, "simple"), row("y1", "yes"), row("y2", "yes"), row("n1", "no"), row("s3", None, "simple")]
     out, rejected = yes_no_quota(six, lambda r: True, reject)  # 6 kept allow two: the "No" and the first "yes"
     assert [r["query_id"] for r in out] == ["s1", "s2", "y1", "n1", "s3"] and [r["query_id"] for r in rejected] == ["y2"]
+
+
+def test_a_kept_yes_gets_its_no_twin_by_rule_sharing_one_slot():
+    """issue 47: an always-yes system must be caught by the set itself — each kept "Yes" case gets the "No" case of a
+    claim its sentence contradicts (no LLM call), and the two count as one yes/no slot of the stratum."""
+    from hcat_pipeline.golden.grounded import no_twins
+    from hcat_pipeline.golden.yes_no import yes_no_quota
+
+    chunk = {"chunk_id": "c1", "text": SAVINGS, "title": "Easy Saver account", "stratum": 0}
+    sentence = "Partial withdrawals are allowed on the Easy Saver account after the first year."
+    yes = {"query_id": "q-yes", "query_type": "yes_no", "answer_label": "yes", "chunk_id": "c1", "evidence": sentence, "stratum": 0,
+           "query": "Are partial withdrawals allowed on the Easy Saver account after the first year?", "generation_round": 1}
+    unmakeable = {**yes, "query_id": "q-yes2", "evidence": "You can make up to three withdrawals in each calendar year without losing interest."}
+    twins = no_twins([yes, unmakeable, {**yes, "query_id": "q-s", "query_type": "simple"}], {"c1": chunk}, seed=0)
+    assert len(twins) == 1  # no rule makes the second sentence false; a simple case has no twin
+    twin = twins[0]
+    assert (twin["query"], twin["answer_label"], twin["reference_answer"]) == (
+        "Are partial withdrawals forbidden on the Easy Saver account after the first year?", "no", f"No. {sentence}")
+    assert twin["prompt_name"] == "rules:yes_no_inversion" and twin["evidence"] == sentence and twin["stratum"] == 0
+    others = [{"query_id": f"s{i}", "query_type": "simple", "stratum": 0} for i in range(2)]
+    out, rejected = yes_no_quota([*others, yes, twin], lambda r: True, lambda r, reason, detail: r)  # 4 kept: one slot
+    assert {r["query_id"] for r in out} == {"s0", "s1", "q-yes", twin["query_id"]} and rejected == []

@@ -224,6 +224,7 @@ def generated_queries(
             "by_type": dg.MetadataValue.json({t: int((out["query_type"] == t).sum()) for t in config.query_types}),
             "llm_model": llm.model_name,
             "roundtrip_calls": plan.get("roundtrip_calls", 0),
+            "no_twins_kept": plan.get("no_twins", 0),
             "roundtrip_agrees": int(out["roundtrip_agrees"].fill_null(False).sum()),
             "roundtrip_disagrees": int((~out["roundtrip_agrees"].fill_null(True)).sum()),
             "llm_seconds": round(seconds, 1),

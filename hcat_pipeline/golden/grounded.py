@@ -301,12 +301,37 @@ def generate_grounded(
             _roundtrip(rows, kept_ids, chunk_of, llm, seed, failed_exceptions, progress)
             summary["roundtrip_calls"] += sum(r.get("roundtrip_agrees") is not None for r in rows) - before
             kept_ids = keep(rows)
+    twins = no_twins([r for r in rows if r["query_id"] in kept_ids], chunk_of, seed)
+    if twins:  # every kept "Yes" gets its "No" where a rule can make its claim false: an always-yes system meets both
+        rows += twins
+        kept_ids = keep(rows)
+    summary["no_twins"] = sum(t["query_id"] in kept_ids for t in twins)
     for st in queue:
         k = sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st)
         summary["kept_per_stratum"][st] = k
         if k < budget:
             summary["short_strata"][st] = f"{k} of {budget} after {asked[st]} request(s)" + ("" if queue[st] else "; no sentence left")
     return rows, summary
+
+
+def no_twins(kept: list[dict], chunk_of: dict[str, dict], seed: int) -> list[dict]:
+    """The "No" twin of each kept "Yes" yes/no case, by rule and without an LLM call: a claim its source sentence
+    contradicts (``yes_no.false_claim``: an antonym or a number swapped) asked by auxiliary inversion
+    (``claims.yes_no_question``), reference "No." + the sentence. The pair shares one yes/no slot of its stratum."""
+    out = []
+    for r in kept:
+        chunk, sentence = chunk_of.get(r.get("chunk_id")), r.get("evidence")
+        if r["query_type"] != "yes_no" or r.get("answer_label") != "yes" or chunk is None or not sentence:
+            continue
+        req = yes_no_request(chunk, sentence, "no")
+        question = yes_no_question(req["claim"]) if req else None
+        if question is None:
+            continue
+        qid = "q-" + short_hash(f"yes_no|{chunk['chunk_id']}|{seed}|{YES_NO_RULE.hash}|{sentence}|{req['claim']}|twin", n=12)
+        out.append(query_row(chunk, "yes_no", req["chunk_ids"], YES_NO_RULE, seed, query=question, reference_answer=req["reference"],
+                             answer_label="no", model=YES_NO_RULE.name, evidence=sentence, query_id=qid,
+                             generation_round=r.get("generation_round")))  # fmt: skip
+    return out
 
 
 MAX_ANCHOR_RANK = 2  # the reference sentence must be an extractive reader's first or second pick for the question

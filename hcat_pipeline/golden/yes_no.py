@@ -85,22 +85,24 @@ def stratum_polarity(rank: int, seed: int) -> str:
 
 
 def yes_no_quota(kept: list[dict], is_grounded, rejection) -> tuple[list[dict], list[dict]]:
-    """Keep at most ``yes_no_allowed`` yes/no rows per stratum, "No" ones first (an always-yes system must meet them;
-    "No" is the scarcer answer), then in order; the rest are rejected ``yes_no_quota``."""
+    """Keep at most ``yes_no_allowed`` yes/no slots per stratum — a slot is a source sentence asked once per answer, so a
+    "Yes" case and its "No" twin (``grounded.no_twins``) share one, two "Yes" questions of it do not —, "No" ones first (an always-yes system must meet them; "No" is the
+    scarcer answer), then in order; the rest are rejected ``yes_no_quota``."""
     n_in: dict = {}
     for r in kept:
         n_in[r.get("stratum")] = n_in.get(r.get("stratum"), 0) + 1
     yes_no = [r for r in kept if r["query_type"] == "yes_no" and is_grounded(r)]  # rows of golden.grounded only
     rank = {id(r): i for i, r in enumerate(sorted(yes_no, key=lambda r: r.get("answer_label") != "no"))}
-    seen: dict = {}
+    slots: dict = {}
     out, rejections = [], []
     for r in sorted(kept, key=lambda r: rank.get(id(r), -1)):
         if id(r) in rank:
-            st = r.get("stratum")
-            seen[st] = seen.get(st, 0) + 1
-            if seen[st] > yes_no_allowed(n_in[st]):
+            st, sentence, label = r.get("stratum"), r.get("evidence") or r.get("query_id"), r.get("answer_label")
+            taken = slots.setdefault(st, {})  # sentence → the answers asked of it
+            if (sentence not in taken and len(taken) >= yes_no_allowed(n_in[st])) or label in taken.get(sentence, ()):
                 rejections.append(rejection(r, "yes_no_quota", f"more than {yes_no_allowed(n_in[st])} yes/no case(s) of {n_in[st]} in stratum {st}"))
                 continue
+            taken.setdefault(sentence, set()).add(label)
         out.append(r)
     order = {id(r): i for i, r in enumerate(kept)}
     return sorted(out, key=lambda r: order[id(r)]), rejections
