@@ -11,15 +11,18 @@ def test_semantic_similarity_aligned_and_max_alignment():
     assert out["alignment"] == "index"
     assert out["sentence_scores"] == pytest.approx([1.0, 0.6])
     assert out["mean_similarity"] == pytest.approx(0.8) and out["min_similarity"] == pytest.approx(0.6)
-    # unequal counts: one-to-one assignment, each reference sentence matched once; the unpaired sentence scores 0
+    # unequal counts: what the answer says of the reference (per answer sentence, best match) and what of the reference
+    # it says (each reference sentence matched once), their harmonic mean
     out = semantic_similarity(E[[0, 1, 2]], E[[2, 0]])
     assert out["alignment"] == "assignment" and out["aligned_reference"] == [1, -1, 0]
-    assert sorted(out["sentence_scores"]) == pytest.approx([0.0, 1.0, 1.0]) and out["mean_similarity"] == pytest.approx(2 / 3)
+    assert out["sentence_scores"] == pytest.approx([1.0, 0.0, 1.0]) and out["mean_similarity"] == pytest.approx(2 * (2 / 3) / (2 / 3 + 1))
     # an answer repeating the one sentence it got right does not inflate the score (argmax alignment gave 1.0)
     repeated = semantic_similarity(E[[0, 0, 0]], E[[0, 1, 2]])
     assert repeated["alignment"] == "index" and repeated["mean_similarity"] == pytest.approx(1 / 3)
-    padded = semantic_similarity(E[[0, 0, 0, 0]], E[[0, 1]])
-    assert padded["mean_similarity"] == pytest.approx(1 / 4) and padded["aligned_reference"].count(0) == 1
+    padded = semantic_similarity(E[[0, 0, 0, 0]], E[[0, 1]])  # the right sentence four times cannot stand in for the other
+    assert padded["mean_similarity"] == pytest.approx(2 * 1 * 0.5 / 1.5) and padded["aligned_reference"].count(0) == 1  # argmax: 1.0
+    short = semantic_similarity(E[[0]], E[[0, 1, 2]])  # one of three reference sentences said
+    assert short["sentence_scores"] == pytest.approx([1.0]) and short["mean_similarity"] == pytest.approx(2 * (1 / 3) / (4 / 3))
     assert semantic_similarity(E[:0], E) is None
 
 

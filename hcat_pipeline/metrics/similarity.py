@@ -3,10 +3,12 @@
 * ``semantic_similarity``: sentence-level cosine between output sentence i and its reference
   sentence; averaged for the document-level score (mean), with the minimum and the per-sentence
   scores. The chapter assumes aligned sentences (output[i] ↔ reference[i]); when the counts differ
-  the sentences are paired one to one by the assignment of highest total similarity
-  (``scipy.optimize.linear_sum_assignment``; ``alignment = "assignment"``): each reference sentence is matched once,
-  so an answer repeating one good sentence cannot inflate the score, and a sentence left without a partner on
-  either side scores 0 (the mean is over the longer side: missing or extra content lowers it).
+  the score is the harmonic mean (``alignment = "assignment"``) of what the answer says that the reference says —
+  the mean over answer sentences of their best similarity to a reference sentence (the per-sentence scores) — and
+  what of the reference the answer says, each reference sentence matched **once**: the one-to-one assignment of
+  highest total similarity (``scipy.optimize.linear_sum_assignment``), a reference sentence left without a partner
+  scoring 0. An answer repeating the one sentence it got right cannot stand in for the reference's others; an off-
+  reference sentence lowers the first half.
 * ``cross_lingual_similarity``: cosine of whole-text embeddings from a multilingual encoder, so an
   English output and a French reference compare in one space.
 * ``hierarchical_consistency_report``: parent-child alignment (scope drift when low), sibling
@@ -41,24 +43,21 @@ def semantic_similarity(output_vecs: np.ndarray, reference_vecs: np.ndarray) -> 
     if len(output_vecs) == 0 or len(reference_vecs) == 0:
         return None
     o, r = _normalise(output_vecs), _normalise(reference_vecs)
-    if len(o) == len(r):
+    if len(o) == len(r):  # the chapter's alignment: output sentence i ↔ reference sentence i
         scores = np.einsum("ij,ij->i", o, r)
-        aligned, alignment = np.arange(len(o)), "index"
+        aligned, alignment, mean = np.arange(len(o)), "index", float(scores.mean())
     else:
         sim = o @ r.T
         rows, cols = linear_sum_assignment(sim, maximize=True)
-        aligned = np.full(len(o), -1)
+        aligned = np.full(len(o), -1)  # per answer sentence: its reference partner in the assignment, -1 for none
         aligned[rows] = cols
-        scores = np.zeros(max(len(o), len(r)), dtype=np.float64)  # every sentence of the longer side; unpaired: 0
-        scores[: len(rows)] = sim[rows, cols][np.argsort(rows)]
-        alignment = "assignment"
-    return {
-        "mean_similarity": float(scores.mean()),
-        "min_similarity": float(scores.min()),
-        "sentence_scores": [float(s) for s in scores],
-        "alignment": alignment,
-        "aligned_reference": [int(i) for i in aligned],
-    }
+        scores = sim.max(axis=1)  # per answer sentence: its best reference sentence
+        covered = np.zeros(len(r))
+        covered[cols] = sim[rows, cols]  # per reference sentence, matched once: its partner's similarity, 0 for none
+        p, rc = float(max(scores.mean(), 0.0)), float(max(covered.mean(), 0.0))
+        alignment, mean = "assignment", (2 * p * rc / (p + rc) if p + rc > 0 else 0.0)
+    return {"mean_similarity": mean, "min_similarity": float(scores.min()), "sentence_scores": [float(s) for s in scores],
+            "alignment": alignment, "aligned_reference": [int(i) for i in aligned]}  # fmt: skip
 
 
 def cross_lingual_similarity(output_texts: Sequence[str], reference_texts: Sequence[str], encode: Embed) -> list[float]:
