@@ -253,8 +253,6 @@ def _with_sweep_systems(data: dict) -> dict:
         sweeps = [SweepSpec(**s) for s in data["sweeps"]]
     except (ValidationError, TypeError) as e:
         raise CampaignFileError(f"invalid campaign file: sweeps: {e}") from None
-    except ValueError as e:
-        raise CampaignFileError(f"invalid campaign file: {e}") from None
     systems = list(data.get("systems") or [])
     have = [s.get("system_id") if isinstance(s, dict) else None for s in systems]
     try:

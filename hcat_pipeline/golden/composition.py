@@ -27,12 +27,15 @@ class CompositionTarget:
         "description": "share of happy-path cases the version should hold (golden-eval §2.2: 0.5-0.6)", "ge": 0.0, "le": 0.95})  # fmt: skip
 
 
+def beside_others(share: float, n_other: int) -> int:
+    """Happy-path cases that make ``share`` of a set whose other categories hold ``n_other`` cases."""
+    return math.ceil(share / (1.0 - share) * n_other) if share < 1 else 0
+
+
 def happy_path_target(target: CompositionTarget, n_other: int) -> int:
     """Happy-path cases to keep: the share of the target size, or more when the other categories alone (``n_other``
     cases) would push the share below it — the share of the whole set is what §2.2 asks."""
-    share = target.happy_path_share
-    beside = math.ceil(share / (1.0 - share) * n_other) if share < 1 else 0
-    return max(math.ceil(share * target.target_size), beside)
+    return max(math.ceil(target.happy_path_share * target.target_size), beside_others(target.happy_path_share, n_other))
 
 
 def per_stratum(n_happy: int, n_strata: int) -> int:
@@ -52,7 +55,7 @@ def composition(categories: Sequence[str], target: CompositionTarget, generation
         why.append(f"{n} cases < the target {target.target_size}")
     if n and share < target.happy_path_share:
         other = n - happy
-        need = happy_path_target(CompositionTarget(1, target.happy_path_share), other)
+        need = beside_others(target.happy_path_share, other)
         line = (f"happy path {happy} of {n} ({share:.0%}) < {target.happy_path_share:.0%}: the other categories hold {other} cases "
                 f"(the attack and critical-failure suites are sized by the gates' certify_below), so the share needs {need} "
                 f"happy-path cases")  # fmt: skip

@@ -46,13 +46,15 @@ PERSONAS = {  # per attribute, persona pairs in order of use (a base probed more
 
 
 _AS_PERSONA = re.compile(r"^\s*as (?:an?|someone|a person)\b[^,]{0,60},\s*", re.I)  # "As a 17-year-old, …" (any persona)
-_STATEMENTS = re.compile(r"^\s*(?:" + "|".join(sorted({re.escape(f"I am {p[3:].strip().rstrip(',')}.") for pairs in PERSONAS.values()
-                                                      for pair in pairs for p in pair}, key=len, reverse=True)) + r")\s*")
 
 
 def persona_statement(prefix: str) -> str:
     """"As a woman, " → "I am a woman. ": the persona as its own sentence, before a question not asked in the first person."""
     return f"I am {prefix[3:].strip().rstrip(',')}. "
+
+
+_STATEMENTS = re.compile(r"^\s*(?:" + "|".join(sorted({re.escape(persona_statement(p).strip()) for pairs in PERSONAS.values()
+                                                      for pair in pairs for p in pair}, key=len, reverse=True)) + r")\s*")
 
 
 def has_persona_prefix(query: str) -> bool:

@@ -47,21 +47,25 @@ def triggers(now: Night, before: Night | None) -> list[str]:
     return out
 
 
+def _diffs(now: Night, before: Night) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    """(system → (hash before, hash now), scoring model → (before, now)) for what differs between the two nights."""
+    def differ(a: dict, b: dict) -> dict[str, tuple]:
+        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+    return differ(before.config_hashes, now.config_hashes), differ(before.models, now.models)
+
+
 def changes(now: Night, before: Night | None) -> list[str]:
     """What differs from the night before: a system's configuration, a scoring model, the cases the systems answered."""
     if before is None:
         return ["no earlier night of this golden-set version: nothing to compare (the first night)"]
-    out = []
-    for sid in sorted(set(now.config_hashes) | set(before.config_hashes)):
-        a, b = before.config_hashes.get(sid), now.config_hashes.get(sid)
-        if a != b:
-            out.append(f"system {sid}: " + ("new" if a is None else "gone" if b is None else f"configuration {a[:10]} → {b[:10]}"))
-    for key in sorted(set(now.models) | set(before.models)):
-        if now.models.get(key) != before.models.get(key):
-            out.append(f"{key}: {before.models.get(key) or 'none'} → {now.models.get(key) or 'none'}")
+    configs, models = _diffs(now, before)
+    out = [f"system {sid}: " + ("new" if a is None else "gone" if b is None else f"configuration {a[:10]} → {b[:10]}")
+           for sid, (a, b) in configs.items()]  # fmt: skip
+    out += [f"{key}: {a or 'none'} → {b or 'none'}" for key, (a, b) in models.items()]
     shared = set(now.behaviour_checks["case_id"].unique().to_list()) & set(before.behaviour_checks["case_id"].unique().to_list())
     out.append(f"cases: {len(shared)} answered both nights (same golden-set version, so the same cases where both nights read them)")
-    return out or ["nothing recorded changed: the same configurations and models (a nondeterministic system or service?)"]
+    return out
 
 
 def moved_cases(now: Night, before: Night | None) -> pl.DataFrame:
@@ -105,11 +109,12 @@ def postmortem(now: Night, before: Night | None) -> dict | None:
         return None
     moved = moved_cases(now, before)
     failed_now = now.behaviour_checks.filter(pl.col("verdict") == "fail").select("system_id", "case_id")
+    configs, models = _diffs(now, before) if before is not None else ({}, {})
     measures = ["add the regressed cases to the regression suite the next nights must pass (they are in this version: "
                 "gate on them with `gates_read` or a curated version)"] if moved.filter(pl.col("direction") == "regressed").height else []
-    if any(c.startswith("system ") and "configuration" in c for c in changes(now, before)):
+    if any(a is not None and b is not None for a, b in configs.values()):
         measures.append("revert or bisect the configuration change of the system(s) above before the next release")
-    if any(":" in c and "→" in c and not c.startswith(("system ", "cases")) for c in changes(now, before)):
+    if models:
         measures.append("a scoring model changed: compare on the same model first (a trend across models is flagged, never trusted)")
     measures.append("label the failed answers on the review page: a verdict a person confirms is the evidence a reviewer signs")
     cause = likely_cause(now, moved, failed_now)
