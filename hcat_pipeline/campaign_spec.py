@@ -20,6 +20,7 @@ from typing import Literal, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from hcat_pipeline.campaign_monitoring import MonitoringSpec
 from hcat_pipeline.campaign_systems import ChunkingSpec, LLMSpec, Strict, SweepSpec, SystemSpec, sweep_systems
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
@@ -196,6 +197,10 @@ class CampaignSpec(Strict):
         default_factory=list, description="planted-fault copies of systems of this campaign: each must get the verdicts its "
         "fault declares (canary_detection); a missed one fails that asset's check — the evaluator is broken")
 
+    monitoring: Optional[MonitoringSpec] = Field(
+        default=None, description="production monitoring (golden-eval §7): the service's traffic logs, ingested each day they "
+        "appear, a stratified sample scored like the nights, anomalies tested; absent: no monitoring")
+
     exam_chunkings: list[ChunkingSpec] = Field(
         default_factory=list, description="two chunkings of the corpus (name, max_tokens, overlap_tokens) the exam is taken "
         "over to compare them (exam paper App. B.1; asset exam_chunking); empty: no comparison")
@@ -236,8 +241,8 @@ class CampaignFileError(ValueError):
 
 
 # where the work runs, not what is evaluated: the same campaign on a GPU is the same campaign; and what only the on-demand
-# exam reads (the nights' tables do not depend on it)
-EXECUTION_ONLY = {"device", "exam_chunkings"}
+# exam or the production monitoring reads (the nights' tables do not depend on them)
+EXECUTION_ONLY = {"device", "exam_chunkings", "monitoring"}
 DEVICE_RESOURCES = ("embedding_model", "nli_model")
 
 
@@ -293,7 +298,7 @@ def load_campaign(path: str | Path | None = None) -> CampaignSpec:
 
 
 def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
-    """Corpus paths and GGUF model paths relative to the campaign file, made absolute."""
+    """Corpus paths, GGUF model paths and log paths relative to the campaign file, made absolute."""
 
     def absolute(p: str) -> str:
         return p if not p or Path(p).expanduser().is_absolute() else str(base / p)
@@ -306,6 +311,7 @@ def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
         "llm": llm(spec.llm), "generation": spec.generation.model_copy(update={"llm": llm(spec.generation.llm)}),
         "judge": spec.judge.model_copy(update={"llm": llm(spec.judge.llm)}),
         "systems": [s.model_copy(update={"llm": llm(s.llm)}) for s in spec.systems],
+        "monitoring": spec.monitoring and spec.monitoring.model_copy(update={"paths": [absolute(p) for p in spec.monitoring.paths]}),
     })  # fmt: skip
 
 

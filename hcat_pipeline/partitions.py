@@ -3,6 +3,7 @@
 * ``golden_set_version`` (dynamic): one partition per frozen golden-set version. ``golden_set``
   is partitioned by it.
 * ``night`` (daily, UTC): the night a campaign ran. ``end_offset=1`` makes today's night exist.
+* ``production_day`` (daily, UTC): a day of the monitored service's traffic logs (``production_*`` assets).
 * ``campaign_run`` = golden_set_version × night (``MultiPartitionsDefinition``): a campaign run is
   the systems of a campaign evaluated on one frozen version on one night. Every per-run asset
   (rag_responses, behaviour_checks, metric_tables …) is partitioned by it; Dagster maps each run to
@@ -21,6 +22,8 @@ import dagster as dg
 golden_set_version = dg.DynamicPartitionsDefinition(name="golden_set_version")
 FIRST_NIGHT = "2025-01-01"
 night = dg.DailyPartitionsDefinition(start_date=FIRST_NIGHT, end_offset=1, timezone="UTC")
+# production monitoring: one partition per day of the service's traffic logs (UTC)
+production_day = dg.DailyPartitionsDefinition(start_date=FIRST_NIGHT, end_offset=1, timezone="UTC")
 campaign_run = dg.MultiPartitionsDefinition({"golden_set_version": golden_set_version, "night": night})
 
 NIGHT_FORMAT = "%Y-%m-%d"

@@ -1,0 +1,47 @@
+"""The campaign file's ``monitoring:`` section (golden-eval §7): where the service's traffic logs are, how their
+records map onto the row schema, how a day is sampled and scored, and how anomalies are tested.
+
+Each sub-section is derived from the core's dataclass (``monitoring.logs.LogFields``, ``sampling.SampleConfig``,
+``signals.SignalConfig``, ``anomalies.AnomalyConfig``): one field list, one set of defaults. ``monitoring_run_config``
+hands the section to ``monitoring_job`` (the production-log sensor calls it).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from hcat_pipeline.campaign_systems import Strict
+from hcat_pipeline.configs import config_from, to_core
+from hcat_pipeline.monitoring.anomalies import AnomalyConfig
+from hcat_pipeline.monitoring.logs import LogFields
+from hcat_pipeline.monitoring.sampling import SampleConfig
+from hcat_pipeline.monitoring.signals import SignalConfig
+
+LogFieldsSpec = config_from(LogFields, "LogFieldsSpec", base=Strict)
+SampleSpec = config_from(SampleConfig, "SampleSpec", base=Strict)
+SignalSpec = config_from(SignalConfig, "SignalSpec", base=Strict)
+AnomalySpec = config_from(AnomalyConfig, "AnomalySpec", base=Strict)
+MONITORING_STEPS = ("production_logs_op", "production_scores", "production_anomalies", "monitoring_report")  # their op names
+
+
+class MonitoringSpec(Strict):
+    """A production service's logs, read every day they appear (``production_log_sensor``)."""
+
+    service: str = Field(default="service", min_length=1, description="the monitored service's name (reports, history page)")
+    paths: list[str] = Field(min_length=1, description="log files, folders or globs (.jsonl .ndjson .json .parquet .csv); a file's "
+                             "day is in its name (fields.day_pattern) or each row's timestamp; relative to the campaign file")
+    fields: LogFieldsSpec = Field(default_factory=LogFieldsSpec, description="where each field sits in a record (JSON paths)")
+    sample: SampleSpec = Field(default_factory=SampleSpec, description="the day's stratified sample")
+    signals: SignalSpec = Field(default_factory=SignalSpec, description="what a row fails: thresholds and the latency service level")
+    anomalies: AnomalySpec = Field(default_factory=AnomalySpec, description="the acute / per-stratum / drift tests")
+    queue_size: int = Field(default=10, ge=0, description="rows a day queued for a person on the review page (novel failure modes)")
+
+    def core(self) -> tuple[LogFields, SampleConfig, SignalConfig, AnomalyConfig]:
+        return (to_core(LogFields, self.fields), to_core(SampleConfig, self.sample), to_core(SignalConfig, self.signals),
+                to_core(AnomalyConfig, self.anomalies))  # fmt: skip
+
+
+def monitoring_run_config(spec: MonitoringSpec) -> dict:
+    """monitoring_job's run config: the section, to every step that reads it."""
+    section = {"monitoring": spec.model_dump(mode="json")}
+    return {"ops": {name: {"config": section} for name in MONITORING_STEPS}}
