@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from hcat_pipeline.partitions import campaign_run, golden_set_version
+from hcat_pipeline.partitions import campaign_run, golden_set_version, production_day
 
 ingest_job = dg.define_asset_job(
     "ingest_job", selection=dg.AssetSelection.groups("corpus", "embeddings"), description="corpus → chunks → embeddings"
@@ -62,4 +62,13 @@ violation_job = dg.define_asset_job(
     "(violation_file_sensor) → match every checker version against the ground truth: match score, P / R / F1 with CIs.",
 )
 
-JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job, labels_job, violation_job]
+monitoring_job = dg.define_asset_job(
+    "monitoring_job",
+    selection=dg.AssetSelection.groups("monitoring"),
+    partitions_def=production_day,
+    description="Production monitoring, one day of the service's logs (golden-eval §7): ingest (rejected rows named) → "
+    "stratified sample scored with the nights' metrics, masked → anomalies (acute, per stratum, drift, input drift) as asset "
+    "checks → the day's report, review queue and the history page. production_log_sensor requests it when a day's file appears.",
+)
+
+JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job, labels_job, violation_job, monitoring_job]

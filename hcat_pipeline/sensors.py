@@ -202,5 +202,48 @@ def build_violation_file_sensor(folder: str | None = None, name: str = "violatio
 
 violation_file_sensor = build_violation_file_sensor()
 
+def build_production_log_sensor(campaign_file: str | None = None, name: str = "production_log_sensor"):
+    """A day's log file of the monitored service appearing or changing (the campaign file's ``monitoring: paths``, the day in
+    the file's name) → ``monitoring_job`` for that ``production_day`` partition, with the section as run config. The cursor
+    holds each file's size and modification time; days are requested oldest first (the anomaly tests read earlier days)."""
+
+    @dg.sensor(name=name, job_name="monitoring_job", minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+               description="A new or changed day of the monitored service's logs → monitoring_job for that day (ingest, sample, "
+               "score, anomalies, report).")  # fmt: skip
+    def _sensor(context: dg.SensorEvaluationContext):
+        import hashlib
+        import json
+
+        from hcat_pipeline.campaign_monitoring import monitoring_run_config
+        from hcat_pipeline.campaign_spec import CampaignFileError, load_campaign
+        from hcat_pipeline.monitoring.logs import days_in
+        from hcat_pipeline.partitions import FIRST_NIGHT
+
+        try:
+            spec = load_campaign(campaign_file).monitoring
+        except CampaignFileError as e:
+            return dg.SkipReason(f"the campaign file cannot be read: {e}")
+        if spec is None:
+            return dg.SkipReason("the campaign file has no monitoring: section")
+        seen = json.loads(context.cursor) if context.cursor else {}
+        now, runs = {}, []
+        for day, files in sorted(days_in(spec.paths, spec.fields.day_pattern).items()):
+            stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+            now[day] = hashlib.sha256(stamp.encode()).hexdigest()[:16]
+            if seen.get(day) == now[day]:
+                continue
+            if day < FIRST_NIGHT or day > tonight():
+                context.log.warning(f"log day {day} is outside the production_day partitions ({FIRST_NIGHT} … today): skipped")
+                continue
+            runs.append(dg.RunRequest(run_key=f"monitor:{day}:{now[day]}", partition_key=day, run_config=monitoring_run_config(spec),
+                                      tags={"service": spec.service, "production_day": day}))  # fmt: skip
+        context.update_cursor(json.dumps(now, sort_keys=True))
+        return runs or dg.SkipReason(f"no new or changed day of {spec.service}'s logs")
+
+    return _sensor
+
+
+production_log_sensor = build_production_log_sensor()
+
 SENSORS = [corpus_change_sensor, golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor, label_file_sensor,
-           violation_file_sensor]
+           violation_file_sensor, production_log_sensor]

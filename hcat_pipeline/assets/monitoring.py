@@ -168,7 +168,7 @@ def _check(name: str, anomalies: list[dict], day: str) -> dg.AssetCheckResult:
               (DRIFT_CHECK, "a trend over the window (Mann-Kendall, Holm) or a shift of the topic mix (χ²)"))],
           description="The anomalies as of the day over the stored days of production_cells (golden-eval §7.3): kind, signal, "
           "stratum, first and last day, severity, evidence.")  # fmt: skip
-def production_anomalies(context: dg.AssetExecutionContext, config: MonitoringConfig, io_manager: PolarsParquetIOManager):
+def production_anomalies(context: dg.AssetExecutionContext, config: MonitoringConfig, io_manager: dg.ResourceParam[PolarsParquetIOManager]):
     spec, day = spec_of(config), context.partition_key
     *_, anomaly_config = spec.core()
     cells = stored_cells(io_manager, day, max(anomaly_config.window_days, anomaly_config.baseline_days) * 4)
@@ -199,7 +199,7 @@ def strata_table(cells: pl.DataFrame, labels: dict[int, str]) -> pl.DataFrame:
           "masked rows for a person, novel failure modes first) and the history page (data/reports/history.html).")  # fmt: skip
 def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfig, production_logs: pl.LazyFrame,
                       production_rejects: pl.DataFrame, production_sample: pl.DataFrame, production_cells: pl.DataFrame,
-                      production_anomalies: pl.DataFrame, topic_strata: pl.DataFrame, io_manager: PolarsParquetIOManager):  # fmt: skip
+                      production_anomalies: pl.DataFrame, topic_strata: pl.DataFrame, io_manager: dg.ResourceParam[PolarsParquetIOManager]):  # fmt: skip
     from hcat_pipeline.reports.history import render_history
     from hcat_pipeline.reports.monitoring import render_monitoring_report
 

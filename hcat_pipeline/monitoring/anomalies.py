@@ -3,7 +3,8 @@
 * **acute** — a day's failure rate against its baseline (the previous ``baseline_days`` days that were not
   anomalous; trend-aware: the Sen-slope projection when it is higher), exact binomial at the effective n: significant
   at ``alpha`` *and* at least ``min_relative_increase`` and ``min_absolute_increase`` above — so one bad day of 30
-  answers is not an alarm and one of 3,000 is.
+  answers is not an alarm and one of 3,000 is; its first day must also jump over the day before (``onset_alpha``): a
+  ramp is a drift, not an acute regression. Later days continue the run while they stay above the baseline.
 * **category** — the same test per topic stratum, Benjamini-Hochberg over the strata at ``category_alpha``, and the
   stratum significantly worse than the rest of the same day (Fisher exact, Benjamini-Hochberg too): a failure concentrated in a stratum. A
   stratum's failing cells are left out of the day's overall test, so a category failure is reported once.
@@ -36,6 +37,8 @@ SEVERITY = {"acute": "ERROR", "category": "ERROR", "drift": "WARN", "input_drift
 @dataclass(frozen=True)
 class AnomalyConfig:
     alpha: float = field(default=0.001, metadata={"gt": 0, "lt": 1, "description": "acute: one-sided exact binomial level"})
+    onset_alpha: float = field(default=0.01, metadata={"gt": 0, "lt": 1, "description": "acute: the first day of a run must also "
+                                                          "jump over the day before (Fisher exact) — a ramp is a drift, not an acute regression"})
     category_alpha: float = field(default=0.01, metadata={"gt": 0, "lt": 1, "description": "per stratum: Benjamini-Hochberg level"})
     drift_alpha: float = field(default=0.01, metadata={"gt": 0, "lt": 1, "description": "drift: Mann-Kendall level, Holm over signals"})
     baseline_days: int = field(default=7, metadata={"ge": 1, "description": "days before a day that make its baseline"})
@@ -106,6 +109,19 @@ def _excess(r: _Rate, base: tuple[float, float, int], config: AnomalyConfig) -> 
     return float(stats.binom.sf(k - 1, n, p0))
 
 
+def _sudden(cube: _Cube, signal: str, day: str, r: _Rate, flagged: set, config: AnomalyConfig, only=None, without=()) -> float:
+    """p of the day's rate over the previous day's (Fisher exact): an acute regression is a jump, a drift is not. 0 when the
+    previous day was already anomalous (the run continues) or there is none to compare with."""
+    before = [d for d in cube.days if d < day]
+    if not before or (before[-1], only) in flagged:
+        return 0.0
+    prev = cube.rate(signal, before[-1], only, without)
+    if prev is None:
+        return 0.0
+    (k1, n1), (k2, n2) = r.counts(), prev.counts()
+    return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1])
+
+
 def _evidence(r: _Rate, base, p: float) -> dict:
     return {"rate": round(r.rate, 4), "n": r.n, "n_eff": round(r.n_eff, 1), "baseline_rate": round(base[0], 4),
             "baseline_n_eff": round(base[1], 1), "baseline_days": base[2], "p_value": float(f"{p:.3g}")}  # fmt: skip
@@ -116,7 +132,7 @@ def _category_flags(cube: _Cube, signal: str, day: str, flagged: set, config: An
     for g in cube.strata(signal):
         r = cube.rate(signal, day, only=g)
         base = _baseline(cube, signal, day, flagged, config, only=g) if r is not None else None
-        if base is not None:
+        if base is not None and _sudden(cube, signal, day, r, flagged, config, only=g) < config.onset_alpha:
             tested[g] = (r, base, _excess(r, base, config))
     if not tested:
         return {}
@@ -170,12 +186,26 @@ def detect(cells: pl.DataFrame, config: AnomalyConfig = AnomalyConfig(), signals
             skip[(signal, day)] = tuple(g for (d, g) in flagged if d == day and g is not None)
             r = cube.rate(signal, day, without=skip[(signal, day)])
             base = _baseline(cube, signal, day, flagged, config, skip_cells=skip) if r is not None else None
-            if base is not None and (p := _excess(r, base, config)) < config.alpha:
+            if (base is not None and (p := _excess(r, base, config)) < config.alpha
+                    and _sudden(cube, signal, day, r, flagged, config, without=skip[(signal, day)]) < config.onset_alpha):
                 acute.setdefault((signal, None), {})[day] = _evidence(r, base, p) | {"strata_excluded": list(skip[(signal, day)])}
                 flagged.add((day, None))
-    out = _runs(acute, "acute", cube.days) + _runs(category, "category", cube.days)
+    out = _folded(_runs(acute, "acute", cube.days), _runs(category, "category", cube.days))
     out += drift(cube, signals, acute, skip, config) + input_drift(cube, config)
     return sorted(corroborated(out), key=lambda a: (a["start_day"], a["kind"], a["signal"], str(a["stratum"])))
+
+
+def _folded(acute: list[dict], category: list[dict]) -> list[dict]:
+    """A stratum worse than the rest only within the days of an acute regression of the same signal is part of that
+    regression (``evidence.strata_most_affected``), not a category failure of its own."""
+    keep = []
+    for c in category:
+        host = next((a for a in acute if a["signal"] == c["signal"] and set(c["days"]) <= set(a["days"])), None)
+        if host is None:
+            keep.append(c)
+        else:
+            host["evidence"] = {**host["evidence"], "strata_most_affected": [*host["evidence"].get("strata_most_affected", []), c["stratum"]]}
+    return acute + keep
 
 
 def corroborated(anomalies: list[dict]) -> list[dict]:

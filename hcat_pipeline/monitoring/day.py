@@ -17,7 +17,10 @@ import polars as pl
 from hcat_pipeline.monitoring.sampling import SampleConfig, nearest_strata, score_sample, screen
 from hcat_pipeline.monitoring.signals import SAMPLE_SIGNALS, SignalConfig, column, day_cells, sample_signals, screen_signals
 
-MASKED_COLUMNS = ("question", "answer", "correction")
+MASKED_COLUMNS = ("question", "answer", "correction", "error")
+# text columns that carry no words of the user or the service; every other text column of the metrics (sentences they
+# split, the least grounded sentence, the leaked entity …) is dropped from the sample rather than masked
+PLAIN_COLUMNS = ("request_id", "day", "timestamp", "source", "feedback", "score_skipped_reason", "toxicity_category", "toxicity_head")
 QUEUE_REASONS = {"novel": "fails and is far from every topic stratum", "failing": "fails a monitored signal",
                  "negative": "the user's feedback was negative"}  # fmt: skip
 
@@ -70,9 +73,13 @@ def mask_frame(frame: pl.DataFrame, find_pii: Callable) -> pl.DataFrame:
         pairs = [next(it) for _ in (ctx or [])]
         cols["contexts"].append([p for p, _ in pairs])
         total[i] += sum(k for _, k in pairs)
-    drop = [c for c in ("least_grounded_sentence_nli", "least_grounded_sentence", "pii_leaks", "confidence_statement") if c in frame.columns]
+    drop = [c for c, t in frame.schema.items() if c not in (*MASKED_COLUMNS, "contexts", *PLAIN_COLUMNS) and _holds_text(t)]
     return frame.drop(drop).with_columns([pl.Series(c, v, dtype=frame.schema[c]) for c, v in cols.items()]).with_columns(
         pl.Series("masked_spans", total, dtype=pl.Int64))
+
+
+def _holds_text(dtype: pl.DataType) -> bool:
+    return dtype == pl.String or isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object) or dtype == pl.Categorical
 
 
 def monitor_day(rows: pl.DataFrame, day: str, index: CorpusIndex, *, embed: Callable, score: Callable, find_pii: Callable,
