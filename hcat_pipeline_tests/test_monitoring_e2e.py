@@ -140,3 +140,41 @@ def test_the_daily_report_and_the_history_page_render_in_headless_chromium(monit
             browser.close()
     assert outside == []
     assert (tmp_path / "history.png").stat().st_size > 20_000
+
+
+def test_a_reviewed_production_failure_becomes_a_case_of_a_new_frozen_version(monitored, tmp_path):
+    """golden-eval §9.4: the day's queue on the review page, a verdict a row, and the incidents frozen with a base version."""
+    from fastapi.testclient import TestClient
+
+    from hcat_pipeline.golden.cases import load_version
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.views import ReviewSettings
+    from hcat_pipeline_tests.review_data import VERSION, make_project
+
+    project = make_project(tmp_path)
+    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                              curation_dir=project.curation_dir, chunks=project.chunks, reports_dir=monitored["reports"])  # fmt: skip
+    client = TestClient(create_app(settings))
+    day = PLAN.day(7)
+    page = client.get(f"/monitor?day={day}")
+    assert page.status_code == 200 and "not reviewed yet" in page.text and "Question (personal data masked)" in page.text
+    queue = [json.loads(x) for x in (monitored["reports"] / "monitoring" / day / "queue.jsonl").read_text().splitlines()]
+    first, second = queue[0]["request_id"], queue[1]["request_id"]
+    base = {"rater": "alice", "day": day, "verdict": "incident", "expected_behavior": "answer"}
+    assert client.post("/api/incidents", json={**base, "request_id": first}).json()["message"].startswith("an incident the system should answer needs")
+    sentence = queue[0]["question"].split("this: ", 1)[-1].rstrip("?")
+    saved = client.post("/api/incidents", json={**base, "request_id": first, "reference_answer": sentence[0].upper() + sentence[1:] + ".",
+                                                "difficulty": "hard", "scoring_notes": "states the rule"})  # fmt: skip
+    assert saved.json()["status"] == "saved"
+    assert client.post("/api/incidents", json={**base, "request_id": second, "verdict": "not_a_failure"}).json()["status"] == "saved"
+    assert client.post("/api/incidents", json={**base, "request_id": "nope"}).status_code == 400
+    assert "1 incident(s) reviewed" in client.get(f"/monitor/case?day={day}&request={first}").text
+    frozen = client.post("/api/incidents/freeze", json={"rater": "alice", "base_version": VERSION, "new_version": "gs-with-incidents"}).json()
+    assert frozen["status"] == "frozen", frozen
+    cases, _ = load_version("gs-with-incidents", project.golden_dir)
+    base_n = load_version(VERSION, project.golden_dir)[0].height
+    added = cases.filter(pl.col("tags").list.contains("source:production_incident"))
+    assert cases.height == base_n + 1 and added.height == 1
+    case = added.row(0, named=True)
+    assert case["category"] == "happy_path" and case["reviewed_by"] == "alice" and case["difficulty"] == "hard"
+    assert f"request:{first}" in case["tags"] and case["query"] == queue[0]["question"]

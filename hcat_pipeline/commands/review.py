@@ -26,6 +26,8 @@ def _review_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--golden-dir", default=str(GOLDEN_SETS_DIR), help=f"golden-set versions (default {GOLDEN_SETS_DIR})")
     p.add_argument("--curation-dir", default=str(CURATION_DIR), help=f"curation decisions (default {CURATION_DIR})")
     p.add_argument("--chunks", default=str(WAREHOUSE_DIR / "chunks.parquet"), help="chunks table the validity checks resolve sources with")
+    p.add_argument("--reports-dir", default="", help="production monitoring's review queues (<dir>/monitoring/<day>/queue.jsonl; "
+                   "default HCAT_REPORTS_DIR / data/reports)")
     p.add_argument("--host", default=url.hostname or "127.0.0.1", help="interface (default loopback only)")
     p.add_argument("--port", type=int, default=url.port or 8765, help="port (default from HCAT_REVIEW_URL, 8765)")
     p.add_argument("--rater", default="", help="rater name shown by default (each browser can set its own)")
@@ -61,7 +63,7 @@ def settings_from(args: argparse.Namespace):
     return ReviewSettings(labels_dir=Path(args.labels_dir), warehouse=Path(args.warehouse), golden_dir=Path(args.golden_dir),
                           curation_dir=Path(args.curation_dir), queue=Path(args.queue) if args.queue else None, rater=args.rater,
                           extra_dimensions=asked_dimensions(getattr(args, "dimension", ())), check_factory=check_factory,
-                          chunks=Path(args.chunks))  # fmt: skip
+                          chunks=Path(args.chunks), reports_dir=Path(args.reports_dir) if args.reports_dir else None)  # fmt: skip
 
 
 @command("review", "serve the review page (label answers, curate cases, see agreement) on loopback", _review_args)

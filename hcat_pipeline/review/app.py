@@ -3,7 +3,9 @@
 Screens: ``/label`` (one answer a screen, keyboard labelling), ``/progress`` (labelled / queued per
 dimension and stratum, label sufficiency), ``/agreement`` (κ and α with CIs, the disagreements),
 ``/curate`` (a version's cases as a table: accept / reject / edit, freeze a curated version), ``/curate/case`` (one case a
-screen, keyboard review, the source passage with the reference marked; ``review.case_screen``). JSON endpoints under
+screen, keyboard review, the source passage with the reference marked; ``review.case_screen``), ``/monitor`` and
+``/monitor/case`` (production monitoring's review queue: a reviewed failure becomes a candidate golden case, frozen into a
+new version with its base; ``review.incidents``). JSON endpoints under
 ``/api/`` take what the page's script sends; a bad request answers 400 with a ``message`` saying what is
 wrong, a label another tab saved first answers 409 with that label, and nothing is lost either way.
 """
@@ -24,6 +26,7 @@ from pydantic import BaseModel, Field
 from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
 from hcat_pipeline.review.case_screen import case_screen_view
 from hcat_pipeline.review.curation import CurationLog, freeze_curated
+from hcat_pipeline.review.incidents import IncidentLog, freeze_with_incidents, monitor_view
 from hcat_pipeline.review.items import QueueError
 from hcat_pipeline.review.labelling import RATER_RE
 from hcat_pipeline.review.views import Queue, ReviewSettings, agreement_view, curate_view, find_item, label_view, progress_view
@@ -59,6 +62,24 @@ class DecisionIn(BaseModel):
 class FreezeIn(BaseModel):
     rater: str
     version: str
+    new_version: str
+
+
+class IncidentIn(BaseModel):
+    rater: str
+    day: str
+    request_id: str
+    verdict: str
+    expected_behavior: str = "answer"
+    reference_answer: str = ""
+    query: str = ""
+    difficulty: str = "medium"
+    scoring_notes: str = ""
+
+
+class IncidentFreezeIn(BaseModel):
+    rater: str
+    base_version: str
     new_version: str
 
 
@@ -187,6 +208,48 @@ def freeze(request: Request, body: FreezeIn):
         return _bad(f"not frozen: {e}")
     return {"status": "frozen", "version": manifest["version"], "n_cases": manifest["n_cases"],
             "content_sha256": manifest["content_sha256"], "source": manifest.get("source")}  # fmt: skip
+
+
+@pages.get("/monitor")
+@pages.get("/monitor/case")
+def monitor_page(request: Request, day: str | None = None, request_id: str | None = Query(None, alias="request")):
+    settings = _settings(request)
+    try:
+        view = monitor_view(settings.reports, settings.curation_dir, day, request_id)
+    except (FileNotFoundError, KeyError) as e:
+        return _page(request, "error.html.j2", 404, message=str(e).strip("'\""))
+    return _page(request, "monitor.html.j2", **{**view, "versions": list_versions(settings.golden_dir)})
+
+
+@api.post("/incidents")
+def save_incident(request: Request, body: IncidentIn):
+    settings = _settings(request)
+    if not RATER_RE.match(body.rater):
+        return _bad("set your rater name first (top right)")
+    try:
+        row = monitor_view(settings.reports, settings.curation_dir, body.day, body.request_id)["row"]
+        entry = IncidentLog(settings.curation_dir).record(row, body.rater, body.verdict, body.expected_behavior, body.reference_answer,
+                                                          body.query, body.difficulty, body.scoring_notes)  # fmt: skip
+    except (FileNotFoundError, KeyError, ValueError) as e:
+        return _bad(str(e).strip("'\""))
+    return {"status": "saved", "incident": entry}
+
+
+@api.post("/incidents/freeze")
+def freeze_incidents(request: Request, body: IncidentFreezeIn):
+    settings, state = _settings(request), request.app.state
+    if not RATER_RE.match(body.rater):
+        return _bad("set your rater name first (top right)")
+    if state.check is None and settings.check_factory is not None:
+        state.check = settings.check_factory()
+    try:
+        manifest = freeze_with_incidents(IncidentLog(settings.curation_dir), settings.golden_dir, body.base_version, body.new_version,
+                                         state.check, body.rater)  # fmt: skip
+    except CaseImportError as e:
+        return _bad(f"not frozen: {len(e.errors)} problem(s), nothing written", problems=[f"row {n}: {p}" for n, p in e.errors])
+    except (GoldenSetError, ValueError, FileNotFoundError) as e:
+        return _bad(f"not frozen: {e}")
+    return {"status": "frozen", "version": manifest["version"], "n_cases": manifest["n_cases"], "content_sha256": manifest["content_sha256"]}
 
 
 async def _invalid_request(request: Request, exc: RequestValidationError):

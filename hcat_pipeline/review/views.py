@@ -41,6 +41,13 @@ class ReviewSettings:
     extra_dimensions: tuple[str, ...] = ()  # offered (optional, binary unless stored otherwise) on every screen: e.g. judge rubric items
     check_factory: Callable[[], Callable] | None = None  # the validity check for freezing (built on first use)
     chunks: Path | None = None  # the chunks table the curate screen shows source passages from (None: <warehouse>/chunks.parquet)
+    reports_dir: Path | None = None  # where production monitoring's review queues are (None: HCAT_REPORTS_DIR / data/reports)
+
+    @property
+    def reports(self) -> Path:
+        from hcat_pipeline.paths import REPORTS_DIR
+
+        return self.reports_dir or REPORTS_DIR
 
     @property
     def labels(self) -> PageLabels:
