@@ -13,7 +13,7 @@
 * **input_drift** — the day's mix of topic strata against the baseline days' (χ²) with a total-variation distance of
   at least ``min_mix_shift``.
 
-Runs of consecutive anomalous days are one anomaly (start_day … end_day).
+Anomalous days at most ``run_gap_days`` apart are one anomaly (start_day … end_day, the days flagged).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ class AnomalyConfig:
     alpha: float = field(default=0.001, metadata={"gt": 0, "lt": 1, "description": "acute: one-sided exact binomial level"})
     onset_alpha: float = field(default=0.01, metadata={"gt": 0, "lt": 1, "description": "acute: the first day of a run must also "
                                                           "jump over the day before (Fisher exact) — a ramp is a drift, not an acute regression"})
+    run_gap_days: int = field(default=2, metadata={"ge": 0, "description": "a failure that pauses for at most this many days (a small "
+                                                    "day's sample) is the same run, not a new onset"})
     category_alpha: float = field(default=0.01, metadata={"gt": 0, "lt": 1, "description": "per stratum: Benjamini-Hochberg level"})
     drift_alpha: float = field(default=0.01, metadata={"gt": 0, "lt": 1, "description": "drift: Mann-Kendall level, Holm over signals"})
     baseline_days: int = field(default=7, metadata={"ge": 1, "description": "days before a day that make its baseline"})
@@ -110,10 +112,10 @@ def _excess(r: _Rate, base: tuple[float, float, int], config: AnomalyConfig) -> 
 
 
 def _sudden(cube: _Cube, signal: str, day: str, r: _Rate, flagged: set, config: AnomalyConfig, only=None, without=()) -> float:
-    """p of the day's rate over the previous day's (Fisher exact): an acute regression is a jump, a drift is not. 0 when the
-    previous day was already anomalous (the run continues) or there is none to compare with."""
+    """p of the day's rate over the previous day's (Fisher exact): an acute regression is a jump, a drift is not. 0 when one
+    of the last ``run_gap_days`` + 1 days was already anomalous (the run continues) or there is none to compare with."""
     before = [d for d in cube.days if d < day]
-    if not before or (before[-1], only) in flagged:
+    if not before or any((d, only) in flagged for d in before[-(config.run_gap_days + 1):]):
         return 0.0
     prev = cube.rate(signal, before[-1], only, without)
     if prev is None:
@@ -132,7 +134,7 @@ def _category_flags(cube: _Cube, signal: str, day: str, flagged: set, config: An
     for g in cube.strata(signal):
         r = cube.rate(signal, day, only=g)
         base = _baseline(cube, signal, day, flagged, config, only=g) if r is not None else None
-        if base is not None and _sudden(cube, signal, day, r, flagged, config, only=g) < config.onset_alpha:
+        if base is not None:
             tested[g] = (r, base, _excess(r, base, config))
     if not tested:
         return {}
@@ -147,26 +149,28 @@ def _category_flags(cube: _Cube, signal: str, day: str, flagged: set, config: An
     q_rest = dict(zip(versus, stats.false_discovery_control([v[1] for v in versus.values()], method="bh"))) if versus else {}
     out = {}
     for (g, (r, base, p)), q in zip(tested.items(), adjusted):
-        if q < config.category_alpha and q_rest.get(g, 1.0) < config.category_alpha:
+        if (q < config.category_alpha and q_rest.get(g, 1.0) < config.category_alpha
+                and _sudden(cube, signal, day, r, flagged, config, only=g) < config.onset_alpha):  # the families: every stratum tested
             rest, p_rest = versus[g]
             out[g] = _evidence(r, base, p) | {"q_value": float(f"{q:.3g}"), "rest_rate": round(rest.rate, 4),
                                               "p_vs_rest": float(f"{p_rest:.3g}"), "q_vs_rest": float(f"{q_rest[g]:.3g}")}  # fmt: skip
     return out
 
 
-def _runs(hits: dict[tuple, dict[str, dict]], kind: Kind, days: list[str]) -> list[dict]:
-    """Consecutive days of one (signal, stratum) as one anomaly."""
+def _runs(hits: dict[tuple, dict[str, dict]], kind: Kind, days: list[str], gap: int) -> list[dict]:
+    """The anomalous days of one (signal, stratum) as runs: days at most ``gap`` unflagged days apart are one anomaly."""
     out = []
+    position = {d: i for i, d in enumerate(days)}
     for (signal, stratum), by_day in sorted(hits.items(), key=lambda kv: (kv[0][0], kv[0][1] if kv[0][1] is not None else -9)):
-        run: list[str] = []
-        for d in days + [None]:
-            if d in by_day:
-                run.append(d)
-                continue
-            if run:
-                out.append({"kind": kind, "signal": signal, "stratum": stratum, "start_day": run[0], "end_day": run[-1],
-                            "days": list(run), "severity": SEVERITY[kind], "evidence": by_day[run[-1]]})  # fmt: skip
-                run = []
+        flagged = sorted(by_day, key=position.get)
+        runs = [[flagged[0]]]
+        for d in flagged[1:]:
+            if position[d] - position[runs[-1][-1]] <= gap + 1:
+                runs[-1].append(d)
+            else:
+                runs.append([d])
+        out += [{"kind": kind, "signal": signal, "stratum": stratum, "start_day": run[0], "end_day": run[-1], "days": run,
+                 "severity": SEVERITY[kind], "evidence": by_day[run[-1]]} for run in runs]  # fmt: skip
     return out
 
 
@@ -190,7 +194,8 @@ def detect(cells: pl.DataFrame, config: AnomalyConfig = AnomalyConfig(), signals
                     and _sudden(cube, signal, day, r, flagged, config, without=skip[(signal, day)]) < config.onset_alpha):
                 acute.setdefault((signal, None), {})[day] = _evidence(r, base, p) | {"strata_excluded": list(skip[(signal, day)])}
                 flagged.add((day, None))
-    out = _folded(_runs(acute, "acute", cube.days), _runs(category, "category", cube.days))
+    gap = config.run_gap_days
+    out = _folded(_runs(acute, "acute", cube.days, gap), _runs(category, "category", cube.days, gap))
     out += drift(cube, signals, acute, skip, config) + input_drift(cube, config)
     return sorted(corroborated(out), key=lambda a: (a["start_day"], a["kind"], a["signal"], str(a["stratum"])))
 
