@@ -8,11 +8,14 @@ hands the section to ``monitoring_job`` (the production-log sensor calls it).
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal, Optional
 
-from hcat_pipeline.campaign_systems import Strict
+from pydantic import Field, field_validator
+
+from hcat_pipeline.campaign_systems import LLMSpec, Strict
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.monitoring.anomalies import AnomalyConfig
+from hcat_pipeline.monitoring.judging import MONITOR_DIMENSIONS
 from hcat_pipeline.monitoring.logs import LogFields
 from hcat_pipeline.monitoring.sampling import SampleConfig
 from hcat_pipeline.monitoring.signals import SignalConfig
@@ -21,7 +24,26 @@ LogFieldsSpec = config_from(LogFields, "LogFieldsSpec", base=Strict)
 SampleSpec = config_from(SampleConfig, "SampleSpec", base=Strict)
 SignalSpec = config_from(SignalConfig, "SignalSpec", base=Strict)
 AnomalySpec = config_from(AnomalyConfig, "AnomalySpec", base=Strict)
-MONITORING_STEPS = ("production_logs_op", "production_scores", "production_anomalies", "monitoring_report")  # their op names
+MONITORING_STEPS = ("production_logs_op", "production_scores", "production_judge", "production_anomalies", "monitoring_report")  # their op names
+
+
+class MonitorJudgeSpec(Strict):
+    """The tiered LLM judge on the day's sample (golden-eval §5.5): the rows the metrics are unsure of, within the budget."""
+
+    enabled: Literal["auto", "off"] = Field(default="auto", description="auto: the flagged rows that fit time_budget_s; off: none")
+    time_budget_s: float = Field(default=120.0, ge=0, description="judge time a day (the local model: ~6 s a call, 3 dimensions)")
+    dimensions: list[str] = Field(default_factory=lambda: list(MONITOR_DIMENSIONS), min_length=1,
+                                  description="reference-free judge dimensions (production has no reference answer)")
+    llm: Optional[LLMSpec] = Field(default=None, description="the judge LLM; absent: the llm resource")
+
+    @field_validator("dimensions")
+    @classmethod
+    def _dimensions(cls, v: list[str]) -> list[str]:
+        from hcat_pipeline.judge.scoring import DIMENSIONS
+
+        if bad := [d for d in v if d not in DIMENSIONS or d in ("correctness", "completeness")]:
+            raise ValueError(f"judge dimension(s) {bad}: expected reference-free ones of {[d for d in DIMENSIONS if d not in ('correctness', 'completeness')]}")
+        return v
 
 
 class MonitoringSpec(Strict):
@@ -34,6 +56,7 @@ class MonitoringSpec(Strict):
     sample: SampleSpec = Field(default_factory=SampleSpec, description="the day's stratified sample")
     signals: SignalSpec = Field(default_factory=SignalSpec, description="what a row fails: thresholds and the latency service level")
     anomalies: AnomalySpec = Field(default_factory=AnomalySpec, description="the acute / per-stratum / drift tests")
+    judge: MonitorJudgeSpec = Field(default_factory=MonitorJudgeSpec, description="the tiered LLM judge on the day's flagged rows")
     queue_size: int = Field(default=10, ge=0, description="rows a day queued for a person on the review page (novel failure modes)")
 
     def core(self) -> tuple[LogFields, SampleConfig, SignalConfig, AnomalyConfig]:

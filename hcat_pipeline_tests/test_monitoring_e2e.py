@@ -27,7 +27,8 @@ def _campaign(path: Path, logs: Path) -> Path:
     path.write_text(json.dumps({  # YAML is a superset of JSON
         "name": "bank", "systems": [{"system_id": "bank-assistant", "retriever": "closed_book"}],
         "monitoring": {"service": "bank-assistant", "paths": [f"{logs.name}/traffic-*.jsonl"], "fields": fields,
-                       "sample": {"sample_size": SAMPLE_SIZE}, "queue_size": 8},
+                       "sample": {"sample_size": SAMPLE_SIZE}, "queue_size": 8,
+                       "judge": {"enabled": "off"}},  # the judge has its own test: ten days of it would take ten budgets
     }), encoding="utf-8")  # fmt: skip
     return path
 
@@ -178,3 +179,18 @@ def test_a_reviewed_production_failure_becomes_a_case_of_a_new_frozen_version(mo
     case = added.row(0, named=True)
     assert case["category"] == "happy_path" and case["reviewed_by"] == "alice" and case["difficulty"] == "hard"
     assert f"request:{first}" in case["tags"] and case["query"] == queue[0]["question"]
+
+
+def test_the_tiered_judge_reads_the_flagged_rows_within_its_budget_on_masked_text(monitored, local_llm):
+    """golden-eval §5.5 on a monitored day: the rows the metrics are unsure of, highest priority first, as many as the budget
+    fits (here two rows × one dimension), judged by the packaged model on the masked sample."""
+    from hcat_pipeline.monitoring.judging import judge_day, judge_tier
+
+    sample = pl.read_parquet(monitored["warehouse"] / "production_sample" / f"{PLAN.day(7)}.parquet")
+    tier = judge_tier(sample, 100)
+    assert tier.height > 2 and tier["n_flags"].is_sorted(descending=True)
+    rows, why = judge_day(sample, local_llm, seconds_per_call=6.0, time_budget_s=12.0, dimensions=("groundedness",))
+    assert why.startswith("judged the 2 answer(s)") and sorted(rows["request_id"]) == sorted(tier["request_id"].head(2))
+    assert rows["score"].is_not_null().all() and set(rows["dimension"]) == {"groundedness"}
+    none, why_none = judge_day(sample, local_llm, seconds_per_call=6.0, time_budget_s=5.0)
+    assert none.is_empty() and "not one answer fits" in why_none

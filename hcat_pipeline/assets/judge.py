@@ -42,7 +42,7 @@ from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, fa
 from hcat_pipeline.judge.items import judge_items
 from hcat_pipeline.judge.plots import validation_figures
 from hcat_pipeline.judge.scoring import JudgeConfig, judge_config_hash, llm_judge, model_family
-from hcat_pipeline.judge.tiering import flag_for_judge, select_tier
+from hcat_pipeline.judge.tiering import API_SECONDS_PER_CALL, LOCAL_SECONDS_PER_CALL, flag_for_judge, select_tier
 from hcat_pipeline.judge.validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.paths import WAREHOUSE_DIR
@@ -79,8 +79,8 @@ def _core_config(config) -> JudgeConfig:
 JudgeScoresConfig = create_model(
     "JudgeScoresConfig",
     __base__=JudgeSpec,
-    local_seconds_per_call=(float, Field(default=6.0, gt=0, description="estimate for the local llama.cpp model on 2 cores")),
-    api_seconds_per_call=(float, Field(default=2.0, gt=0, description="estimate per call for an API model (divided by its concurrency)")),
+    local_seconds_per_call=(float, Field(default=LOCAL_SECONDS_PER_CALL, gt=0, description="estimate for the local llama.cpp model on 2 cores")),
+    api_seconds_per_call=(float, Field(default=API_SECONDS_PER_CALL, gt=0, description="estimate per call for an API model (divided by its concurrency)")),
     validation_table=(str, Field(default=str(WAREHOUSE_DIR / "judge_validation.parquet"), description="judge_validation's table")),
     **_judge_fields(),
 )

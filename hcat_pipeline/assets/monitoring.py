@@ -19,19 +19,24 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
+from hcat_pipeline.assets._llms import named_llm
 from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.campaign_monitoring import MonitoringSpec
 from hcat_pipeline.io import PolarsParquetIOManager, read_stored_table
+from hcat_pipeline.judge.tiering import API_SECONDS_PER_CALL, LOCAL_SECONDS_PER_CALL
 from hcat_pipeline.monitoring.anomalies import as_frame, detect
 from hcat_pipeline.monitoring.day import CorpusIndex, monitor_day, review_queue
+from hcat_pipeline.monitoring.judging import JUDGED, judge_day
 from hcat_pipeline.monitoring.logs import LogFileError, read_day
 from hcat_pipeline.monitoring.signals import MONITOR_METRICS, rates
 from hcat_pipeline.partitions import production_day
 from hcat_pipeline.paths import REPORTS_DIR, REVIEW_URL
 from hcat_pipeline.resources.embedding import EmbeddingModel
+from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
+from hcat_pipeline.resources.sets import llm_pool
 
 ROWS_CHECK, ACUTE_CHECK, CATEGORY_CHECK, DRIFT_CHECK, NOVEL_CHECK = (
     "rows_readable", "acute_regression", "category_failure", "gradual_drift", "novel_failures")  # fmt: skip
@@ -146,6 +151,23 @@ def production_scores(context: dg.AssetExecutionContext, config: MonitoringConfi
     yield dg.Output(result.cells, output_name="production_cells", metadata={"rates": preview(today, 20, 60)})
 
 
+@dg.asset(partitions_def=production_day, group_name="monitoring", pool=llm_pool(),
+          description="The tiered LLM judge on the day's sample (golden-eval §5.5): the rows the metrics are unsure of, highest "
+          "priority first, as many as monitoring.judge.time_budget_s allows, judged on the masked text. Not a sample: its "
+          "verdicts go to the report and the review queue, not into the day's rates.")  # fmt: skip
+def production_judge(context: dg.AssetExecutionContext, config: MonitoringConfig, production_sample: pl.DataFrame, llm: LLM) -> pl.DataFrame:
+    spec = spec_of(config).judge
+    if spec.enabled == "off" or production_sample.is_empty():
+        context.add_output_metadata({"skipped": "enabled=off" if spec.enabled == "off" else "no sampled row"})
+        return pl.DataFrame(schema=JUDGED)
+    judge = named_llm(llm, spec.llm, "production_judge (monitoring.judge.llm)")
+    per = LOCAL_SECONDS_PER_CALL if judge.provider == "local" else API_SECONDS_PER_CALL / max(1, judge.max_concurrency)
+    rows, why = judge_day(production_sample, judge, per, spec.time_budget_s, tuple(spec.dimensions), judge.fingerprint())
+    context.add_output_metadata({"judged": why, "dagster/row_count": rows.height,
+                                 "failed": int(rows["passed"].eq(False).sum()) if rows.height else 0})  # fmt: skip
+    return rows
+
+
 def stored_cells(io_manager: PolarsParquetIOManager, day: str, days: int) -> pl.DataFrame:
     """production_cells of the stored days up to ``day`` (the last ``days`` of them)."""
     folder = Path(io_manager.base_dir) / "production_cells"
@@ -180,6 +202,22 @@ def production_anomalies(context: dg.AssetExecutionContext, config: MonitoringCo
         yield _check(name, found, day)
 
 
+def _judged_note(judged: pl.DataFrame) -> str:
+    if judged.is_empty():
+        return "nothing judged today (off, nothing flagged, or no time in the budget: production_judge's metadata says which)"
+    n, failed = judged["request_id"].n_unique(), judged.filter(pl.col("passed") == False)["request_id"].n_unique()  # noqa: E712
+    return f"{n} flagged answer(s) judged, {failed} failing at least one dimension (a tier, not a sample: not in the rates)"
+
+
+def with_judge(queue: pl.DataFrame, judged: pl.DataFrame) -> pl.DataFrame:
+    """The queue with the judge's verdicts on its rows (``judge``: "groundedness 2/5 fail; safety 5/5", null when not judged)."""
+    if judged.is_empty():
+        return queue.with_columns(pl.lit(None, dtype=pl.String).alias("judge"))
+    text = judged.filter(pl.col("score").is_not_null()).group_by("request_id").agg(pl.format(
+        "{} {}/5 {}", "dimension", "score", pl.when("passed").then(pl.lit("pass")).otherwise(pl.lit("fail"))).sort().str.join("; ").alias("judge"))
+    return queue.join(text, on="request_id", how="left")
+
+
 def strata_table(cells: pl.DataFrame, labels: dict[int, str]) -> pl.DataFrame:
     """Per stratum of the day: its share of the traffic and its main failure rates (95 % CI)."""
     by = rates(cells, by_stratum=True)
@@ -199,7 +237,8 @@ def strata_table(cells: pl.DataFrame, labels: dict[int, str]) -> pl.DataFrame:
           "masked rows for a person, novel failure modes first) and the history page (data/reports/history.html).")  # fmt: skip
 def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfig, production_logs: pl.LazyFrame,
                       production_rejects: pl.DataFrame, production_sample: pl.DataFrame, production_cells: pl.DataFrame,
-                      production_anomalies: pl.DataFrame, topic_strata: pl.DataFrame, io_manager: dg.ResourceParam[PolarsParquetIOManager]):  # fmt: skip
+                      production_anomalies: pl.DataFrame, production_judge: pl.DataFrame, topic_strata: pl.DataFrame,
+                      io_manager: dg.ResourceParam[PolarsParquetIOManager]):  # fmt: skip
     from hcat_pipeline.reports.history import render_history
     from hcat_pipeline.reports.monitoring import render_monitoring_report
 
@@ -207,7 +246,7 @@ def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfi
     _, sample_config, _, anomaly_config = spec.core()
     labels = {int(g): str(label) for g, label in topic_strata.select("stratum", "stratum_label").unique().iter_rows()}
     reports = Path(config.reports_dir or REPORTS_DIR)
-    queue = review_queue(production_sample, spec.queue_size, sample_config.far_below)
+    queue = with_judge(review_queue(production_sample, spec.queue_size, sample_config.far_below), production_judge)
     folder = reports / "monitoring" / day
     folder.mkdir(parents=True, exist_ok=True)
     queue.with_columns(pl.lit(day).alias("day")).write_ndjson(folder / "queue.jsonl")
@@ -216,7 +255,7 @@ def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfi
     read = {"rows": production_logs.select(pl.len()).collect().item(), "rejected": production_rejects.height, "screened":
             int(production_cells.filter(pl.col("signal") == "error")["n"].sum()), "sampled": production_sample.height,
             "masked": int(production_sample["masked_spans"].sum()),
-            "reasons": _reasons(production_rejects)}  # fmt: skip
+            "reasons": _reasons(production_rejects), "judged": _judged_note(production_judge)}  # fmt: skip
     path = render_monitoring_report(folder / "report.html", service=spec.service, day=day, read=read,
                                     today=rates(production_cells), baseline=rates(before.with_columns(pl.lit(day).alias("day"))),
                                     strata=strata_table(production_cells, labels), anomalies=production_anomalies, queue=queue,

@@ -43,6 +43,7 @@ from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.reports.campaign_report import render_report, review_link
 from hcat_pipeline.reports.failures import failure_cases as failure_table
+from hcat_pipeline.reports.history import render_history
 from hcat_pipeline.reports.postmortem import Night, postmortem, render_markdown
 from hcat_pipeline.reports.robustness import robustness_deltas as deltas_table
 from hcat_pipeline.reports.sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
@@ -265,6 +266,8 @@ def campaign_report(
     pm_path = _write_postmortem(config, version, night, path.parent, gate_verdicts, behaviour_checks, rag_responses, metric_tables, golden_set)
     if pm_path:
         kwargs["summary"].append(f"Postmortem (golden-eval §9.3): {pm_path}")
+    history = render_history(path.parents[2] / "history.html", Path(config.warehouse_dir or WAREHOUSE_DIR))  # nights (and days) so far
+    kwargs["summary"].append(f"History of the nights and of production (golden-eval §9.3): {history}")
     html = render_report(**kwargs)
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(html, encoding="utf-8")
@@ -281,6 +284,7 @@ def campaign_report(
         "missing": dg.MetadataValue.json({k: o.why for k, o in optional.items() if o.frame is None}),
         "plots": n_plots,
         "size_bytes": len(html.encode("utf-8")),
+        "history": dg.MetadataValue.path(str(history)),
         "postmortem": dg.MetadataValue.path(str(pm_path)) if pm_path else "not needed: no blocking gate failed, no release flipped",
     })  # fmt: skip
     return pl.DataFrame({"golden_set_version": [version], "night": [night], "path": [str(path)], "plots": [n_plots],

@@ -41,7 +41,8 @@ def demo_logs(folder: Path, warehouse: Path) -> tuple[list[Path], str]:
     plan = TrafficPlan(first_day=first, acute_day=7, drift_from=3, drift_step=0.04, category_stratum=sorted(pools)[len(pools) // 2], category_from=5)
     files = write_traffic(folder, plan, pools)
     fields = "\n".join(f"    {k}: {v}" for k, v in vars(FIELDS).items() if v and k != "day_pattern")
-    section = f"monitoring:\n  service: demo-service\n  paths: [{folder.resolve()}/traffic-*.jsonl]\n  fields:\n{fields}\n"
+    section = (f"monitoring:\n  service: demo-service\n  paths: [{folder.resolve()}/traffic-*.jsonl]\n  fields:\n{fields}\n"
+               "  judge: {enabled: off}  # auto: the LLM judge on the rows the metrics flag, within time_budget_s a day\n")
     return files, section
 
 

@@ -18,6 +18,10 @@ import polars as pl
 
 UNSURE = (0.25, 0.75)
 LOW_RELEVANCY = 0.5
+# the seconds a judge call is estimated to take (the budget's arithmetic): the packaged llama.cpp model on 2 cores; an API model,
+# divided by its concurrency
+LOCAL_SECONDS_PER_CALL = 6.0
+API_SECONDS_PER_CALL = 2.0
 TOXIC_FLAG = 0.3
 FLAGS_SCHEMA = {"case_id": pl.String, "system_id": pl.String, "n_flags": pl.Int64, "closeness": pl.Float64, "reason": pl.String}
 

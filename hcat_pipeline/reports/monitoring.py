@@ -48,7 +48,7 @@ def render_monitoring_report(path: Path, *, service: str, day: str, read: dict, 
                              review_url: str, history_href: str) -> Path:  # fmt: skip
     """Write the day's report; ``read``: rows, rejected (with reasons), screened, sampled, masked."""
     q = [{"request_id": r["request_id"], "reason": r["queue_reason"], "stratum": labels.get(r["stratum"], str(r["stratum"])),
-          "question": r["question"], "answer": r["answer"] or f"(error: {r.get('error')})", "failed": r["signals_failed"],
+          "question": r["question"], "answer": r["answer"] or f"(error: {r.get('error')})", "failed": r["signals_failed"], "judge": r.get("judge"),
           "link": f"{review_url}/monitor/case?day={day}&request={r['request_id']}"} for r in queue.iter_rows(named=True)]  # fmt: skip
     html = environment().get_template("monitoring_report.html.j2").render(
         service=service, day=day, read=read, rates=rate_rows(today, baseline), anomalies=anomaly_rows(anomalies, labels),
