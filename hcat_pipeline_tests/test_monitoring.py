@@ -192,3 +192,14 @@ def test_the_sensor_skips_a_campaign_without_monitoring(tmp_path):
     path.write_text("name: x\nsystems: [{system_id: s, retriever: closed_book}]\n")
     tick = build_production_log_sensor(str(path)).evaluate_tick(dg.build_sensor_context())
     assert tick.run_requests == [] and "no monitoring" in tick.skip_message
+
+
+def test_questions_unlike_the_golden_set_are_a_screen_signal_only_when_there_is_a_golden_set():
+    from hcat_pipeline.monitoring.signals import SignalConfig, screen_signals
+
+    rows = pl.DataFrame({"error": [None, None], "latency_ms": [100.0, 9000.0], "feedback": ["other", "negative"], "max_similarity": [0.9, 0.2]},
+                        schema_overrides={"error": pl.String})  # fmt: skip
+    plain = screen_signals(rows, SignalConfig(), SampleConfig())
+    assert plain["fail_slow"].to_list() == [0, 1] and plain["fail_far_from_corpus"].to_list() == [0, 1] and "fail_unlike_golden" not in plain.columns
+    golden = screen_signals(rows.with_columns(pl.Series("golden_similarity", [0.8, 0.1])), SignalConfig(), SampleConfig())
+    assert golden["fail_unlike_golden"].to_list() == [0, 1]

@@ -59,7 +59,7 @@ def monitored(tmp_path_factory, embedding_model):
         request = tick.run_requests[0]
         config = request.run_config
         for op in config["ops"].values():
-            op["config"]["reports_dir"] = str(reports)
+            op["config"] |= {"reports_dir": str(reports), "golden_dir": str(root / "golden")}  # no golden set: unlike_golden not measured
         result = job.execute_in_process(run_config=config, partition_key=request.partition_key, instance=instance, resources=resources)
         assert result.success
         days.append((request.partition_key, {e.check_name: e for e in result.get_asset_check_evaluations()}))

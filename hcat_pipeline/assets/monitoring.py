@@ -11,6 +11,7 @@ from the campaign file.
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
@@ -30,7 +31,7 @@ from hcat_pipeline.monitoring.judging import JUDGED, judge_day
 from hcat_pipeline.monitoring.logs import LogFileError, read_day
 from hcat_pipeline.monitoring.signals import MONITOR_METRICS, rates
 from hcat_pipeline.partitions import production_day
-from hcat_pipeline.paths import REPORTS_DIR, REVIEW_URL
+from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, REVIEW_URL
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -47,6 +48,8 @@ SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity.
 class MonitoringConfig(dg.Config):
     monitoring: Optional[MonitoringSpec] = Field(default=None, description="the campaign file's monitoring section (the sensor "
                                                  "passes it); absent: read from the campaign file")
+    golden_dir: str = Field(default="", description="frozen golden-set versions (the latest one's questions are what production "
+                            "questions are compared with); empty: HCAT_GOLDEN_SETS_DIR / data/golden_sets")
     reports_dir: str = Field(default="", description="where the reports go; empty: HCAT_REPORTS_DIR / data/reports")
 
 
@@ -97,6 +100,17 @@ def production_logs(context: dg.AssetExecutionContext, config: MonitoringConfig)
                               metadata={"rejected": read.rejected.height, "reasons": dg.MetadataValue.json(reasons[:20])})  # fmt: skip
 
 
+def golden_questions(golden_dir: Path) -> tuple[str | None, list[str]]:
+    """(the latest frozen version, its happy-path and variant questions); (None, []) when nothing is frozen."""
+    from hcat_pipeline.golden.cases import latest_version, load_version
+
+    version = latest_version(golden_dir)
+    if version is None:
+        return None, []
+    frame, _ = load_version(version, golden_dir)
+    return version, frame["query"].drop_nulls().unique().sort().to_list()
+
+
 def corpus_index(topic_strata: pl.DataFrame, chunk_embeddings: pl.DataFrame) -> CorpusIndex:
     joined = topic_strata.select("chunk_id", "stratum", "stratum_label").join(chunk_embeddings.select("chunk_id", "embedding"), on="chunk_id")
     if joined.is_empty():
@@ -140,13 +154,18 @@ def production_scores(context: dg.AssetExecutionContext, config: MonitoringConfi
                      pii=pii_detector, multilingual=multilingual_encoder, record_info=False)  # fmt: skip
 
     calibrated = _groundedness_calibrator(calibrators)
-    result = monitor_day(production_logs, day, corpus_index(topic_strata, chunk_embeddings), embed=embedding_model.embed, score=scorer,
+    version, questions = golden_questions(Path(config.golden_dir or GOLDEN_SETS_DIR))
+    index = corpus_index(topic_strata, chunk_embeddings)
+    if questions:
+        index = dataclasses.replace(index, golden=np.asarray(embedding_model.embed(questions), dtype=np.float32))
+    result = monitor_day(production_logs, day, index, embed=embedding_model.embed, score=scorer,
                          find_pii=pii_detector.entities, sample_config=sample_config, signal_config=signal_config,
                          pass_probability=calibrated)  # fmt: skip
     today = rates(result.cells).select("signal", "rate", "ci_low", "ci_high", "n", "n_eff")
     yield dg.Output(result.sample.with_columns(pl.lit(spec.service).alias("service")), output_name="production_sample", metadata={
         "dagster/row_count": result.sample.height, "screened": result.screened, "masked_spans": result.masked_entities,
         "groundedness": "calibrated P(grounded)" if calibrated else "NLI groundedness (no active groundedness calibrator)",
+        "golden_set_compared": f"{version} ({len(questions)} questions)" if version else "none frozen: unlike_golden not measured",
         "strata": dg.MetadataValue.json(dict(result.sample.group_by("stratum").len().sort("stratum").iter_rows()))})  # fmt: skip
     yield dg.Output(result.cells, output_name="production_cells", metadata={"rates": preview(today, 20, 60)})
 

@@ -32,6 +32,7 @@ class CorpusIndex:
     vectors: np.ndarray  # chunks × dim, L2-normalised
     strata: np.ndarray  # chunks
     labels: Mapping[int, str]
+    golden: np.ndarray | None = None  # the golden set's questions × dim (None: no frozen version to compare with)
 
 
 class DayResult(NamedTuple):
@@ -89,7 +90,9 @@ def monitor_day(rows: pl.DataFrame, day: str, index: CorpusIndex, *, embed: Call
     vectors = embed(screened["question"].to_list()) if screened.height else np.zeros((0, index.vectors.shape[1]))
     stratum, similarity = nearest_strata(np.asarray(vectors), index.vectors, index.strata, sample_config.neighbours)
     screened = screened.with_columns(pl.Series("stratum", stratum, dtype=pl.Int32), pl.Series("max_similarity", similarity, dtype=pl.Float64))
-    screened = screen_signals(screened, signal_config, sample_config.far_below)
+    if index.golden is not None and len(index.golden) and screened.height:
+        screened = screened.with_columns(pl.Series("golden_similarity", (np.asarray(vectors) @ index.golden.T).max(axis=1), dtype=pl.Float64))
+    screened = screen_signals(screened, signal_config, sample_config)
     sample = score_sample(screened, sample_config, day)
     answered = sample.with_columns(pl.col("answer").fill_null(""), pl.col("question").alias("query"))
     scored = score(answered.select("query", "contexts", "answer"))

@@ -33,6 +33,8 @@ class SampleConfig:
     neighbours: int = field(default=5, metadata={"ge": 1, "description": "nearest chunks that vote a question's stratum"})
     far_below: float = field(default=0.35, metadata={"ge": 0.0, "le": 1.0, "description": "a question whose nearest chunk is less "
                                                       "similar than this (cosine) is far from every stratum"})
+    unlike_golden_below: float = field(default=0.4, metadata={"ge": 0.0, "le": 1.0, "description": "a question whose most similar "
+                                                              "golden-set question is less similar than this (cosine) is unlike the golden set"})
     low_rating_at: float = field(default=2.0, metadata={"description": "a rating at or below this is negative feedback"})
     seed: int = 0
 

@@ -17,7 +17,7 @@ import polars as pl
 
 from hcat_pipeline.metrics.groundedness import NLI_BOUNDARY
 
-SCREEN_SIGNALS = ("error", "slow", "negative_feedback", "far_from_corpus")
+SCREEN_SIGNALS = ("error", "slow", "negative_feedback", "far_from_corpus", "unlike_golden")
 SAMPLE_SIGNALS = ("ungrounded", "irrelevant", "refused", "toxic", "pii_leak", "uncited")
 SIGNALS = (*SCREEN_SIGNALS, *SAMPLE_SIGNALS)
 # the metrics the sample is scored with (metrics.registry names): the nights' reference-free defaults
@@ -27,6 +27,7 @@ DESCRIPTIONS = {
     "slow": "latency over the service level",
     "negative_feedback": "thumbs down, a low rating, a correction, a retry or an abandoned session",
     "far_from_corpus": "a question far from every topic stratum of the corpus",
+    "unlike_golden": "a question unlike every question of the golden set (input drift away from what is tested)",
     "ungrounded": "an answer the retrieved passages do not support (NLI groundedness, calibrated where labels exist)",
     "irrelevant": "an answer that does not address the question (answer relevancy)",
     "refused": "a refusal",
@@ -51,13 +52,17 @@ class SignalConfig:
     expect_citations: bool = field(default=False, metadata={"description": "the service cites its passages: an uncited answer fails"})
 
 
-def screen_signals(screened: pl.DataFrame, config: SignalConfig, far_below: float) -> pl.DataFrame:
+def screen_signals(screened: pl.DataFrame, config: SignalConfig, sample) -> pl.DataFrame:
+    """The screen's signals; ``sample``: the ``SampleConfig`` (its similarity thresholds). ``unlike_golden`` only when the
+    rows carry ``golden_similarity`` (a golden set to compare with)."""
     ok = pl.col("error").is_null()
-    return screened.with_columns(**{column("error"): (~ok).cast(pl.Int8),
-        column("slow"): pl.when(pl.col("latency_ms").is_null()).then(None).otherwise(pl.col("latency_ms") > config.latency_slo_ms).cast(pl.Int8),
-        column("negative_feedback"): (pl.col("feedback") == "negative").cast(pl.Int8),
-        column("far_from_corpus"): (pl.col("max_similarity") < far_below).cast(pl.Int8),
-    })  # fmt: skip
+    cols = {column("error"): (~ok).cast(pl.Int8),
+            column("slow"): pl.when(pl.col("latency_ms").is_null()).then(None).otherwise(pl.col("latency_ms") > config.latency_slo_ms).cast(pl.Int8),
+            column("negative_feedback"): (pl.col("feedback") == "negative").cast(pl.Int8),
+            column("far_from_corpus"): (pl.col("max_similarity") < sample.far_below).cast(pl.Int8)}  # fmt: skip
+    if "golden_similarity" in screened.columns:
+        cols[column("unlike_golden")] = (pl.col("golden_similarity") < sample.unlike_golden_below).cast(pl.Int8)
+    return screened.with_columns(**cols)
 
 
 def sample_signals(scored: pl.DataFrame, config: SignalConfig, pass_probability: Mapping[str, Callable] | None = None) -> pl.DataFrame:
