@@ -203,3 +203,23 @@ def test_questions_unlike_the_golden_set_are_a_screen_signal_only_when_there_is_
     assert plain["fail_slow"].to_list() == [0, 1] and plain["fail_far_from_corpus"].to_list() == [0, 1] and "fail_unlike_golden" not in plain.columns
     golden = screen_signals(rows.with_columns(pl.Series("golden_similarity", [0.8, 0.1])), SignalConfig(), SampleConfig())
     assert golden["fail_unlike_golden"].to_list() == [0, 1]
+
+
+def test_a_groundedness_calibrator_decides_ungrounded_where_one_is_active():
+    from hcat_pipeline.monitoring.signals import SignalConfig, sample_signals
+
+    scored = pl.DataFrame({"error": [None, None], "refused": [False, False], "contexts": [["p"], ["p"]], "groundedness_nli": [0.45, 0.9],
+                           "answer_relevancy": [0.9, 0.9], "toxicity": [0.0, 0.0], "pii_leak": [0, 0]}, schema_overrides={"error": pl.String})  # fmt: skip
+    raw = sample_signals(scored, SignalConfig())
+    assert raw["fail_ungrounded"].to_list() == [1, 0] and raw["p_grounded"].is_null().all()
+    calibrated = sample_signals(scored, SignalConfig(), {"groundedness": lambda xs: np.clip(xs + 0.2, 0, 1)})  # a labelled calibrator says 0.45 is fine
+    assert calibrated["fail_ungrounded"].to_list() == [0, 0] and calibrated["p_grounded"].to_list() == pytest.approx([0.65, 1.0])
+
+
+def test_monitoring_is_its_own_job_and_no_part_of_a_campaign_run():
+    from hcat_pipeline.definitions import defs
+
+    monitoring = {k.to_user_string() for k in defs.resolve_job_def("monitoring_job").asset_layer.executable_asset_keys}
+    night = {k.to_user_string() for k in defs.resolve_job_def("campaign_run_job").asset_layer.executable_asset_keys}
+    assert monitoring == {"production_logs", "production_rejects", "production_sample", "production_cells", "production_judge",
+                          "production_anomalies", "monitoring_report"} and not monitoring & night  # fmt: skip

@@ -137,12 +137,11 @@ def _groundedness_calibrator(calibrators: pl.DataFrame | None):
                 outs={"production_sample": dg.AssetOut(description="The day's stratified sample, scored with the nights' "
                                                        "reference-free metrics; failure signals; weights; text masked"),
                       "production_cells": dg.AssetOut(description="Weighted sums per (stratum, signal) of the day: what the "
-                                                      "anomaly tests read")},
-                ins={"calibrators": dg.AssetIn(metadata={"optional": True})})  # fmt: skip
+                                                      "anomaly tests read")})  # fmt: skip
 def production_scores(context: dg.AssetExecutionContext, config: MonitoringConfig, production_logs: pl.DataFrame,
-                      topic_strata: pl.DataFrame, chunk_embeddings: pl.DataFrame, calibrators: Optional[pl.DataFrame],
-                      embedding_model: EmbeddingModel, nli_model: NLIModel, pii_detector: PIIDetector,
-                      multilingual_encoder: MultilingualEncoder):  # fmt: skip
+                      topic_strata: pl.DataFrame, chunk_embeddings: pl.DataFrame, embedding_model: EmbeddingModel,
+                      nli_model: NLIModel, pii_detector: PIIDetector, multilingual_encoder: MultilingualEncoder,
+                      io_manager: dg.ResourceParam[PolarsParquetIOManager]):  # fmt: skip
     from hcat_pipeline.metrics import score
 
     spec, day = spec_of(config), context.partition_key
@@ -153,7 +152,9 @@ def production_scores(context: dg.AssetExecutionContext, config: MonitoringConfi
         return score(frame, metrics, embed=embedding_model.embed, embed_layers=embedding_model.layer_features, nli=nli_model,
                      pii=pii_detector, multilingual=multilingual_encoder, record_info=False)  # fmt: skip
 
-    calibrated = _groundedness_calibrator(calibrators)
+    # the stored calibrators when the nights have fitted them (read, not an input: monitoring is no part of the nights' runs)
+    stored = Path(io_manager.base_dir) / "calibrators.parquet"
+    calibrated = _groundedness_calibrator(read_stored_table(stored, "calibrators") if stored.is_file() else None)
     version, questions = golden_questions(Path(config.golden_dir or GOLDEN_SETS_DIR))
     index = corpus_index(topic_strata, chunk_embeddings)
     if questions:

@@ -63,7 +63,7 @@ def settings_from(args: argparse.Namespace):
     return ReviewSettings(labels_dir=Path(args.labels_dir), warehouse=Path(args.warehouse), golden_dir=Path(args.golden_dir),
                           curation_dir=Path(args.curation_dir), queue=Path(args.queue) if args.queue else None, rater=args.rater,
                           extra_dimensions=asked_dimensions(getattr(args, "dimension", ())), check_factory=check_factory,
-                          chunks=Path(args.chunks), reports_dir=Path(args.reports_dir) if args.reports_dir else None)  # fmt: skip
+                          chunks=Path(args.chunks), reports_dir=Path(args.reports_dir) if getattr(args, "reports_dir", "") else None)  # fmt: skip
 
 
 @command("review", "serve the review page (label answers, curate cases, see agreement) on loopback", _review_args)

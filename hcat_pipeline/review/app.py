@@ -195,13 +195,21 @@ def decide(request: Request, body: DecisionIn):
 
 @api.post("/curation/freeze")
 def freeze(request: Request, body: FreezeIn):
+    settings = _settings(request)
+    return _frozen(request, body.rater, lambda check: freeze_curated(CurationLog(settings.curation_dir, body.version), settings.golden_dir,
+                                                                     body.new_version, check, body.rater))  # fmt: skip
+
+
+def _frozen(request: Request, rater: str, freeze_with):
+    """Freeze through ``freeze_with(check)`` (the validity check built on the first freeze, not at start-up: it loads the
+    embedding model); a refusal answers 400 with every problem, nothing written."""
     settings, state = _settings(request), request.app.state
-    if not RATER_RE.match(body.rater):
+    if not RATER_RE.match(rater):
         return _bad("set your rater name first (top right)")
     if state.check is None and settings.check_factory is not None:
-        state.check = settings.check_factory()  # loads the embedding model: on the first freeze, not at start-up
+        state.check = settings.check_factory()
     try:
-        manifest = freeze_curated(CurationLog(settings.curation_dir, body.version), settings.golden_dir, body.new_version, state.check, body.rater)
+        manifest = freeze_with(state.check)
     except CaseImportError as e:
         return _bad(f"not frozen: {len(e.errors)} problem(s), nothing written", problems=[f"row {n}: {p}" for n, p in e.errors])
     except (GoldenSetError, ValueError, FileNotFoundError) as e:
@@ -237,19 +245,9 @@ def save_incident(request: Request, body: IncidentIn):
 
 @api.post("/incidents/freeze")
 def freeze_incidents(request: Request, body: IncidentFreezeIn):
-    settings, state = _settings(request), request.app.state
-    if not RATER_RE.match(body.rater):
-        return _bad("set your rater name first (top right)")
-    if state.check is None and settings.check_factory is not None:
-        state.check = settings.check_factory()
-    try:
-        manifest = freeze_with_incidents(IncidentLog(settings.curation_dir), settings.golden_dir, body.base_version, body.new_version,
-                                         state.check, body.rater)  # fmt: skip
-    except CaseImportError as e:
-        return _bad(f"not frozen: {len(e.errors)} problem(s), nothing written", problems=[f"row {n}: {p}" for n, p in e.errors])
-    except (GoldenSetError, ValueError, FileNotFoundError) as e:
-        return _bad(f"not frozen: {e}")
-    return {"status": "frozen", "version": manifest["version"], "n_cases": manifest["n_cases"], "content_sha256": manifest["content_sha256"]}
+    settings = _settings(request)
+    return _frozen(request, body.rater, lambda check: freeze_with_incidents(IncidentLog(settings.curation_dir), settings.golden_dir,
+                                                                            body.base_version, body.new_version, check, body.rater))  # fmt: skip
 
 
 async def _invalid_request(request: Request, exc: RequestValidationError):
