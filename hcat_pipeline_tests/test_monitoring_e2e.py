@@ -33,17 +33,16 @@ def _campaign(path: Path, logs: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def monitored(tmp_path_factory, embedding_model):
+def _monitor(root: Path, plan: TrafficPlan, embedding_model) -> dict:
+    """The days' files appear one a day; the sensor ticks; the run it asks for runs (real Dagster, the packaged models)."""
     from hcat_pipeline.definitions import defs
     from hcat_pipeline.io import PolarsParquetIOManager
     from hcat_pipeline.resources.sets import resources_for
     from hcat_pipeline.sensors import build_production_log_sensor
 
-    root = tmp_path_factory.mktemp("monitoring")
     warehouse, reports, staged, logs = root / "warehouse", root / "reports", root / "staged", root / "logs"
     write_bank_corpus(warehouse, embedding_model.embed)
-    files = write_traffic(staged, PLAN, pools())
+    files = write_traffic(staged, plan, pools())
     logs.mkdir()
     campaign = _campaign(root / "campaign.yaml", logs)
     sensor = build_production_log_sensor(str(campaign))
@@ -51,7 +50,7 @@ def monitored(tmp_path_factory, embedding_model):
     job = defs.resolve_job_def("monitoring_job")
     resources = {**resources_for(), "io_manager": PolarsParquetIOManager(base_dir=str(warehouse)), "embedding_model": embedding_model}
     cursor, days = None, []
-    for f in files:  # a day's file appears; the sensor ticks; the run it asks for runs
+    for f in files:
         (logs / f.name).write_bytes(f.read_bytes())
         tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
         cursor = tick.cursor
@@ -65,6 +64,11 @@ def monitored(tmp_path_factory, embedding_model):
         days.append((request.partition_key, {e.check_name: e for e in result.get_asset_check_evaluations()}))
     again = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
     return {"days": days, "warehouse": warehouse, "reports": reports, "repeat": again}
+
+
+@pytest.fixture(scope="module")
+def monitored(tmp_path_factory, embedding_model):
+    return _monitor(tmp_path_factory.mktemp("monitoring"), PLAN, embedding_model)
 
 
 def _raised(days) -> dict[tuple, dict]:
@@ -91,6 +95,13 @@ def test_the_checks_raise_exactly_the_planted_anomalies_with_their_days_and_stra
     assert [d for d, c in by_day.items() if not c["acute_regression"]] == [PLAN.day(7)]
     assert [d for d, c in by_day.items() if not c["category_failure"]] == [PLAN.day(i) for i in range(5, 11)]
     assert all(c["gradual_drift"] for d, c in by_day.items() if d < PLAN.day(6))  # a trend needs days to show
+
+
+def test_the_same_traffic_without_the_faults_raises_nothing(tmp_path, embedding_model):
+    """The control: the planted plan's traffic (same seed) with no fault planted — no anomaly check fails on any day."""
+    control = _monitor(tmp_path, TrafficPlan(rows_per_day=PLAN.rows_per_day), embedding_model)
+    assert _raised(control["days"]) == {}
+    assert all(checks[n].passed for _, checks in control["days"] for n in ("acute_regression", "category_failure", "gradual_drift"))
 
 
 def test_every_day_is_ingested_once_and_bad_rows_are_named(monitored):

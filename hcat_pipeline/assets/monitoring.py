@@ -247,7 +247,8 @@ def strata_table(cells: pl.DataFrame, labels: dict[int, str]) -> pl.DataFrame:
         part = by.filter(pl.col("signal") == signal).select(
             "stratum", pl.format("{}% ({}-{}, n={})", *(pl.col(c).mul(100).round(1) for c in ("rate", "ci_low", "ci_high")), pl.col("n")).alias(signal))
         out = out.join(part, on="stratum", how="left")
-    return out.with_columns(pl.col("stratum").replace_strict(labels, default=None, return_dtype=pl.String).alias("label")).sort("stratum")
+    label = pl.col("stratum").replace_strict(labels, default=None, return_dtype=pl.String).alias("label")
+    return out.with_columns(label).select("stratum", "label", pl.exclude("stratum", "label")).sort("stratum")
 
 
 @dg.asset(partitions_def=production_day, group_name="monitoring",

@@ -20,6 +20,22 @@ def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
+def evidence_text(ev: dict) -> str:
+    """The evidence as a reviewer reads it: the rate against its baseline with n and p, the trend with its p; the rest as
+    key = value."""
+    parts, rest = [], {k: v for k, v in ev.items() if k not in ("corroborated_by",)}
+    if "rate" in rest and "baseline_rate" in rest:
+        parts.append(f"{_pct(rest.pop('rate'))} of effective n {rest.pop('n_eff')} (n {rest.pop('n')}) vs baseline {_pct(rest.pop('baseline_rate'))} "
+                     f"over {rest.pop('baseline_days')} day(s), effective n {rest.pop('baseline_n_eff')}; p = {rest.pop('p_value')}")
+    if "rest_rate" in rest:
+        parts.append(f"rest of the day {_pct(rest.pop('rest_rate'))} (p = {rest.pop('p_vs_rest')}, q = {rest.pop('q_vs_rest')})")
+    if "mann_kendall_p" in rest:
+        parts.append(f"{_pct(rest.pop('first_rate'))} → {_pct(rest.pop('last_rate'))} over {rest.pop('days_read')} day(s), "
+                     f"Sen change {_pct(rest.pop('change_over_window'))}; Mann-Kendall p = {rest.pop('mann_kendall_p')} (Holm)")
+    parts += [f"{k} = {v}" for k, v in rest.items() if v not in ([], None)]
+    return "; ".join(parts)
+
+
 def anomaly_rows(anomalies: pl.DataFrame, labels: dict[int, str]) -> list[dict]:
     out = []
     for a in anomalies.iter_rows(named=True):
@@ -27,7 +43,7 @@ def anomaly_rows(anomalies: pl.DataFrame, labels: dict[int, str]) -> list[dict]:
         where = "all traffic" if a["stratum"] is None else f"stratum {a['stratum']} ({labels.get(a['stratum'], '?')})"
         days = a["start_day"] if a["start_day"] == a["end_day"] else f"{a['start_day']} → {a['end_day']}"
         out.append({"severity": a["severity"], "kind": KIND_TITLES.get(a["kind"], a["kind"]), "signal": a["signal"], "where": where,
-                    "days": days, "evidence": ", ".join(f"{k}={v}" for k, v in ev.items() if k != "corroborated_by"),
+                    "days": days, "evidence": evidence_text(ev),
                     "corroborated": ", ".join(ev.get("corroborated_by", {}))})  # fmt: skip
     return out
 
