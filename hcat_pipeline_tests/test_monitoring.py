@@ -223,3 +223,16 @@ def test_monitoring_is_its_own_job_and_no_part_of_a_campaign_run():
     night = {k.to_user_string() for k in defs.resolve_job_def("campaign_run_job").asset_layer.executable_asset_keys}
     assert monitoring == {"production_logs", "production_rejects", "production_sample", "production_cells", "production_judge",
                           "production_anomalies", "monitoring_report"} and not monitoring & night  # fmt: skip
+
+
+def test_helpfulness_is_an_opt_in_reference_free_judge_dimension():
+    from hcat_pipeline.calibration.campaign import LABEL_MEANINGS
+    from hcat_pipeline.campaign_monitoring import MonitorJudgeSpec
+    from hcat_pipeline.judge.scoring import DIMENSIONS, JudgeConfig, judge_templates
+
+    assert DIMENSIONS["helpfulness"].needs == ("query",) and "helpfulness" not in JudgeConfig().dimensions and "helpfulness" in LABEL_MEANINGS
+    template = judge_templates(JudgeConfig(dimensions=("helpfulness",)))["helpfulness"]
+    assert "act" in template.text and "{{query}}" in template.text
+    assert MonitorJudgeSpec(dimensions=["helpfulness"]).dimensions == ["helpfulness"]
+    with pytest.raises(ValueError, match="reference-free"):
+        MonitorJudgeSpec(dimensions=["correctness"])

@@ -79,6 +79,10 @@ DIMENSIONS: dict[str, Dimension] = {
                                          "Which response better identifies the claim that contradicts the documents, without inventing one?"),
     "cross_lingual_accuracy": Dimension("cross_lingual_accuracy", ("contexts", "languages"), "cross-lingual accuracy",
                                         "Which response represents the content of the passages in every language more faithfully?"),
+    # golden-eval §3.2's helpfulness (beside relevancy: an answer can address the question and still leave the user unable to
+    # act); opt-in, reference-free, and like every dimension it decides nothing until validated
+    "helpfulness": Dimension("helpfulness", ("query",), "helpfulness",
+                             "Which response leaves the user better able to do what they asked about?"),
 }  # fmt: skip
 CHAPTER_14_4 = ("global_coherence", "contradiction_detection", "cross_lingual_accuracy")
 
