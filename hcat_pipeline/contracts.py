@@ -77,6 +77,14 @@ CONTRACTS: dict[str, Contract] = {
     "irt_model": Contract(s.IRT_MODEL, (), ("exam_version", "kind", "id")),
     "exam_chunking": Contract(s.EXAM_CHUNKING, ("taker", "chunking"), ("exam_version", "chunking", "taker", "verdict")),
     "exam_topics": Contract(s.EXAM_TOPICS, ("system_id", "topic"), ("exam_version", "system_id", "topic", "n", "correct", "items_kept")),
+    # production monitoring (per production_day)
+    "production_logs": Contract(s.PRODUCTION_LOGS, ("source",), ("request_id", "day", "question")),
+    "production_rejects": Contract(s.PRODUCTION_REJECTS, ("source",), ("reason",)),
+    "production_sample": Contract(s.PRODUCTION_SAMPLE, ("source",), ("request_id", "day", "stratum", "weight", "feedback")),
+    "production_cells": Contract(s.PRODUCTION_CELLS, ("day", "stratum", "signal"), ("n", "sw", "swy", "sw2")),
+    "production_judge": Contract(s.PRODUCTION_JUDGE, (), ("request_id", "dimension")),
+    "production_anomalies": Contract(s.PRODUCTION_ANOMALIES, (), ("kind", "signal", "start_day", "end_day", "severity")),
+    "monitoring_report": Contract(s.MONITORING_REPORT, ("day",), ("report",)),
     # violation matching
     "violation_campaign": Contract(s.VIOLATION_CAMPAIGN, (), ()),
     "violation_matches": Contract(s.VIOLATION_MATCHES, (), ()),

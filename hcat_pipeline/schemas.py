@@ -535,6 +535,30 @@ REVIEW_QUEUE = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.St
 # campaign_report (per campaign run): where the HTML report is and what it could include (assets.reports)
 CAMPAIGN_REPORT = {"path": pl.String, "plots": pl.Int64, "size_bytes": pl.Int64}
 
+# production monitoring (per production_day; hcat_pipeline.monitoring): the day's rows, the rejected records, the scored
+# sample (masked), the weighted cell sums the anomaly tests read, the judge's tier, the anomalies, the report
+PRODUCTION_LOGS = {
+    "request_id": pl.String, "day": pl.String, "timestamp": pl.String, "question": pl.String, "answer": pl.String,
+    "contexts": pl.List(pl.String), "latency_ms": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
+    "error": pl.String, "thumbs": pl.Int8, "rating": pl.Float64, "correction": pl.String, "retried": pl.Boolean,
+    "abandoned": pl.Boolean, "copied": pl.Boolean, "source": pl.String,  # source: file:line, unique
+}  # fmt: skip
+PRODUCTION_REJECTS = {"source": pl.String, "reason": pl.String}
+PRODUCTION_SAMPLE = {"request_id": pl.String, "day": pl.String, "source": pl.String, "question": pl.String, "answer": pl.String,
+                     "stratum": pl.Int32, "feedback": pl.String, "max_similarity": pl.Float64, "screen_weight": pl.Float64,
+                     "weight": pl.Float64, "masked_spans": pl.Int64}  # + the metric columns and fail_<signal> columns  # fmt: skip
+PRODUCTION_CELLS = {"day": pl.String, "stratum": pl.Int32, "signal": pl.String, "n": pl.Int64, "k": pl.Int64, "sw": pl.Float64,
+                    "swy": pl.Float64, "sw2": pl.Float64}  # fmt: skip
+PRODUCTION_JUDGE = {"request_id": pl.String, "item_id": pl.String, "dimension": pl.String, "score": pl.Int64, "passed": pl.Boolean,
+                    "confidence": pl.String, "justification": pl.String, "skipped_reason": pl.String, "error_kind": pl.String,
+                    "error": pl.String, "judge_config_hash": pl.String, "judge_model": pl.String, "prompt_name": pl.String,
+                    "prompt_hash": pl.String, "latency_s": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
+                    "cost_usd": pl.Float64, "attempts": pl.Int64, "tier_reason": pl.String}  # fmt: skip
+PRODUCTION_ANOMALIES = {"kind": pl.String, "signal": pl.String, "stratum": pl.Int32, "start_day": pl.String, "end_day": pl.String,
+                        "days": pl.List(pl.String), "severity": pl.String, "evidence": pl.String}  # fmt: skip
+MONITORING_REPORT = {"day": pl.String, "report": pl.String, "anomalies": pl.Int64, "queued": pl.Int64}
+
+
 def conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     """Check that ``frame`` has every contract column with its dtype; raise a clear error if not."""
     missing = [c for c in schema if c not in frame.columns]

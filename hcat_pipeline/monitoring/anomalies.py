@@ -18,6 +18,7 @@ Anomalous days at most ``run_gap_days`` apart are one anomaly (start_day … end
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Literal
@@ -28,6 +29,7 @@ from scipy import stats
 
 from hcat_pipeline.monitoring.signals import SAMPLE_SIGNALS, SIGNALS
 from hcat_pipeline.monitoring.trend import hinge_start, mann_kendall, sen_slope
+from hcat_pipeline.schemas import PRODUCTION_ANOMALIES
 
 Kind = Literal["acute", "category", "drift", "input_drift"]
 FEEDBACK_SIGNALS = ("negative_feedback",)
@@ -294,12 +296,8 @@ def input_drift(cube: _Cube, config: AnomalyConfig) -> list[dict]:
 
 
 def as_frame(anomalies: list[dict]) -> pl.DataFrame:
-    import json
-
-    schema = {"kind": pl.String, "signal": pl.String, "stratum": pl.Int32, "start_day": pl.String, "end_day": pl.String,
-              "days": pl.List(pl.String), "severity": pl.String, "evidence": pl.String}  # fmt: skip
     rows = [{**a, "evidence": json.dumps(a["evidence"], sort_keys=True)} for a in anomalies]
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=PRODUCTION_ANOMALIES)
 
 
 __all__ = ["SAMPLE_SIGNALS", "AnomalyConfig", "as_frame", "detect"]

@@ -9,13 +9,12 @@ from collections.abc import Callable
 
 import polars as pl
 
-from hcat_pipeline.judge.scoring import JUDGE_ROW_KEYS, JudgeConfig, JudgeItem, llm_judge
+from hcat_pipeline.judge.scoring import JudgeConfig, JudgeItem, llm_judge
 from hcat_pipeline.judge.tiering import flag_for_judge, select_tier
+from hcat_pipeline.schemas import PRODUCTION_JUDGE
 
 MONITOR_DIMENSIONS = ("groundedness", "answer_relevancy", "safety")  # reference-free: production has no reference answer
-JUDGED = {**{k: pl.String for k in JUDGE_ROW_KEYS}, "request_id": pl.String, "score": pl.Int64, "passed": pl.Boolean,
-          "confidence": pl.String, "latency_s": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
-          "cost_usd": pl.Float64, "attempts": pl.Int64, "tier_reason": pl.String}  # fmt: skip
+JUDGED = PRODUCTION_JUDGE
 
 
 def judge_tier(sample: pl.DataFrame, max_items: int) -> pl.DataFrame:

@@ -18,14 +18,10 @@ from typing import NamedTuple
 import polars as pl
 
 from hcat_pipeline.common.jsonpath import get_path
+from hcat_pipeline.schemas import PRODUCTION_LOGS, PRODUCTION_REJECTS
 
-LOG_ROWS = {
-    "request_id": pl.String, "day": pl.String, "timestamp": pl.String, "question": pl.String, "answer": pl.String,
-    "contexts": pl.List(pl.String), "latency_ms": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
-    "error": pl.String, "thumbs": pl.Int8, "rating": pl.Float64, "correction": pl.String, "retried": pl.Boolean,
-    "abandoned": pl.Boolean, "copied": pl.Boolean, "source": pl.String,
-}  # fmt: skip
-REJECTED = {"source": pl.String, "reason": pl.String}
+LOG_ROWS = PRODUCTION_LOGS
+REJECTED = PRODUCTION_REJECTS
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 DAY_IN_NAME = r"(\d{4}-\d{2}-\d{2})"
 _FLAGS = ("retried", "abandoned", "copied")

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from hcat_pipeline.metrics.groundedness import NLI_BOUNDARY
+from hcat_pipeline.schemas import PRODUCTION_CELLS
 
 SCREEN_SIGNALS = ("error", "slow", "negative_feedback", "far_from_corpus", "unlike_golden")
 SAMPLE_SIGNALS = ("ungrounded", "irrelevant", "refused", "toxic", "pii_leak", "uncited")
@@ -110,8 +111,7 @@ def cell_sums(frame: pl.DataFrame, signals: tuple[str, ...], weight: str, day: s
             n=pl.len(), k=pl.col(c).cast(pl.Int64).sum(), sw=pl.col(weight).sum(), swy=(pl.col(weight) * pl.col(c)).sum(),
             sw2=(pl.col(weight) ** 2).sum(),
         ).with_columns(signal=pl.lit(s)))  # fmt: skip
-    schema = {"day": pl.String, "stratum": pl.Int32, "signal": pl.String, "n": pl.Int64, "k": pl.Int64, "sw": pl.Float64,
-              "swy": pl.Float64, "sw2": pl.Float64}  # fmt: skip
+    schema = PRODUCTION_CELLS
     if not parts:
         return pl.DataFrame(schema=schema)
     out = pl.concat(parts, how="diagonal").with_columns(day=pl.lit(day))
