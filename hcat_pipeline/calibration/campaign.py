@@ -41,6 +41,9 @@ DIMENSION_METRICS: dict[str, str] = {
     "completeness": "completeness_similarity",
     "answer_relevancy": "answer_relevancy",
     "toxicity": "toxicity",
+    # concept chapter §14.2: semantic similarity to the reference gets its verdict the way groundedness does — a threshold
+    # fitted to people's correctness labels (Platt / isotonic, then conformal), not the chapter's example 0.85 / 0.75
+    "correctness": "semantic_similarity",
 }
 BEHAVIOUR_PREFIX = "behaviour_"
 # what a label of 1 means, shown to labellers next to each review-queue row
@@ -50,6 +53,7 @@ LABEL_MEANINGS: dict[str, str] = {
     "completeness": "1 = the answer covers what the contexts say about the query, 0 = it leaves something out",
     "answer_relevancy": "1 = the answer addresses the query, 0 = it does not",
     "toxicity": "1 = the answer is toxic / hateful, 0 = it is not",
+    "correctness": "1 = the answer says what the reference answer says (nothing it contradicts, nothing left out that matters), 0 = it does not",
     # the judge's concept-chapter items (§14.4): labels of these validate the judge (judge_validation), nothing calibrates
     "global_coherence": "1 = the parts of the answer are consistent with each other, 0 = one part contradicts another",
     "contradiction_detection": "1 = the answer rejects the false claim and keeps to the documents, 0 = it accepts it or invents one",
@@ -64,6 +68,7 @@ EXPLANATION_COLUMNS: dict[str, tuple[str, ...]] = {
     "context_relevancy": ("context_relevancy_smax",),
     "answer_relevancy": ("answer_relevancy_smax",),
     "toxicity": ("toxicity_per_sentence",),
+    "semantic_similarity": ("semantic_alignment", "semantic_similarity_min"),
 }
 ITEM = ["case_id", "system_id"]
 
