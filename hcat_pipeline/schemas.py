@@ -555,7 +555,8 @@ PRODUCTION_JUDGE = {"request_id": pl.String, "item_id": pl.String, "dimension": 
                     "prompt_hash": pl.String, "latency_s": pl.Float64, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
                     "cost_usd": pl.Float64, "attempts": pl.Int64, "tier_reason": pl.String}  # fmt: skip
 PRODUCTION_ANOMALIES = {"kind": pl.String, "signal": pl.String, "stratum": pl.Int32, "start_day": pl.String, "end_day": pl.String,
-                        "days": pl.List(pl.String), "severity": pl.String, "evidence": pl.String}  # fmt: skip
+                        "days": pl.List(pl.String), "severity": pl.String, "evidence": pl.String,
+                        "raised": pl.Boolean}  # raised: it touches the day (its checks' anomalies); else found over earlier days  # fmt: skip
 MONITORING_REPORT = {"day": pl.String, "report": pl.String, "anomalies": pl.Int64, "queued": pl.Int64}
 
 

@@ -209,15 +209,16 @@ def _check(name: str, anomalies: list[dict], day: str) -> dg.AssetCheckResult:
               (CATEGORY_CHECK, "a failure concentrated in one topic stratum (per stratum, Benjamini-Hochberg, vs the rest)"),
               (DRIFT_CHECK, "a trend over the window (Mann-Kendall, Holm) or a shift of the topic mix (χ²)"))],
           description="The anomalies as of the day over the stored days of production_cells (golden-eval §7.3): kind, signal, "
-          "stratum, first and last day, severity, evidence.")  # fmt: skip
+          "stratum, first and last day, severity, evidence; raised: the ones touching the day (what its checks raise).")  # fmt: skip
 def production_anomalies(context: dg.AssetExecutionContext, config: MonitoringConfig, io_manager: dg.ResourceParam[PolarsParquetIOManager]):
     spec, day = spec_of(config), context.partition_key
     *_, anomaly_config = spec.core()
     cells = stored_cells(io_manager, day, max(anomaly_config.window_days, anomaly_config.baseline_days) * 4)
     found = detect(cells, anomaly_config)
     today = [a for a in found if a["end_day"] == day]
-    yield dg.Output(as_frame(today), metadata={"dagster/row_count": len(today), "days_read": cells["day"].n_unique() if cells.height else 0,
-                                               "anomalies": dg.MetadataValue.json(today)})  # fmt: skip
+    yield dg.Output(as_frame(found, day), metadata={"dagster/row_count": len(found), "raised": len(today),
+                                                    "days_read": cells["day"].n_unique() if cells.height else 0,
+                                                    "anomalies": dg.MetadataValue.json(today)})  # fmt: skip
     for name in CHECK_KINDS:
         yield _check(name, found, day)
 
@@ -277,14 +278,15 @@ def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfi
             int(production_cells.filter(pl.col("signal") == "error")["n"].sum()), "sampled": production_sample.height,
             "masked": int(production_sample["masked_spans"].sum()),
             "reasons": _reasons(production_rejects), "judged": _judged_note(production_judge)}  # fmt: skip
+    raised = production_anomalies.filter(pl.col("raised"))
     path = render_monitoring_report(folder / "report.html", service=spec.service, day=day, read=read,
                                     today=rates(production_cells), baseline=rates(before.with_columns(pl.lit(day).alias("day"))),
-                                    strata=strata_table(production_cells, labels), anomalies=production_anomalies, queue=queue,
+                                    strata=strata_table(production_cells, labels), anomalies=raised, queue=queue,
                                     labels=labels, review_url=REVIEW_URL, history_href="../../history.html")  # fmt: skip
-    found = detect(stored_cells(io_manager, day, 10_000), anomaly_config)
-    render_history(reports / "history.html", Path(io_manager.base_dir), service=spec.service, system_id=spec.service, anomalies=found)
+    render_history(reports / "history.html", Path(io_manager.base_dir), service=spec.service, system_id=spec.service,
+                   anomalies=production_anomalies.to_dicts())  # every anomaly found as of the day, not found again here
     novel = queue.filter(pl.col("queue_reason") == "novel")
-    yield dg.Output(pl.DataFrame({"day": [day], "report": [str(path)], "anomalies": [production_anomalies.height], "queued": [queue.height]}),
+    yield dg.Output(pl.DataFrame({"day": [day], "report": [str(path)], "anomalies": [raised.height], "queued": [queue.height]}),
                     metadata={"report": dg.MetadataValue.path(str(path)), "queued": queue.height, "novel": novel.height})  # fmt: skip
     yield dg.AssetCheckResult(check_name=NOVEL_CHECK, passed=novel.is_empty(), severity=dg.AssetCheckSeverity.WARN,
                               description=f"{novel.height} failing answer(s) far from every topic stratum queued for review",

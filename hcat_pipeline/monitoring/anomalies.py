@@ -27,7 +27,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from hcat_pipeline.monitoring.signals import SAMPLE_SIGNALS, SIGNALS
+from hcat_pipeline.monitoring.signals import SAMPLE_SIGNALS, SIGNALS, weighted_rate
 from hcat_pipeline.monitoring.trend import hinge_start, mann_kendall, sen_slope
 from hcat_pipeline.schemas import PRODUCTION_ANOMALIES
 
@@ -64,11 +64,17 @@ class _Rate:
     @classmethod
     def of(cls, cells: list[tuple]) -> _Rate | None:
         sw, swy, sw2, n = (sum(c[i] for c in cells) for i in range(4))
-        return cls(swy / sw, sw * sw / sw2, int(n)) if sw > 0 and sw2 > 0 else None
+        rate, n_eff = weighted_rate(sw, swy, sw2)
+        return cls(rate, n_eff, int(n)) if rate is not None and n_eff > 0 else None
 
     def counts(self) -> tuple[int, int]:
         n = max(1, round(self.n_eff))
         return min(n, round(self.rate * n)), n
+
+    def worse_than(self, other: _Rate) -> float:
+        """One-sided Fisher exact p that this rate is above ``other`` (effective counts)."""
+        (k1, n1), (k2, n2) = self.counts(), other.counts()
+        return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1])
 
 
 class _Cube:
@@ -100,7 +106,8 @@ def _baseline(cube: _Cube, signal: str, day: str, flagged: set, config: AnomalyC
     p0 = sum(r.rate * r.n_eff for _, r in rates) / total
     if len(rates) >= 4:
         t, x = np.array([i for i, _ in rates], float), np.array([r.rate for _, r in rates])
-        p0 = max(p0, float(np.median(x - sen_slope(t, x) * t)) + sen_slope(t, x) * len(before))
+        slope = sen_slope(t, x)
+        p0 = max(p0, float(np.median(x - slope * t)) + slope * len(before))
     return min(max(p0, 0.5 / (total + 1)), 0.999), total, len(rates)
 
 
@@ -120,10 +127,7 @@ def _sudden(cube: _Cube, signal: str, day: str, r: _Rate, flagged: set, config: 
     if not before or any((d, only) in flagged for d in before[-(config.run_gap_days + 1):]):
         return 0.0
     prev = cube.rate(signal, before[-1], only, without)
-    if prev is None:
-        return 0.0
-    (k1, n1), (k2, n2) = r.counts(), prev.counts()
-    return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1])
+    return 0.0 if prev is None else r.worse_than(prev)
 
 
 def _evidence(r: _Rate, base, p: float) -> dict:
@@ -146,8 +150,7 @@ def _category_flags(cube: _Cube, signal: str, day: str, flagged: set, config: An
     for g, (r, _, _) in tested.items():
         rest = cube.rate(signal, day, without=(g,))
         if rest is not None:
-            (k1, n1), (k2, n2) = r.counts(), rest.counts()
-            versus[g] = (rest, float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1]))
+            versus[g] = (rest, r.worse_than(rest))
     q_rest = dict(zip(versus, stats.false_discovery_control([v[1] for v in versus.values()], method="bh"))) if versus else {}
     out = {}
     for (g, (r, base, p)), q in zip(tested.items(), adjusted):
@@ -295,8 +298,9 @@ def input_drift(cube: _Cube, config: AnomalyConfig) -> list[dict]:
              "strata_grown": grew, "n": int(n)}}]  # fmt: skip
 
 
-def as_frame(anomalies: list[dict]) -> pl.DataFrame:
-    rows = [{**a, "evidence": json.dumps(a["evidence"], sort_keys=True)} for a in anomalies]
+def as_frame(anomalies: list[dict], day: str) -> pl.DataFrame:
+    """The anomalies as a table; ``raised``: those that touch ``day`` (what the day's checks raise)."""
+    rows = [{**a, "evidence": json.dumps(a["evidence"], sort_keys=True), "raised": a["end_day"] == day} for a in anomalies]
     return pl.DataFrame(rows, schema=PRODUCTION_ANOMALIES)
 
 

@@ -7,7 +7,8 @@ Two phases, both seeded by (seed, day), so the same logs give the same sample:
    ``k`` nearest corpus chunks belong to) and its distance from the corpus (``max_similarity``: far from every stratum
    = an input the golden set has nothing like).
 2. **Score sample**: ``sample_size`` rows of the screen, spread over (feedback × stratum) cells — negative feedback
-   first (up to ``negative_share``), the rest proportional to the strata with at least ``min_per_stratum`` each.
+   first (up to ``negative_share``), the rest proportional to the strata with at least ``min_per_stratum`` each (the
+   corpus stage's ``allocate``: bounds, then largest remainder).
 
 Every row carries ``weight`` = 1 / (its inclusion probability), so a weighted rate estimates the whole day's rate
 (Horvitz-Thompson); ``screen_weight`` does the same for the screen.
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+
+from hcat_pipeline.corpus.sampling import allocate
 
 NEGATIVE, OTHER = "negative", "other"
 
@@ -85,26 +88,6 @@ def nearest_strata(question_vectors: np.ndarray, chunk_vectors: np.ndarray, chun
     return out, sims.max(axis=1)
 
 
-def _allocate(sizes: dict[int, int], n: int, floor: int) -> dict[int, int]:
-    """n draws over cells: ``floor`` each first (when the cell has them), the rest proportional to size."""
-    take = {s: min(size, floor) for s, size in sizes.items()}
-    left = n - sum(take.values())
-    while left > 0:
-        room = {s: sizes[s] - take[s] for s in sizes if sizes[s] > take[s]}
-        if not room:
-            break
-        total = sum(sizes[s] for s in room)
-        shares = {s: left * sizes[s] / total for s in room}
-        step = {s: min(room[s], int(shares[s])) for s in room}
-        if not any(step.values()):  # the remainder, largest shares first
-            for s in sorted(room, key=lambda s: (-shares[s], s))[:left]:
-                step[s] = 1
-        for s, k in step.items():
-            take[s] += k
-        left -= sum(step.values())
-    return take
-
-
 def score_sample(screened: pl.DataFrame, config: SampleConfig, day: str) -> pl.DataFrame:
     """Phase 2: ``sample_size`` screened rows (needs ``stratum``) with ``weight`` = screen_weight × cell size / drawn."""
     rng = np.random.default_rng(day_seed(config.seed, day) + 1)
@@ -116,7 +99,8 @@ def score_sample(screened: pl.DataFrame, config: SampleConfig, day: str) -> pl.D
         group = screened.filter(pl.col("feedback") == cls)
         sizes = dict(group.group_by("stratum").len().sort("stratum").iter_rows())
         floor = config.min_per_stratum if cls == OTHER else 0
-        for stratum, k in _allocate(sizes, min(budget, group.height), floor).items():
+        counts = allocate(sizes, min(budget, group.height), "proportional", min_per_stratum=floor).counts if sizes else {}
+        for stratum, k in counts.items():
             cell = group.filter(pl.col("stratum") == stratum)
             if not k:
                 continue

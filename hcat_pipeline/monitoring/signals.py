@@ -38,6 +38,11 @@ DESCRIPTIONS = {
 }
 
 
+def weighted_rate(sw: float, swy: float, sw2: float) -> tuple[float | None, float]:
+    """(Σw·y / Σw, Kish effective n (Σw)² / Σw²) of summed cells; (None, 0) when nothing was read."""
+    return (swy / sw if sw > 0 else None), (sw * sw / sw2 if sw2 > 0 else 0.0)
+
+
 def column(signal: str) -> str:
     """The 0 / 1 / null column of a signal (beside the raw columns it is read from: ``error``, ``refused``)."""
     return f"fail_{signal}"
@@ -130,8 +135,7 @@ def rates(cells: pl.DataFrame, by_stratum: bool = False) -> pl.DataFrame:
     agg = cells.group_by(keys).agg(pl.col("n").sum(), pl.col("sw").sum(), pl.col("swy").sum(), pl.col("sw2").sum()).sort(keys)
     rows = []
     for r in agg.iter_rows(named=True):
-        rate = r["swy"] / r["sw"] if r["sw"] > 0 else None
-        n_eff = r["sw"] ** 2 / r["sw2"] if r["sw2"] > 0 else 0.0
+        rate, n_eff = weighted_rate(r["sw"], r["swy"], r["sw2"])
         n = max(1, round(n_eff))
         lo, hi = wilson_interval(min(n, round((rate or 0.0) * n)), n) if rate is not None else (None, None)
         rows.append({**{k: r[k] for k in keys}, "rate": rate, "ci_low": lo, "ci_high": hi, "n": r["n"], "n_eff": round(n_eff, 1)})

@@ -21,6 +21,7 @@ import polars as pl  # noqa: E402
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX  # noqa: E402
 from hcat_pipeline.common.images import png_data_uri  # noqa: E402
 from hcat_pipeline.common.stats import wilson_interval  # noqa: E402
+from hcat_pipeline.golden.coverage import mean_ci  # noqa: E402
 from hcat_pipeline.metrics.groundedness import NLI_BOUNDARY  # noqa: E402
 from hcat_pipeline.monitoring.signals import rates  # noqa: E402
 from hcat_pipeline.reports.campaign_report import environment  # noqa: E402
@@ -36,7 +37,8 @@ def _nights(warehouse: Path, table: str) -> pl.DataFrame:
 
 
 def night_series(warehouse: Path) -> pl.DataFrame:
-    """night, version, system_id, figure, value, ci_low, ci_high, n: headline means (normal 95 % CI) and the share of
+    """night, version, system_id, figure, value, ci_low, ci_high, n: headline means (``golden.coverage.mean_ci``, the t
+    interval the nights' summary uses) and the share of
     answers below the groundedness boundary (Wilson) — the golden-set counterpart of production's ``ungrounded``."""
     mt = _nights(warehouse, "metric_tables")
     if mt.is_empty():
@@ -46,10 +48,10 @@ def night_series(warehouse: Path) -> pl.DataFrame:
     rows = []
     for (night, version, system), part in mt.group_by("_night", "_version", "system_id", maintain_order=True):
         for figure in HEADLINE:
-            x = part[figure].drop_nulls() if figure in part.columns else pl.Series([], dtype=pl.Float64)
-            if len(x):
-                half = 1.96 * float(x.std() or 0.0) / len(x) ** 0.5
-                rows.append((night, version, system, figure, float(x.mean()), float(x.mean()) - half, float(x.mean()) + half, len(x)))
+            m = mean_ci(part[figure], bounds=(-1.0, 1.0)) if figure in part.columns else {"n": 0}  # the nights' headline CI
+            if m["n"]:
+                rows.append((night, version, system, figure, m["mean"], m["ci_low"] if m["ci_low"] is not None else m["mean"],
+                             m["ci_high"] if m["ci_high"] is not None else m["mean"], m["n"]))  # fmt: skip
         g = part["groundedness_nli"].drop_nulls() if "groundedness_nli" in part.columns else pl.Series([], dtype=pl.Float64)
         if len(g):
             k = int((g < NLI_BOUNDARY).sum())
