@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 
 import matplotlib
+import matplotlib.dates
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -95,6 +96,15 @@ def _dates(days: list[str]) -> list[dt.date]:
     return [dt.date.fromisoformat(d) for d in days]
 
 
+def _date_axis(ax) -> None:
+    """Dates slanted; a single night or day gets a week around it (matplotlib would stretch one date over years)."""
+    ax.tick_params(axis="x", rotation=45, labelsize=7)
+    lo, hi = ax.get_xlim()
+    if hi - lo > 30 and len({round(x) for line in ax.get_lines() for x in matplotlib.dates.date2num(line.get_xdata())}) == 1:
+        mid = (lo + hi) / 2
+        ax.set_xlim(mid - 3.5, mid + 3.5)
+
+
 def _band(ax, x, frame: pl.DataFrame, label: str):
     x = _dates(x)
     line = ax.plot(x, frame["value" if "value" in frame.columns else "rate"].to_list(), marker="o", ms=3, label=label)[0]
@@ -120,7 +130,7 @@ def production_figure(prod: pl.DataFrame, anomalies: list[dict], service: str) -
                             textcoords="offset points", xytext=(4, 8), fontsize=7, color=color)
     ax.set_title(f"{service}: live traffic, failure rates a day (95 % CI bands; circled: anomalies of all traffic, triangles: of one stratum)")
     ax.set_ylabel("share of requests")
-    ax.tick_params(axis="x", rotation=45, labelsize=7)
+    _date_axis(ax)
     ax.legend(fontsize=7, ncol=5)
     return _png(fig)
 
@@ -137,7 +147,7 @@ def nights_figure(nights: pl.DataFrame, gates: pl.DataFrame, figure: str) -> str
         on = s.filter(pl.col("night").is_in(failed["night"].to_list()))
         ax.scatter(_dates(on["night"].to_list()), on["value"].to_list(), marker="x", s=60, color=color)
     ax.set_title(f"golden set: {figure} a night (95 % CI bands; ×: a hard gate failed)")
-    ax.tick_params(axis="x", rotation=45, labelsize=7)
+    _date_axis(ax)
     ax.legend(fontsize=7)
     return _png(fig)
 
@@ -152,7 +162,7 @@ def side_by_side(nights: pl.DataFrame, prod: pl.DataFrame, system_id: str | None
     _band(ax, golden["night"].to_list(), golden, f"golden set ({system_id})")
     _band(ax, live["day"].to_list(), live, "live traffic")
     ax.set_title("shadow evaluation: ungrounded answers, golden set vs live traffic (95 % CI bands)")
-    ax.tick_params(axis="x", rotation=45, labelsize=7)
+    _date_axis(ax)
     ax.legend(fontsize=7)
     return _png(fig)
 
