@@ -32,6 +32,7 @@ from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.composition import HAPPY_PATH_SHARE, TARGET_SIZE, CompositionTarget, happy_path_target
 from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
+from hcat_pipeline.golden.query_mix import DEFAULT_SHARES, type_shares
 from hcat_pipeline.golden.review import GatesRead
 from hcat_pipeline.golden.robustness import ATTRIBUTES, MAX_BIAS_SHARE, VARIANT_COUNTS
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
@@ -94,6 +95,8 @@ class GenerationSpec(Strict):
     max_requests_per_stratum: int = Field(default=MAX_REQUESTS_PER_STRATUM, ge=1,
                                           description="LLM requests per stratum at most (raised to 4 per case asked when the share sets the count)")
     query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES), min_length=1, description=f"of {list(QUERY_TYPES)}")
+    type_shares: dict[str, float] = Field(default_factory=dict, description="grounded: share of each of query_types (HCAT §2 step 5.3), "
+                                          f"normalised; empty: {DEFAULT_SHARES}")
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)
     bias_attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description=f"HCAT §4 attributes probed, of {list(ATTRIBUTES)}")
     pairs_per_attribute: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], ge=0)
@@ -107,6 +110,11 @@ class GenerationSpec(Strict):
     @classmethod
     def _types(cls, v: list[str]) -> list[str]:
         return _members(v, QUERY_TYPES, "query type")
+
+    @model_validator(mode="after")
+    def _shares(self):
+        type_shares(self.query_types, self.type_shares)  # raises naming the type or share at fault
+        return self
 
     @field_validator("bias_attributes")
     @classmethod
@@ -345,6 +353,7 @@ def generation_run_config(spec: CampaignSpec) -> dict:
         "sampled_chunks": {"config": {"sample_size": g.sample_size, "allocation": g.allocation, "weights": dict(g.weights),
                                       "min_per_stratum": g.min_per_stratum, "seed": g.seed}},
         "generated_queries": {"config": {"mode": g.mode, **happy_path_budget(spec), "query_types": list(g.query_types),
+                                         "type_shares": dict(g.type_shares),
                                          "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed, **generator}},
         "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_misleading_premise": r.misleading_premise,
                                         "n_distractor": r.distractor, "n_injection": r.injection, "n_ood": r.ood,

@@ -126,7 +126,7 @@ def test_candidates_plan_a_polarity_per_stratum_and_a_third_of_yes_no():
 
 
 def test_yes_no_quota_referent_and_round_trip_reject_in_the_gate():
-    from hcat_pipeline.golden.grounded import validity_gate
+    from hcat_pipeline.golden.grounded_gate import validity_gate
     from hcat_pipeline_tests.golden_data import bow_embed
 
     ref = "You can make up to three withdrawals in each calendar year without losing interest."
@@ -191,7 +191,7 @@ def test_cut_sentences_and_variable_i_are_not_mistaken():
 def test_validity_gate_keeps_what_the_generation_loop_kept():
     """selected_queries applies the same acceptance as the loop: a grounded question best answered by another sentence of
     its chunk is rejected (case_invalid, stage validity); rows not made by golden.grounded pass through."""
-    from hcat_pipeline.golden.grounded import validity_gate
+    from hcat_pipeline.golden.grounded_gate import validity_gate
     from hcat_pipeline_tests.golden_data import bow_embed
 
     ref = "You can make up to three withdrawals in each calendar year without losing interest."
@@ -355,3 +355,65 @@ def test_a_kept_yes_gets_its_no_twin_by_rule_sharing_one_slot():
     others = [{"query_id": f"s{i}", "query_type": "simple", "stratum": 0} for i in range(2)]
     out, rejected = yes_no_quota([*others, yes, twin], lambda r: True, lambda r, reason, detail: r)  # 4 kept: one slot
     assert {r["query_id"] for r in out} == {"s0", "s1", "q-yes", twin["query_id"]} and rejected == []
+
+
+def test_query_types_are_handed_out_in_the_campaign_files_shares():
+    """HCAT §2 step 5.3 in the shares the campaign file sets: any 20 slots hold each type share × 20 times, a share for a
+    type not asked for or an unknown type is refused by name, and the kept mix is reported against the target."""
+    import pytest
+
+    from hcat_pipeline.golden.query_mix import DEFAULT_SHARES, mix_report, type_sequence, type_shares
+
+    shares = type_shares(list(DEFAULT_SHARES))
+    seq = type_sequence(shares, seed=3)
+    assert {t: seq.count(t) for t in shares} == {"simple": 7, "inference": 3, "yes_no": 6, "multi_hop": 2, "multiple_choice": 2}
+    assert seq[:5] != ["simple"] * 5  # interleaved, not in blocks
+    mine = type_shares(["simple", "multiple_choice"], {"simple": 3, "multiple_choice": 1})
+    assert mine == {"simple": 0.75, "multiple_choice": 0.25}
+    assert type_shares(["simple", "yes_no"], {"simple": 1.0}) == {"simple": 1.0, "yes_no": 0.0}  # unlisted: not asked
+    for bad, word in ((({"simple"}, {"yes_no": 1.0}), "yes_no"), ((["nope"], None), "nope"), ((["simple"], {"simple": 0.0}), "sum to 0")):
+        with pytest.raises(ValueError, match=word):
+            type_shares(*bad)
+    report = mix_report(["simple"] * 8 + ["yes_no"] * 2, {"simple": 0.5, "yes_no": 0.5})
+    assert report["by_type"]["simple"] == {"target": 0.5, "kept": 8, "share": 0.8} and report["off_target"] == [
+        "simple: 8 of 10 (80%) vs 50%", "yes_no: 2 of 10 (20%) vs 50%"]
+
+
+def test_grounded_multiple_choice_keys_the_span_among_mined_distractors():
+    """A multiple-choice case is the span question with four options: the span (the reference) and three distractors of
+    its shape, in a seeded order; too few distractors is a type_mismatch row with no LLM call spent."""
+    from hcat_pipeline.golden.grounded import ask
+    from hcat_pipeline.golden.selection import SelectionConfig, select_queries
+    from hcat_pipeline_tests.golden_data import bow_embed
+
+    text = 'The fee is "15 pounds" for a payment made in a branch of the bank.'
+    chunk = {"chunk_id": "c1", "text": text, "stratum": 0, "stratum_label": "fees", "title": "Branch payments"}
+    llm = _LLM()
+    row = ask(chunk, "multiple_choice", text, llm, None, 7, distractors_of=lambda a, c: ["25", "40", "15", "60", "90"])
+    assert row["error"] is None and row["reference_answer"] == "15" and row["evidence"] == text
+    assert sorted(row["options"]) == ["15", "25", "40", "60"] and row["options"][row["correct_index"]] == "15"
+    again = ask(chunk, "multiple_choice", text, _LLM(), None, 7, distractors_of=lambda a, c: ["25", "40", "15", "60", "90"])
+    assert again["options"] == row["options"]  # deterministic
+    calls = len(llm.seen)
+    short = ask(chunk, "multiple_choice", text, llm, None, 7, distractors_of=lambda a, c: ["25"])
+    assert short["error"].startswith("type_mismatch: 1 distractor(s)") and len(llm.seen) == calls
+    kept, rejected = select_queries([{**row, "query": "What is the fee for a payment made in a branch of the bank?"}], {"c1": text},
+                                    bow_embed, SelectionConfig())  # fmt: skip
+    assert [k["query_id"] for k in kept] == [row["query_id"]], rejected
+
+
+def test_generate_grounded_asks_every_type_in_its_share():
+    """Over strata with enough sentences, the requests follow the shares: multi-hop and multiple choice are asked in the
+    default grounded mode, and the summary carries the target shares and the kept types."""
+    from hcat_pipeline.golden.query_mix import DEFAULT_SHARES
+
+    sents = [f"The {w} account pays {n} pounds of interest because the balance stays above {n * 10} pounds." for w, n in
+             (("gold", 3), ("silver", 4), ("bronze", 5), ("green", 6), ("blue", 7), ("red", 8), ("white", 9), ("black", 11))]  # fmt: skip
+    pools = {st: [{"chunk_id": f"c{st}{i}", "text": s, "stratum": st, "stratum_label": f"s{st}", "title": "Savings accounts"}
+                  for i, s in enumerate(sents)] for st in (0, 1)}  # fmt: skip
+    partner = lambda c: next({"chunk_id": o["chunk_id"], "text": o["text"]} for o in pools[c["stratum"]] if o["chunk_id"] != c["chunk_id"])  # noqa: E731
+    rows, summary = generate_grounded(pools, _LLM(), keep=lambda rows: {r["query_id"] for r in rows if not r.get("error")}, budget=8,
+                                      max_requests=8, partner_of=partner, distractors_of=lambda a, c: ["12", "13", "14"], roundtrip=False)  # fmt: skip
+    asked = [r["query_type"] for r in rows if r.get("generation_round") == 1]
+    assert {"multi_hop", "multiple_choice"} <= set(asked) and summary["type_shares"] == DEFAULT_SHARES
+    assert asked.count("simple") >= asked.count("multi_hop") and len(summary["kept_types"]) == sum(summary["kept_per_stratum"].values())

@@ -43,9 +43,11 @@ from hcat_pipeline.golden.grounded import (
     CASES_PER_STRATUM,
     DEFAULT_TYPES,
     MAX_REQUESTS_PER_STRATUM,
+    N_DISTRACTORS,
     generate_grounded,
-    validity_gate,
 )
+from hcat_pipeline.golden.grounded_gate import validity_gate
+from hcat_pipeline.golden.query_mix import mix_report
 from hcat_pipeline.golden.robustness import ATTRIBUTES, RobustnessParams, build_robustness_cases
 from hcat_pipeline.golden.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
 from hcat_pipeline.resources.embedding import EmbeddingModel
@@ -77,6 +79,8 @@ class QueryGenerationConfig(dg.Config):
     reserve_per_stratum: int = Field(default=8, description="unsampled chunks per stratum the repair rounds (free) or the "
                                      "per-stratum budget (grounded) may use; documentation chunks often hold few sentences a reviewer would sign")
     query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES))
+    type_shares: dict[str, float] = Field(default_factory=dict, description="grounded: share of each of query_types (HCAT §2 step "
+                                          "5.3); empty: golden.query_mix.DEFAULT_SHARES")
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = MAX_TOKENS
@@ -129,6 +133,21 @@ def _partner_finder(sampled: pl.DataFrame, topic_strata: pl.DataFrame, chunks: p
         return cache[cid]
 
     return partner_of
+
+
+def _distractor_finder(chunks: pl.DataFrame, embed):
+    """distractors_of(answer, chunk) for grounded multiple choice: the exam's mined distractors (terms of the answer's
+    shape from elsewhere in the corpus, none in the question's chunk), the index built on first use."""
+    from hcat_pipeline.exam.spans import TermIndex, mined_distractors
+
+    index: list[TermIndex] = []
+
+    def distractors_of(answer: str, chunk: dict) -> list[str]:
+        if not index:
+            index.append(TermIndex(chunks["text"].to_list()))
+        return mined_distractors(answer, chunk.get("text") or "", index[0], embed, k=N_DISTRACTORS)
+
+    return distractors_of
 
 
 def _keep_fn(chunks: pl.DataFrame, embed, validity: bool = False, parse=None):
@@ -186,7 +205,8 @@ def generated_queries(
         rows, plan = generate_grounded(
             pools, llm, _keep_fn(chunks, embedding_model.embed, validity=True, parse=nli_model.docs), budget, max_requests,
             query_types=tuple(config.query_types), partner_of=partner_of, seed=config.seed, failed_exceptions=(LLMCallFailed,),
-            progress=lambda done, total: context.log.debug(progress_message(done, total)),
+            progress=lambda done, total: context.log.debug(progress_message(done, total)), shares=config.type_shares or None,
+            distractors_of=_distractor_finder(chunks, embedding_model.embed),
         )  # fmt: skip
         plan |= {"round_1_requests": plan["requests_by_round"][0] if plan["requests_by_round"] else 0,
                  "repair_requests": sum(plan["requests_by_round"][1:])}  # fmt: skip
@@ -225,6 +245,7 @@ def generated_queries(
             "llm_model": llm.model_name,
             "roundtrip_calls": plan.get("roundtrip_calls", 0),
             "no_twins_kept": plan.get("no_twins", 0),
+            "type_mix": dg.MetadataValue.json(mix_report(plan.get("kept_types", []), plan["type_shares"]) if "type_shares" in plan else {}),
             "roundtrip_agrees": int(out["roundtrip_agrees"].fill_null(False).sum()),
             "roundtrip_disagrees": int((~out["roundtrip_agrees"].fill_null(True)).sum()),
             "llm_seconds": round(seconds, 1),

@@ -17,8 +17,13 @@ before it). The question is then written *for* that reference:
   sentence contradicts, made by rule (``false_claim``: a negated sentence's positive claim, an antonym) and read as
   "no" by the polarity reader. The generator writes the question from the claim and the section title (not the
   sentence with two words swapped); the reference is "Yes." / "No." followed by the true source sentence;
-- ``multi_hop`` (on request, not in ``DEFAULT_TYPES``): the reference joins the sentence and the partner chunk's
-  sentence sharing most content words with it (at least two), the LLM writes one question needing both.
+- ``multi_hop``: the reference joins the sentence and the partner chunk's sentence sharing most content words with
+  it (at least two), the LLM writes one question needing both;
+- ``multiple_choice``: the question is written for a span of the sentence as for ``simple``; the options are the span
+  and three terms of its shape from elsewhere in the corpus (``distractors_of``: the exam's mined distractors), in a
+  seeded order; the reference is the span, the evidence the sentence.
+
+The types are handed out in the shares the campaign file sets (``golden.query_mix``).
 
 Every question names what it asks about: the prompts carry the chunk's section title (``chunks.title``), and a question
 that leans on its text ("this method", "Does it …", "as follows") or names nothing specific is rejected ``no_referent``
@@ -34,6 +39,7 @@ the LLM is any object with ``.generate(messages, json_schema=..., ...)``.
 from __future__ import annotations
 
 import inspect
+import random
 import re
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -42,11 +48,9 @@ from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.common.prompts import load_prompt
 from hcat_pipeline.common.sentences import sentences, terms
 from hcat_pipeline.common.text import answer_in_question
-from hcat_pipeline.golden.case_checks import sources_for, validate_cases
-from hcat_pipeline.golden.cases import case_from_query
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
-from hcat_pipeline.golden.generation import item_seed, query_row, type_rotation
-from hcat_pipeline.golden.question_checks import referent_problem, roundtrip_problem
+from hcat_pipeline.golden.generation import item_seed, query_row
+from hcat_pipeline.golden.query_mix import type_sequence, type_shares
 from hcat_pipeline.golden.roundtrip import agrees, roundtrip_answer
 from hcat_pipeline.golden.selection import content_words, reference_polarity
 from hcat_pipeline.golden.yes_no import (
@@ -54,12 +58,12 @@ from hcat_pipeline.golden.yes_no import (
     stratum_polarity,
     yes_no_allowed,
     yes_no_form_problem,
-    yes_no_quota,
     yes_no_request,
 )
 
-GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop")
-DEFAULT_TYPES = ("simple", "inference", "yes_no")  # multi_hop on request: two-chunk questions by the 0.5B model were rarely sound
+GROUNDED_TYPES = ("simple", "inference", "yes_no", "multi_hop", "multiple_choice")
+DEFAULT_TYPES = GROUNDED_TYPES  # in the shares of golden.query_mix.DEFAULT_SHARES
+N_DISTRACTORS = 3  # a multiple-choice case has four options
 PASSAGE_CHARS = 400  # context around the reference sentence in the prompt (the section title names the topic; shorter: faster)
 PROMPT_VERSION = "v2"  # the templates name the chunk's section title (written for the 1.5B generator)
 YES_NO_RULE = SimpleNamespace(name="rules:yes_no_inversion", hash=short_hash(inspect.getsource(yes_no_question), n=16))
@@ -117,6 +121,10 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
     if qtype == "inference" and not _CAUSAL.search(sentence):
         return None
     values = {"passage": _passage_around(chunk["text"], sentence, PASSAGE_CHARS), "sentence": sentence, "title": section_title(chunk)}
+    if qtype == "multiple_choice":  # the question for a span, which is the key among mined distractors (options made in ask)
+        target = answer_span(sentence)
+        return None if target is None else {"values": {**values, "answer": target}, "reference": target, "label": None,
+                                             "evidence": sentence, "chunk_ids": [chunk["chunk_id"]], "prompt": "query_grounded_span"}  # fmt: skip
     target = answer_span(sentence) if qtype == "simple" else None
     if target:  # the question is written for a span of the sentence, as the exam's are (its answer)
         return {"values": {**values, "answer": target}, "reference": sentence, "label": None, "evidence": target,
@@ -131,9 +139,22 @@ def _template(req: dict | None, qtype: str):
     return load_prompt(f"{name}_{'v1' if qtype == 'multi_hop' else PROMPT_VERSION}")  # multi-hop: on request, v1
 
 
+def _choices(req: dict, chunk: dict, qid: str, seed: int, distractors_of) -> dict | str:
+    """A multiple-choice row's options and key (the span among ``N_DISTRACTORS`` mined distractors, seeded order), or why
+    there are none."""
+    wrong = [d for d in dict.fromkeys(distractors_of(req["reference"], chunk)) if d.lower() != req["reference"].lower()][:N_DISTRACTORS]
+    if len(wrong) < N_DISTRACTORS:
+        return f"type_mismatch: {len(wrong)} distractor(s) of the shape of {req['reference']!r} in the corpus, {N_DISTRACTORS} needed"
+    order = list(range(N_DISTRACTORS + 1))
+    random.Random(item_seed(seed, "mc_shuffle", qid)).shuffle(order)
+    options = [[req["reference"], *wrong][i] for i in order]
+    return {"options": options, "correct_index": order.index(0)}
+
+
 def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1,
-        polarity: str = "yes") -> dict:
-    """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source."""
+        polarity: str = "yes", distractors_of=lambda answer, chunk: []) -> dict:
+    """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source.
+    ``distractors_of(answer, chunk)``: wrong options of the answer's shape (multiple choice)."""
     req = build_request(chunk, qtype, sentence, partner, polarity)
     template = _template(req, qtype)
     if req is None:
@@ -142,6 +163,11 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
     s = item_seed(seed, "grounded", qtype, *req["chunk_ids"], sentence)
     qid = "q-" + short_hash(f"{qtype}|{'+'.join(req['chunk_ids'])}|{seed}|{template.hash}|{sentence}|{req.get('claim', '')}", n=12)
     extra = {"generation_round": generation_round, "evidence": req["evidence"] or None, "query_id": qid}
+    if qtype == "multiple_choice":
+        choices = _choices(req, chunk, qid, seed, distractors_of)
+        if isinstance(choices, str):  # no LLM call spent on a question without options
+            return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=choices, **extra)
+        extra |= choices
     if "question" in req:  # built by rule
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=req["question"], reference_answer=req["reference"],
                          answer_label=req["label"], model=template.name, **extra)  # fmt: skip
@@ -160,8 +186,9 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
                              query=question or None, model=result.model, raw_reply=result.text, **extra)  # fmt: skip
         return query_row(chunk, qtype, req["chunk_ids"], YES_NO_RULE, seed, query=fallback, reference_answer=req["reference"],
                          answer_label=req["label"], model=YES_NO_RULE.name, raw_reply=result.text, **extra)  # fmt: skip
-    if qtype != "yes_no" and req["evidence"] and answer_in_question(question, req["evidence"]):
-        error = f"answer_in_question: the question names its answer {req['evidence']!r}"
+    target = req["reference"] if qtype == "multiple_choice" else req["evidence"]
+    if qtype != "yes_no" and target and answer_in_question(question, target):
+        error = f"answer_in_question: the question names its answer {target!r}"
     if error:
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=error, query=question or None, model=result.model,
                          raw_reply=result.text, **extra)  # fmt: skip
@@ -180,6 +207,8 @@ def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None, pola
         return True  # for a span, by rule, else for the sentence (the 1.5B generator's questions without a target are mostly sound)
     if qtype == "inference":
         return bool(_CAUSAL.search(sentence))
+    if qtype == "multiple_choice":
+        return answer_span(sentence) is not None  # the distractors are looked for when it is asked (``_choices``)
     return qtype == "multi_hop" and partner_of(chunk) is not None
 
 
@@ -237,7 +266,8 @@ def _roundtrip(rows: list[dict], kept_ids: set[str], chunk_of: dict[str, dict], 
         passage = _passage_around(chunk_of[r["chunk_id"]]["text"], sentence, ROUNDTRIP_CHARS)
         answer, error = roundtrip_answer(r["query"], passage, llm, item_seed(seed, "roundtrip", r["query_id"]), failed_exceptions)
         r["roundtrip_answer"] = answer if error is None else error
-        r["roundtrip_agrees"] = error is None and agrees(answer, r["reference_answer"], r.get("answer_label"), r.get("evidence"))
+        term = r["reference_answer"] if r["query_type"] == "multiple_choice" else r.get("evidence")  # the key is the span asked for
+        r["roundtrip_agrees"] = error is None and agrees(answer, r["reference_answer"], r.get("answer_label"), term)
         progress(i + 1, len(todo))
 
 
@@ -255,16 +285,23 @@ def generate_grounded(
     max_rounds: int = 6,
     progress: Callable[[int, int], None] = lambda done, total: None,
     roundtrip: bool = True,
+    shares: dict[str, float] | None = None,
+    distractors_of: Callable[[str, dict], list[str]] = lambda answer, chunk: [],
 ) -> tuple[list[dict], dict]:
     """Rows of every request and a summary (requests per round, kept and short strata). See the module docstring.
     ``roundtrip``: the generator answers every kept question from its source chunk (``golden.roundtrip``) and a
-    disagreement rejects it; yes/no questions are asked only while a stratum has fewer than ``yes_no_allowed``."""
-    types = [t for t in type_rotation(query_types, seed) if t in GROUNDED_TYPES]
+    disagreement rejects it; yes/no questions are asked only while a stratum has fewer than ``yes_no_allowed``.
+    ``shares``: of each of ``query_types`` (``golden.query_mix.type_shares``); ``distractors_of``: multiple choice."""
+    bad = [t for t in query_types if t not in GROUNDED_TYPES]
+    if bad:
+        raise ValueError(f"grounded generation: no such query type {bad}; one of {list(GROUNDED_TYPES)}")
+    target_shares = type_shares(query_types, shares)
+    types = type_sequence(target_shares, seed)
     queue = {st: candidate_plan(pool, types, partner_of, stratum_polarity(rank, seed)) for rank, (st, pool) in enumerate(sorted(pools.items()))}
     chunk_of = {c["chunk_id"]: c for pool in pools.values() for c in pool}
     asked = dict.fromkeys(queue, 0)
     rows: list[dict] = []
-    summary: dict = {"requests_by_round": [], "kept_per_stratum": {}, "short_strata": {}, "roundtrip_calls": 0}
+    summary: dict = {"requests_by_round": [], "kept_per_stratum": {}, "short_strata": {}, "roundtrip_calls": 0, "type_shares": target_shares}
     kept_ids: set[str] = set()
     for round_no in range(1, max_rounds + 1):
         kept_in = {st: sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st) for st in queue}
@@ -292,7 +329,7 @@ def generate_grounded(
         for st, n in todo.items():
             asked[st] += n
         for i, (chunk, sentence, qtype, polarity) in enumerate(batch):
-            rows.append(ask(chunk, qtype, sentence, llm, partner_of(chunk), seed, failed_exceptions, round_no, polarity))
+            rows.append(ask(chunk, qtype, sentence, llm, partner_of(chunk), seed, failed_exceptions, round_no, polarity, distractors_of))
             progress(i + 1, len(batch))
         summary["requests_by_round"].append(len(batch))
         kept_ids = keep(rows)
@@ -306,6 +343,7 @@ def generate_grounded(
         rows += twins
         kept_ids = keep(rows)
     summary["no_twins"] = sum(t["query_id"] in kept_ids for t in twins)
+    summary["kept_types"] = [r["query_type"] for r in rows if r["query_id"] in kept_ids]
     for st in queue:
         k = sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st)
         summary["kept_per_stratum"][st] = k
@@ -332,64 +370,3 @@ def no_twins(kept: list[dict], chunk_of: dict[str, dict], seed: int) -> list[dic
                              answer_label="no", model=YES_NO_RULE.name, evidence=sentence, query_id=qid,
                              generation_round=r.get("generation_round")))  # fmt: skip
     return out
-
-
-MAX_ANCHOR_RANK = 2  # the reference sentence must be an extractive reader's first or second pick for the question
-
-
-def is_grounded(row: dict) -> bool:
-    """A row made by this module (its reference is a source sentence by construction)."""
-    name = row.get("prompt_name") or ""
-    return name.startswith("query_grounded_") or name in (YES_NO_RULE.name, WH_RULE.name)
-
-
-def accepted(case: dict, validity) -> tuple[bool, str]:
-    """(kept, why not): valid, and for an LLM-written open question the round trip closes — an extractive reader of the
-    source ranks the reference sentence among its top ``MAX_ANCHOR_RANK`` for the question (it was written *for* it)."""
-    if validity.verdict != "valid":
-        return False, f"{validity.verdict}: {'; '.join(validity.reasons) or f'score {validity.score:.2f}'}"
-    rank = validity.checks.get("anchor_rank", 1.0)
-    if case["query_type"] != "yes_no" and rank > MAX_ANCHOR_RANK:
-        return False, f"anchor_rank {rank:.0f} > {MAX_ANCHOR_RANK}: the question is not best answered by its reference sentence"
-    return True, ""
-
-
-def _rejection(r: dict, reason: str, detail: str) -> dict:
-    return {"query_id": r["query_id"], "query_type": r["query_type"], "chunk_id": r["chunk_id"], "source_chunk_ids": list(r["source_chunk_ids"]),
-            "query": r.get("query"), "reference_answer": r.get("reference_answer"), "stage": "validity", "reason": reason, "detail": detail}  # fmt: skip
-
-
-def validity_gate(kept: list[dict], chunk_text: dict[str, str], embed, cache: dict | None = None, parse=None) -> tuple[list[dict], list[dict]]:
-    """Split selected grounded rows into (kept, rejections): a question without a referent (``no_referent``), a round
-    trip that disagrees (``roundtrip_disagrees``), a case the validity does not accept (``accepted``: ``case_invalid``),
-    yes/no beyond a third of a stratum (``yes_no_quota``). Rows not made here pass through. ``cache``: query id → validity
-    verdict, reused across the generation loop's rounds (a row's verdict depends on the row and its sources only)."""
-    grounded = [r for r in kept if is_grounded(r)]
-    if not grounded:
-        return kept, []
-    rejections, checked = [], []
-    for r in grounded:
-        if problem := referent_problem(r.get("query") or ""):
-            rejections.append(_rejection(r, "no_referent", problem))
-        elif problem := roundtrip_problem(r):
-            rejections.append(_rejection(r, "roundtrip_disagrees", problem))
-        else:
-            checked.append(r)
-    cache = {} if cache is None else cache
-    cases = [{**case_from_query(r), "query_id": r["query_id"]} for r in checked if r["query_id"] not in cache]
-    if cases:
-        cache.update({c["query_id"]: accepted(c, v) for c, v in zip(cases, validate_cases(cases, sources_for(cases, chunk_text), embed, parse=parse),
-                                                                        strict=True)})
-    verdicts = {r["query_id"]: cache[r["query_id"]] for r in checked}
-    dropped = {x["query_id"] for x in rejections}
-    out = []
-    for r in kept:
-        if r["query_id"] in dropped:
-            continue
-        ok, why = verdicts.get(r["query_id"], (True, ""))
-        if ok:
-            out.append(r)
-        else:
-            rejections.append(_rejection(r, "case_invalid", why))
-    out, over = yes_no_quota(out, is_grounded, _rejection)
-    return out, rejections + over
