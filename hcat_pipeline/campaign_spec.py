@@ -32,6 +32,7 @@ from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.composition import HAPPY_PATH_SHARE, TARGET_SIZE, CompositionTarget, happy_path_target
 from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
+from hcat_pipeline.golden.paraphrase import PER_CASE as PARAPHRASES_PER_CASE
 from hcat_pipeline.golden.query_mix import DEFAULT_SHARES, type_shares
 from hcat_pipeline.golden.review import GatesRead
 from hcat_pipeline.golden.robustness import ATTRIBUTES, MAX_BIAS_SHARE, VARIANT_COUNTS
@@ -60,6 +61,9 @@ class RobustnessSpec(Strict):
 
     typo: int = Field(default=VARIANT_COUNTS["typo"], ge=0)
     colloquial: int = Field(default=VARIANT_COUNTS["colloquial"], ge=0)
+    paraphrase: int = Field(default=VARIANT_COUNTS["paraphrase"], ge=0, description="happy-path cases worded paraphrases_per_case more "
+                            "ways (golden-eval §3.2.3 ROBUSTNESS: the per-case variance is in the weakness report)")
+    paraphrases_per_case: int = Field(default=PARAPHRASES_PER_CASE, ge=1, description="N rewordings per paraphrased case")
     misleading_premise: int = Field(default=VARIANT_COUNTS["misleading_premise"], ge=0)
     distractor: int = Field(default=VARIANT_COUNTS["distractor"], ge=0)
     injection: int = Field(default=VARIANT_COUNTS["injection"], ge=0)
@@ -355,7 +359,8 @@ def generation_run_config(spec: CampaignSpec) -> dict:
         "generated_queries": {"config": {"mode": g.mode, **happy_path_budget(spec), "query_types": list(g.query_types),
                                          "type_shares": dict(g.type_shares),
                                          "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed, **generator}},
-        "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_misleading_premise": r.misleading_premise,
+        "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_paraphrase": r.paraphrase,
+                                        "paraphrases_per_case": r.paraphrases_per_case, "n_misleading_premise": r.misleading_premise,
                                         "n_distractor": r.distractor, "n_injection": r.injection, "n_ood": r.ood,
                                         "n_counterfactual_pairs": g.pairs_per_attribute, "max_bias_share": g.max_bias_share,
                                         "attributes": list(g.bias_attributes),
@@ -368,7 +373,7 @@ def planned_other_cases(spec: CampaignSpec) -> int:
     """The cases the campaign file asks for beside the happy path: every variant and category count, two per
     counterfactual pair (before the bias share caps them)."""
     g, r = spec.generation, spec.generation.robustness
-    variants = r.typo + r.colloquial + r.misleading_premise + r.distractor + r.injection + r.ood
+    variants = r.typo + r.colloquial + r.paraphrase * r.paraphrases_per_case + r.misleading_premise + r.distractor + r.injection + r.ood
     return variants + sum(getattr(r, k) for k in CATEGORY_COUNTS) + 2 * g.pairs_per_attribute * len(g.bias_attributes)
 
 

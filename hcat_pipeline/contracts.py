@@ -63,6 +63,7 @@ CONTRACTS: dict[str, Contract] = {
     "canary_detection": Contract({**s.CANARY_DETECTION, **s.RUN_COLUMNS}, ("canary_id", "check"), ("fault", "expected", *RUN)),
     "failure_cases": Contract(s.FAILURE_CASES, (), ("case_id", "system_id")),
     "robustness_deltas": Contract(s.ROBUSTNESS_DELTAS, (), ("system_id",)),
+    "paraphrase_variance": Contract(s.PARAPHRASE_VARIANCE, ("system_id", "base_case_id", "metric"), ("flagged",)),
     # calibration
     "review_queue": Contract(s.REVIEW_QUEUE, ("case_id", "system_id", "dimension"), ("priority", "reason")),
     "human_labels": Contract(s.HUMAN_LABELS, (), ("case_id", "dimension", "label", "row_hash")),

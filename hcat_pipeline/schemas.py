@@ -375,6 +375,14 @@ ROBUSTNESS_DELTAS = {
     "ci_high": pl.Float64, "cost": pl.Float64, "claim_strength": pl.String, "small": pl.Boolean, "statement": pl.String,
 }  # fmt: skip
 
+# paraphrase_variance (per campaign run): per system × paraphrase group × metric, the score's spread over the wordings
+# of one intent (reports.paraphrase; golden-eval §3.2.3 ROBUSTNESS)
+PARAPHRASE_VARIANCE = {
+    "system_id": pl.String, "base_case_id": pl.String, "metric": pl.String, "n_wordings": pl.Int64, "mean": pl.Float64, "sd": pl.Float64,
+    "spread": pl.Float64, "min_value": pl.Float64, "max_value": pl.Float64, "worst_case_id": pl.String, "base_value": pl.Float64,
+    "flagged": pl.Boolean, "statement": pl.String,
+}  # fmt: skip
+
 # calibrators: one fitted calibrator per dimension (assets.calibration)
 CALIBRATORS = {
     "dimension": pl.String, "label_source": pl.String, "metric": pl.String, "method": pl.String, "alpha": pl.Float64,

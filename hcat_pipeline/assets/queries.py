@@ -38,6 +38,7 @@ from hcat_pipeline.golden.generation import (
     coverage,
     generate_covering,
     item_seed,
+    paraphrases,
 )
 from hcat_pipeline.golden.grounded import (
     CASES_PER_STRATUM,
@@ -339,12 +340,16 @@ def robustness_cases(
     def rewrite(query: str, seed: int):
         return colloquial_rewrite(query, llm, item_seed(seed, "colloquial", query), failed_exceptions=(LLMCallFailed,))
 
+    def reword(query: str, n: int, seed: int):
+        return paraphrases(query, n, llm, item_seed(seed, "paraphrase", query), failed_exceptions=(LLMCallFailed,))
+
     counts = to_core(RobustnessParams, config).counts()
     vectors = chunk_embeddings["embedding"].to_numpy()
     cases, failures = build_robustness_cases(
         bases, chunk_texts, embedding_model.embed, vectors, config.seed, counts, rewrite,
         config.min_rewrite_similarity, config.ood_max_similarity, bias_share=config.max_bias_share,
-        attributes=tuple(config.attributes), n_other=sum(config.category_counts.values()),
+        attributes=tuple(config.attributes), n_other=sum(config.category_counts.values()), reword=reword,
+        paraphrases_per_case=config.paraphrases_per_case,
     )  # fmt: skip
     more, more_failures = build_category_cases(bases, chunks["text"].to_list(), embedding_model.embed, vectors, config.seed,
                                                config.category_counts)  # fmt: skip

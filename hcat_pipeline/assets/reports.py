@@ -44,6 +44,7 @@ from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.reports.campaign_report import render_report, review_link
 from hcat_pipeline.reports.failures import failure_cases as failure_table
 from hcat_pipeline.reports.history import render_history
+from hcat_pipeline.reports.paraphrase import paraphrase_summary, paraphrase_variance
 from hcat_pipeline.reports.postmortem import Night, postmortem, render_markdown
 from hcat_pipeline.reports.robustness import robustness_deltas as deltas_table
 from hcat_pipeline.reports.sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
@@ -138,6 +139,8 @@ def _given(frame: pl.DataFrame | None, asset: str, why: str = "") -> OptionalTab
                                      "with the explanation columns."),
         "robustness_deltas": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="Each variant kind vs its base cases, paired per system: delta, CI, statement."),
         "failure_cases": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="Every failing case × system: failure category, evidence, severity (golden-eval §3.4)."),
+        "paraphrase_variance": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="Per system × paraphrase group × metric: the "
+                                           "score's spread over the wordings of one intent; high-variance cases flagged (golden-eval §3.2.3)."),
     },  # fmt: skip
 )
 def weakness_report(
@@ -163,6 +166,7 @@ def weakness_report(
     cells = with_weak_ranks(cells, weakest)
     worst = worst_cases(weakest, scores, metric_tables, behaviour_checks, rag_responses, cfg)
     deltas = deltas_table(scores, cfg)
+    variance = paraphrase_variance(scores)
     failures = failure_table(golden_set, metric_tables, behaviour_checks)
     run_cols = [pl.lit(v).alias(k) for k, v in (("golden_set_version", version), ("night", night))]
     sha = metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None
@@ -189,6 +193,10 @@ def weakness_report(
         "dagster/row_count": failures.height,
         "by_severity": dg.MetadataValue.json({r["severity"]: r["len"] for r in failures.group_by("severity").len().sort("severity").iter_rows(named=True)}),
         "preview": preview(failures.select("severity", "failure_category", "system_id", "case_id", "evidence"), 30, 160)})  # fmt: skip
+    yield dg.Output(variance.with_columns(run_cols), output_name="paraphrase_variance", metadata={
+        "dagster/row_count": variance.height, "flagged": int(variance["flagged"].sum()),
+        "summary": dg.MetadataValue.json(paraphrase_summary(variance)),
+        "flagged_cases": preview(variance.filter(pl.col("flagged")).select("statement"), 30, 200)})  # fmt: skip
 
 
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
@@ -212,6 +220,7 @@ def campaign_report(
     weakest_cases: pl.DataFrame,
     robustness_deltas: pl.DataFrame,
     failure_cases: pl.DataFrame,
+    paraphrase_variance: pl.DataFrame,
     gate_verdicts: pl.DataFrame,
     system_rankings: Optional[pl.DataFrame],
     pareto_frontier: Optional[pl.DataFrame],
@@ -246,6 +255,7 @@ def campaign_report(
         "metric_tables": OptionalTable(metric_tables),  # the rubric sections (citations, formats, stated confidence)
         "behaviour_checks": OptionalTable(behaviour_checks),
         "golden_set": OptionalTable(golden_set),
+        "paraphrase_variance": OptionalTable(paraphrase_variance),
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None

@@ -49,7 +49,7 @@ CATEGORIES = ("happy_path", "ambiguous", "edge_case", "adversarial", "out_of_sco
               "multi_turn")  # golden-eval §2.2 long-context and multi-turn cases
 EXPECTED_BEHAVIORS = ("answer", "abstain", "refuse", "resist_injection", "correct_premise", "clarify", "answer_partially")
 QUERY_TYPES = ("simple", "multi_hop", "inference", "yes_no", "multiple_choice")
-VARIANT_KINDS = ("typo", "colloquial", "misleading_premise", "distractor", "injection", "counterfactual",  # HCAT §6.1, §4
+VARIANT_KINDS = ("typo", "colloquial", "paraphrase", "misleading_premise", "distractor", "injection", "counterfactual",  # HCAT §6.1, §4
                  "ambiguous", "edge_format", "partially_answerable", "jailbreak", "pii_elicitation",  # golden-eval §2, §10.4, §11.2
                  "format_constraint", "boundary_probe", "follow_up", "correction", "long_history")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
 CASE_ID_FIELDS = (

@@ -359,6 +359,19 @@ def llm_rewrite(prompt: str, query: str, llm, seed: int, failed_exceptions=(), m
     return str((result.data or {}).get("rewrite", "")).strip(), template.hash, result.model, None
 
 
+def paraphrases(query: str, n: int, llm, seed: int, failed_exceptions=(), max_tokens: int = 256):
+    """``n`` meaning-preserving rewordings of ``query`` in one LLM call (golden-eval §3.2.3 ROBUSTNESS), by the
+    ``paraphrase_v1`` template. Returns (rewrites, prompt_hash, model, error)."""
+    template = load_prompt("paraphrase_v1")
+    schema = {"type": "object", "properties": {"paraphrases": {"type": "array", "items": _STR, "minItems": n, "maxItems": n}},
+              "required": ["paraphrases"]}  # fmt: skip
+    try:
+        result = llm.generate(template.render(query=query, n=str(n)), json_schema=schema, temperature=0.0, seed=seed, max_tokens=max_tokens)
+    except failed_exceptions as e:
+        return [], template.hash, None, f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}"
+    return [str(p).strip() for p in (result.data or {}).get("paraphrases", [])], template.hash, result.model, None
+
+
 def colloquial_rewrite(query: str, llm, seed: int, failed_exceptions=(), **kw):
     """``query`` in colloquial register (robustness variants)."""
     return llm_rewrite("colloquial_rewrite", query, llm, seed, failed_exceptions, **kw)

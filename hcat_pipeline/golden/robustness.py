@@ -33,6 +33,7 @@ from hcat_pipeline.common.sentences import sentences
 from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.claims import claim_problem, sentence_problem
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, bias_pair_budget, counterfactual_cases, lower_first
+from hcat_pipeline.golden.paraphrase import PER_CASE, paraphrase_cases
 from hcat_pipeline.golden.variant_checks import premise_checks
 
 # ---------------------------------------------------------------- input variations: typos
@@ -292,7 +293,7 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 # quarter of the final set ask for 35, each on its own base question while the bases last;
 # PII elicitation asks for 36)
 # out-of-scope: 24, so the abstention gate (a demonstration test planned on 18 cases, gates.yaml) decides after a few rejections
-VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "misleading_premise": 3, "distractor": 30, "injection": 30, "ood": 24, "counterfactual_pairs": 7}
+VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "paraphrase": 4, "misleading_premise": 3, "distractor": 30, "injection": 30, "ood": 24, "counterfactual_pairs": 7}
 MAX_BIAS_SHARE = 0.25  # counterfactual pairs are at most this share of the final set (its other cases counted)
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5,
@@ -307,6 +308,9 @@ class RobustnessParams:
     seed: int = 0
     n_typo: int = VARIANT_COUNTS["typo"]
     n_colloquial: int = VARIANT_COUNTS["colloquial"]
+    n_paraphrase: int = field(default=VARIANT_COUNTS["paraphrase"], metadata={
+        "description": "happy-path cases worded paraphrases_per_case more ways (golden-eval §3.2.3 ROBUSTNESS)", "ge": 0})
+    paraphrases_per_case: int = field(default=PER_CASE, metadata={"description": "rewordings per paraphrased case (N)", "ge": 1})
     n_misleading_premise: int = VARIANT_COUNTS["misleading_premise"]
     n_distractor: int = VARIANT_COUNTS["distractor"]
     n_injection: int = VARIANT_COUNTS["injection"]
@@ -357,6 +361,8 @@ def build_robustness_cases(
     bias_share: float = MAX_BIAS_SHARE,
     attributes: tuple[str, ...] = ATTRIBUTES,
     n_other: int = 0,
+    reword: Callable[[str, int, int], tuple] | None = None,
+    paraphrases_per_case: int = PER_CASE,
 ) -> tuple[list[dict], list[dict]]:
     """Robustness / risk variants of the happy-path ``bases`` plus out-of-scope cases.
 
@@ -367,7 +373,8 @@ def build_robustness_cases(
     gender, age, nationality, race / ethnicity, income): at most ``counts["counterfactual_pairs"]`` per
     attribute and at most ``bias_share`` of the final set (``n_other``: its cases built elsewhere, the other categories),
     one base question per pair while the bases last (``counterfactual_cases``). ``rewrite(query,
-    seed) -> (text | None, prompt_hash, model, error)`` is the colloquial LLM rewrite. Returns
+    seed) -> (text | None, prompt_hash, model, error)`` is the colloquial LLM rewrite; ``reword(query, n, seed)`` the
+    paraphrases (``golden.paraphrase``: ``counts["paraphrase"]`` bases × ``paraphrases_per_case``). Returns
     (cases, failures); a failure is {kind, base_case_id, reason}.
     """
     new_case = new_case or make_case
@@ -418,6 +425,11 @@ def build_robustness_cases(
             made += 1
             cases.append(variant(base, category="robustness", variant_kind="colloquial", query=text, prompt_hash=phash, model=model,
                                  constraints=["must answer the colloquially worded question"]))  # fmt: skip
+        if reword and counts["paraphrase"] > 0:
+            para, para_failures = paraphrase_cases(sweep(lambda c: c["query_type"] != "multiple_choice"), counts["paraphrase"],
+                                                   paraphrases_per_case, reword, embed, variant, min_rewrite_similarity, seed)  # fmt: skip
+            cases += para
+            failures += para_failures
         for kind in ("misleading_premise", "distractor"):
             made = 0
             fits = (lambda c: c["query_type"] in _OPEN_TYPES) if kind == "misleading_premise" else (  # "Given that X, is X …?" reads badly

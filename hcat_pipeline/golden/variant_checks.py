@@ -111,13 +111,13 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
             reasons += sub_reasons
     elif kind == "format_constraint":
         reasons += format_problems(case)
-    elif kind in ("typo", "colloquial") and len(content_words(q)) < 2:
+    elif kind in ("typo", "colloquial", "paraphrase") and len(content_words(q)) < 2:
         reasons.append("malformed: the variant lost the question")
-    if not kind or kind in ("typo", "colloquial", "counterfactual"):
+    if not kind or kind in ("typo", "colloquial", "paraphrase", "counterfactual"):
         why = self_contained(without_persona(q) if kind == "counterfactual" else q)
         if why and kind != "typo":
             reasons.append(f"not_self_contained: {why}")
-    if kind in ("typo", "colloquial", "distractor", "injection", "counterfactual") and is_answerable(case) and source.strip():
+    if kind in ("typo", "colloquial", "paraphrase", "distractor", "injection", "counterfactual") and is_answerable(case) and source.strip():
         sub, sub_reasons = answerable_checks({**case, "query": base_question(q)}, source, vec, cfg)
         checks |= sub
         reasons += [r for r in sub_reasons if not r.startswith("not_self_contained")]

@@ -17,6 +17,7 @@ from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.golden.composition import describe as describe_composition
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
+from hcat_pipeline.reports.paraphrase import paraphrase_section
 from hcat_pipeline.reports.rubric import rubric_sections
 from hcat_pipeline.reports.validity import construct_validity_section
 from hcat_pipeline.reports.verdicts import calibration_section, canary_section, paired_section, pareto_section, rankings_section
@@ -160,6 +161,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.append(f"Weakest {r['metric']} cell ({r['dims']}): {where} — {fmt_ci(r['mean'], r['ci_low'], r['ci_high'], r['n'])}.")
     worst_costs = deltas.filter((pl.col("system_id") != "all") & pl.col("ci_low").is_not_null() & (pl.col("direction") != "none")).sort("cost", descending=True).head(3)
     summary += [f"Robustness: {s}." for s in worst_costs["statement"].to_list()]
+    paraphrase, paraphrase_lines = paraphrase_section((optional.get("paraphrase_variance") or OptionalTable(None, "")).frame)
+    summary += paraphrase_lines
     rubric, rubric_plots, rubric_lines = rubric_sections((optional.get("metric_tables") or OptionalTable(None, "")).frame,
                                                          (optional.get("behaviour_checks") or OptionalTable(None, "")).frame,
                                                          (optional.get("golden_set") or OptionalTable(None, "")).frame,
@@ -193,6 +196,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
             max_rows=400, note=f"Headline metrics only ({', '.join(metrics)}); the weakness_report table has every metric."),
         "robustness": frame_section("robustness", "Robustness", deltas, columns=["statement", "variant_kind", "system_id", "metric", "n_pairs",
                                     "variant_mean", "base_mean", "delta", "ci_low", "ci_high", "claim_strength"]),
+        "paraphrase": paraphrase,
         "failures": frame_section("failures", "Failures", failures, columns=["severity", "failure_category", "system_id", "case_id", "category",
                                   "variant_kind", "evidence", "score"], row_class="severity"),
         "validity": _optional_section("validity", "Metric validity", optional["metric_validity"]),

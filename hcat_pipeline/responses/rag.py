@@ -436,8 +436,9 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
        counterfactual pair per demographic attribute);
     3. the rest round-robin over categories, and within a category over its strata.
 
-    A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs; a floor counts
-    rows (a pair gives two).
+    A counterfactual pair is one unit (both members or neither), so the bias checks get complete pairs, and so is a
+    paraphrase group (the base case and its rewordings: the per-case variance needs all of them); a floor counts rows
+    (a pair gives two).
     """
     if max_cases <= 0 or golden.height <= max_cases:
         return golden
@@ -445,10 +446,11 @@ def select_cases(golden: pl.DataFrame, max_cases: int, seed: int = 0, floors: di
     rng = random.Random(f"{seed}:select_cases")
     units: dict[str, list[int]] = {}  # a unit = one case, or both members of a pair
     for i, r in enumerate(rows):
-        units.setdefault(r.get("pair_id") or r["case_id"], []).append(i)
+        units.setdefault(r.get("pair_id") or (r.get("base_case_id") if r.get("variant_kind") == "paraphrase" else None) or r["case_id"], []).append(i)
     keys = sorted(units)
     rng.shuffle(keys)
-    info = {k: rows[units[k][0]] for k in keys}
+    # a paraphrase group (its base case and the rewordings) is one unit of kind robustness / paraphrase
+    info = {k: rows[max(units[k], key=lambda i: rows[i].get("variant_kind") == "paraphrase")] for k in keys}
     chosen = _floor_units(keys, units, info, floors or {})
     budget = sum(len(units[c]) for c in chosen) + max_cases  # max_cases more beyond what the gates need
 
