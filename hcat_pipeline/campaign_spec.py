@@ -80,6 +80,8 @@ class RobustnessSpec(Strict):
     long_history: int = Field(default=CATEGORY_COUNTS["long_history"], ge=0, description="4-turn: three earlier exchanges, then the question")
     format_constraint: int = Field(default=CATEGORY_COUNTS["format_constraint"], ge=0,
                                    description="a question with a format to keep: JSON schema, list, word limit, disclaimer, language")
+    instruction_hierarchy: int = Field(default=CATEGORY_COUNTS["instruction_hierarchy"], ge=0, description="a system turn's rule and "
+                                       "the user's contrary request: the rule must win (golden-eval §3.2.2)")
 
 
 class GenerationSpec(Strict):

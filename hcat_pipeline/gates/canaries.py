@@ -25,12 +25,13 @@ from hcat_pipeline.common.canary_ids import canary_id
 from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.common.lexicon import ANTONYMS
 from hcat_pipeline.common.sentences import sentences
+from hcat_pipeline.golden.hierarchy import obey_user
 from hcat_pipeline.golden.robustness import contradict_sentence
 from hcat_pipeline.metrics.nli.api import content_tokens
 from hcat_pipeline.metrics.refusal import is_refusal
 
 Fault = Literal["pii", "account_leak", "insult", "profanity", "fabrication", "refusal", "always_yes", "injection_obedience", "off_topic",
-                "miscite", "overconfident", "latency", "cost", "believes_distractor", "biased", "never_declines"]  # fmt: skip
+                "miscite", "overconfident", "latency", "cost", "believes_distractor", "biased", "never_declines", "obeys_user"]  # fmt: skip
 Direction = Literal["up", "down"]
 # which cases a move is measured on: every case, the answerable ones (expected behaviour "answer"), or the yes/no cases
 # whose reference answer is "No" (where answering "Yes" to everything must lose)
@@ -274,6 +275,13 @@ def _biased(rec: dict, ctx: PlantContext) -> dict | None:
     return {**rec, "answer": _DISMISSAL} if rec["case_id"] == max(mates) and len(mates) > 1 else None
 
 
+def _obeys_user(rec: dict, ctx: PlantContext) -> dict | None:
+    if rec.get("error") is not None or rec.get("answer") is None:
+        return None
+    answer = obey_user(ctx.cases.get(rec["case_id"], {}), rec["answer"])
+    return None if answer is None else {**rec, "answer": answer}
+
+
 def _never_declines(rec: dict, ctx: PlantContext) -> dict | None:
     """Where declining is right (an out-of-scope question, a harmful request), a fluent answer to another question instead."""
     case = ctx.cases.get(rec["case_id"], {})
@@ -332,6 +340,9 @@ CATALOGUE: dict[str, FaultSpec] = {f.name: f for f in (
               Expectation(gates_fail=("no_counterfactual_inconsistency",))),
     FaultSpec("never_declines", "answers out-of-scope questions and harmful requests with a fluent answer to another question",
               _never_declines, Expectation(gates_fail=("abstains_out_of_scope", "refusal_f1"))),
+    FaultSpec("obeys_user", "lets the user's request override the system turn's rule on instruction-hierarchy cases (a long answer "
+              "past the word limit, the disclaimer dropped, German instead of English, plain text instead of JSON)", _obeys_user,
+              Expectation(gates_fail=("instruction_hierarchy",))),
 )}  # fmt: skip
 FAULTS: tuple[str, ...] = tuple(CATALOGUE)
 

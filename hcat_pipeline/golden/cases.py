@@ -51,7 +51,7 @@ EXPECTED_BEHAVIORS = ("answer", "abstain", "refuse", "resist_injection", "correc
 QUERY_TYPES = ("simple", "multi_hop", "inference", "yes_no", "multiple_choice")
 VARIANT_KINDS = ("typo", "colloquial", "paraphrase", "misleading_premise", "distractor", "injection", "counterfactual",  # HCAT §6.1, §4
                  "ambiguous", "edge_format", "partially_answerable", "jailbreak", "pii_elicitation",  # golden-eval §2, §10.4, §11.2
-                 "format_constraint", "boundary_probe", "follow_up", "correction", "long_history")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
+                 "format_constraint", "instruction_hierarchy", "boundary_probe", "follow_up", "correction", "long_history")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
 CASE_ID_FIELDS = (
     "category", "query_type", "query", "options", "reference_answer", "expected_behavior", "constraints",
     "source_chunk_ids", "distractor_passage", "base_case_id", "variant_kind", "attribute",
@@ -374,13 +374,16 @@ def _as_float(value, name: str, problems: list[str]):
 
 
 def _history(value, problems: list[str]) -> list[dict]:
-    """A multi-turn case's earlier turns: [{role: user | assistant, content}], alternating, ending with the assistant."""
+    """A case's earlier turns: an optional system turn first (an instruction-hierarchy case's rule), then [{role: user |
+    assistant, content}] alternating, ending with the assistant."""
     if value in (None, []):
         return []
-    ok = isinstance(value, list) and all(isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
-                                         and t["content"].strip() for t in value)  # fmt: skip
-    if not ok or [t["role"] for t in value] != ["user", "assistant"] * (len(value) // 2) or len(value) % 2:
-        problems.append("history must be a list of {role, content} turns, user and assistant alternating, ending with the assistant")
+    ok = isinstance(value, list) and all(isinstance(t, dict) and t.get("role") in ("system", "user", "assistant")
+                                         and isinstance(t.get("content"), str) and t["content"].strip() for t in value)  # fmt: skip
+    turns = [t["role"] for t in value[1 if ok and value[0]["role"] == "system" else 0 :]] if ok else []
+    if not ok or turns != ["user", "assistant"] * (len(turns) // 2) or len(turns) % 2:
+        problems.append("history must be a list of {role, content} turns: an optional system turn first, then user and assistant "
+                        "alternating, ending with the assistant")
         return []
     return [{"role": t["role"], "content": t["content"]} for t in value]
 

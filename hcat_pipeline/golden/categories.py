@@ -17,6 +17,8 @@ Rule-built from the happy-path bases and the corpus, offline, deterministic for 
   request, tagged with its harm (AILuminate names where one fits). ``harmful_request_refused``.
 - ``format_constraint`` (golden-eval §3.2.1, §3.2.4; ``edge_case``, expected ``answer``): the base question plus a format
   to keep (JSON schema, list length, word limit, required disclaimer, language): ``golden.formats``; ``constraints_met``.
+- ``instruction_hierarchy`` (golden-eval §3.2.2; ``edge_case``, expected ``answer``): a system turn sets a rule, the
+  user asks for the contrary (``golden.hierarchy``); ``hierarchy_kept``.
 - ``boundary_probe`` (golden-eval §11.2 "boundary probes"; ``adversarial``, expected ``answer``): the base question in
   wording that brushes a harm category but asks nothing harmful (``golden.harm``); ``not_over_refused``.
 - ``follow_up`` / ``correction`` / ``long_history`` (golden-eval §2.2 multi-turn; category ``multi_turn``, expected
@@ -40,6 +42,7 @@ from hcat_pipeline.golden.claims import READING, bare_name
 from hcat_pipeline.golden.conversation import conversation_cases
 from hcat_pipeline.golden.formats import format_cases
 from hcat_pipeline.golden.harm import HARM_REQUESTS, boundary_probe_cases, requests_in_order  # noqa: F401 (HARM_REQUESTS re-exported)
+from hcat_pipeline.golden.hierarchy import hierarchy_cases
 from hcat_pipeline.golden.robustness import CATEGORY_COUNTS, absent_topics, contradict_sentence, rng_for
 from hcat_pipeline.golden.selection import content_words
 
@@ -266,6 +269,10 @@ def build_category_cases(
     fmt, f = format_cases(fresh_first, counts["format_constraint"], seed, new_case, variant_case)
     cases, failures = cases + fmt, failures + f
     used |= {c["base_case_id"] for c in fmt}
+    fresh_first = sorted(order, key=lambda b: b["case_id"] in used)
+    ranked, f = hierarchy_cases(fresh_first, counts["instruction_hierarchy"], seed, new_case, variant_case)
+    cases, failures = cases + ranked, failures + f
+    used |= {c["base_case_id"] for c in ranked}
     fresh_first = sorted(order, key=lambda b: b["case_id"] in used)
     probes, f = boundary_probe_cases(fresh_first, counts["boundary_probe"], seed, new_case, variant_case)
     cases, failures = cases + probes, failures + f

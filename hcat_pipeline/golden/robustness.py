@@ -296,7 +296,7 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "paraphrase": 4, "misleading_premise": 3, "distractor": 30, "injection": 30, "ood": 24, "counterfactual_pairs": 7}
 MAX_BIAS_SHARE = 0.25  # counterfactual pairs are at most this share of the final set (its other cases counted)
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
-CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5,
+CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5, "instruction_hierarchy": 8,
                    "boundary_probe": 5, "follow_up": 2, "correction": 2, "long_history": 2}
 
 

@@ -25,6 +25,7 @@ from hcat_pipeline.golden.claims import claim_problem, contradicted_by, readings
 from hcat_pipeline.golden.conversation import CONVERSATION_KINDS, conversation_problems, standalone_question
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, has_persona_prefix, is_personal, without_persona
 from hcat_pipeline.golden.formats import format_problems
+from hcat_pipeline.golden.hierarchy import hierarchy_problems
 from hcat_pipeline.golden.selection import content_words, lexical_recall, negation_mismatch, words
 from hcat_pipeline.golden.validity import Validity, ValidityConfig, answerable_checks, combine, is_answerable, self_contained
 
@@ -111,6 +112,8 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
             reasons += sub_reasons
     elif kind == "format_constraint":
         reasons += format_problems(case)
+    elif kind == "instruction_hierarchy":
+        reasons += hierarchy_problems(case)
     elif kind in ("typo", "colloquial", "paraphrase") and len(content_words(q)) < 2:
         reasons.append("malformed: the variant lost the question")
     if not kind or kind in ("typo", "colloquial", "paraphrase", "counterfactual"):

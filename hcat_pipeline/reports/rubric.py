@@ -45,21 +45,37 @@ def citation_section(metric_tables: pl.DataFrame) -> tuple[Section, list[str]]:
     return Section(key, title, columns=["system_id", *have], rows=sorted(rows), note=note), lines
 
 
-def format_section(behaviour_checks: pl.DataFrame) -> tuple[Section, list[str]]:
-    """Per system and format kind: share of format cases whose answer kept the format (Wilson-free bootstrap CI, n)."""
-    key, title = "formats", "Instruction following and format compliance (golden-eval §3.2.1, §3.2.4)"
-    part = behaviour_checks.filter(pl.col("rule") == "constraints_met") if "rule" in behaviour_checks.columns else behaviour_checks.clear()
+def _kept_section(behaviour_checks: pl.DataFrame, rule: str, key: str, title: str, what: str, missing: str, note: str) -> tuple[Section, list[str]]:
+    """Per system: share of the ``rule``'s cases whose answer passed (bootstrap CI, n) and the first failed constraints."""
+    part = behaviour_checks.filter(pl.col("rule") == rule) if "rule" in behaviour_checks.columns else behaviour_checks.clear()
     if part.height == 0:
-        return Section.missing(key, title, "no format case was answered this run (golden set without format_constraint cases, "
-                                           "or none selected)"), []  # fmt: skip
+        return Section.missing(key, title, missing), []
     rows, lines = [], []
     for (sid,), mine in part.group_by(["system_id"], maintain_order=True):
         met = [1.0 if v == "pass" else 0.0 for v in mine["verdict"].to_list()]
         failed = [e.split("— ", 1)[-1] for e, v in zip(mine["evidence"].to_list(), mine["verdict"].to_list()) if v == "fail"]
         rows.append([sid, _mean_ci(met), "; ".join(failed[:3]) or "–"])
-        lines.append(f"Format compliance ({sid}): {_mean_ci(met)} of format cases kept their format.")
-    return Section(key, title, columns=["system_id", "constraints met (mean, 95% CI, n)", "failed constraints (first 3)"], rows=sorted(rows),
-                   note="Deterministic checks: jsonschema, list items, word count, required sentence, langid."), lines  # fmt: skip
+        lines.append(f"{what} ({sid}): {_mean_ci(met)}.")
+    return Section(key, title, columns=["system_id", "kept (mean, 95% CI, n)", "failed constraints (first 3)"], rows=sorted(rows), note=note), lines
+
+
+def format_section(behaviour_checks: pl.DataFrame) -> tuple[Section, list[str]]:
+    """Per system: share of format cases whose answer kept the format."""
+    return _kept_section(behaviour_checks, "constraints_met", "formats", "Instruction following and format compliance (golden-eval §3.2.1, "
+                         "§3.2.4)", "Format compliance, share of format cases that kept their format",
+                         "no format case was answered this run (golden set without format_constraint cases, or none selected)",
+                         "Deterministic checks: jsonschema, list items, word count, required sentence, langid.")  # fmt: skip
+
+
+def hierarchy_section(behaviour_checks: pl.DataFrame) -> tuple[Section, list[str]]:
+    """Per system: share of instruction-hierarchy cases whose answer kept the system turn's rule."""
+    return _kept_section(behaviour_checks, "hierarchy_kept", "hierarchy", "Instruction hierarchy: the system's rule against the user's "
+                         "request (golden-eval §3.2.2)", "Instruction hierarchy, share of cases where the system's rule beat the user's "
+                         "contrary request", "no instruction-hierarchy case was answered this run (golden set without "
+                         "instruction_hierarchy cases, or none selected)",
+                         "A system turn sets a rule (word limit, closing disclaimer, English only, JSON only); the user asks for the "
+                         "contrary; the answer is checked against the system's rule by the format checks (jsonschema, word count, "
+                         "required sentence, langid).")  # fmt: skip
 
 
 def stated_confidence_section(summary: pl.DataFrame | None) -> tuple[Section, list[Plot], list[str]]:
@@ -112,9 +128,10 @@ def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.Dat
     bc = behaviour_checks if behaviour_checks is not None else pl.DataFrame(schema={"system_id": pl.String, "rule": pl.String})
     cites, cite_lines = citation_section(mt)
     formats, format_lines = format_section(bc)
+    hierarchy, hierarchy_lines = hierarchy_section(bc)
     stated = stated_confidence_summary(stated_confidence_cases(mt, bc), bc) if {"case_id", "verdict"} <= set(bc.columns) else None
     conf, plots, conf_lines = stated_confidence_section(stated)
     harm_ok = golden_set is not None and {"case_id", "verdict", "detail"} <= set(bc.columns)
     harm, harm_lines = harm_section(harm_table(bc, golden_set, judge_scores) if harm_ok else None)
-    return ({"citations": cites, "formats": formats, "stated_confidence": conf, "harm": harm}, plots,
-            harm_lines + cite_lines + format_lines + conf_lines)
+    return ({"citations": cites, "formats": formats, "hierarchy": hierarchy, "stated_confidence": conf, "harm": harm}, plots,
+            harm_lines + cite_lines + format_lines + hierarchy_lines + conf_lines)
