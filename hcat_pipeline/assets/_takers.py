@@ -12,6 +12,7 @@ from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.responses.campaign_run import index_fingerprint
+from hcat_pipeline.responses.rerank import llm_relevance
 from hcat_pipeline.responses.retrieval import build_retriever
 
 
@@ -39,10 +40,11 @@ def exam_takers(config, llm: LLM, embedding_model: EmbeddingModel, multilingual:
     cache, takers = {}, []
     skipped = [s.system_id for s in spec.systems if s.http is not None]
     for s in systems:
-        retriever = build_retriever(s.retriever, ids, texts, matrix, embedding_model.embed, cache, second)
         info = llms[s.system_id]
+        rerank = llm_relevance(info.client) if s.retriever == "hybrid_rerank" else None
+        retriever = build_retriever(s.retriever, ids, texts, matrix, embedding_model.embed, cache, second, rerank)
         for icl in config.icl_levels:
             ts = TakerSpec(f"{s.system_id}@icl{icl}", s.retriever, s.top_k, int(icl), config.seed)
             takers.append(ExamTaker(ts, retriever, info.client, info.llm_id, info.fingerprint, mode, pool,
-                                    use_hash if s.retriever == "dense_use" else ihash))
+                                    use_hash if s.retriever == "dense_use" else f"{ihash}+{rerank.prompt_hash}" if rerank else ihash))
     return takers, skipped, mode

@@ -33,6 +33,7 @@ from hcat_pipeline.responses.rag import (
     responses_frame,
     run_responses,
 )
+from hcat_pipeline.responses.rerank import llm_relevance
 from hcat_pipeline.responses.response_import import read_imported_responses
 from hcat_pipeline.responses.retrieval import build_retriever
 from hcat_pipeline.schemas import RAG_RESPONSES, RUN_COLUMNS, conform
@@ -102,14 +103,16 @@ def build_systems(
                                      {"llm": None, "retriever": "external", "top_k": None, "icl_examples": None, "prompt_hash": None},
                                      reusable=False))  # fmt: skip
             continue
-        retriever = build_retriever(s["retriever"], chunk_ids, texts, matrix, embed, cache, use_index)
         llm = llms[s["system_id"]]
+        rerank = llm_relevance(llm.client) if s["retriever"] == "hybrid_rerank" else None
+        retriever = build_retriever(s["retriever"], chunk_ids, texts, matrix, embed, cache, use_index, rerank)
         cfg = SystemConfig(
             system_id=s["system_id"], retriever=s["retriever"], top_k=s["top_k"], icl_examples=s["icl_examples"],
             prompt=s["prompt"], max_tokens=s["max_tokens"], temperature=s["temperature"], seed=s["seed"],
             inject_distractors=s["inject_distractors"],
             extra={"model_sha": llm.fingerprint,
-                   "index": {"closed_book": None, "dense_use": use_id}.get(s["retriever"], index)},
+                   "index": {"closed_book": None, "dense_use": use_id,
+                             "hybrid_rerank": f"{index}+{getattr(rerank, 'prompt_hash', '')}"}.get(s["retriever"], index)},
         )
         system = RagPipeline(cfg, retriever, llm.client, llm.llm_id, icl_pool=icl_pool)
         reusable = reuse_mode == "deterministic_local" and llm.is_deterministic(cfg.temperature)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 DISTRACTOR_PREFIX = "distractor:"
-RetrieverName = Literal["closed_book", "oracle", "bm25", "dense", "dense_use", "hybrid"]
+RetrieverName = Literal["closed_book", "oracle", "bm25", "dense", "dense_use", "hybrid", "hybrid_rerank"]
 DenseIndex = tuple[np.ndarray, Callable[[list[str]], np.ndarray]]  # (chunk vectors in chunk order, embed of the same model)
 RETRIEVERS: tuple[str, ...] = get_args(RetrieverName)
 
@@ -214,10 +214,18 @@ def build_retriever(
     embed: Callable[[list[str]], np.ndarray] | None = None,
     cache: dict | None = None,
     second_dense: DenseIndex | None = None,
+    rerank: Callable[[str, Sequence[str]], list[float]] | None = None,
 ) -> Retriever:
     """Make the retriever ``name`` (one of ``RETRIEVERS``); ``cache`` shares indexes between systems. ``matrix`` /
-    ``embed``: the MiniLM index (dense, hybrid); ``second_dense``: the USE-M3 index (dense_use)."""
+    ``embed``: the MiniLM index (dense, hybrid); ``second_dense``: the USE-M3 index (dense_use); ``rerank``: the
+    system's re-ranker (hybrid_rerank: ``responses.rerank.llm_relevance`` of its LLM; never cached, it is the system's)."""
     cache = {} if cache is None else cache
+    if name == "hybrid_rerank":
+        from hcat_pipeline.responses.rerank import HybridReranked
+
+        if rerank is None:
+            raise ValueError("retriever 'hybrid_rerank' needs a re-ranker (responses.rerank.llm_relevance of the system's local LLM)")
+        return HybridReranked(build_retriever("hybrid", chunk_ids, texts, matrix, embed, cache), rerank)
     if name in cache:
         return cache[name]
     if name == "closed_book":
