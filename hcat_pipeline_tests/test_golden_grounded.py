@@ -417,3 +417,31 @@ def test_generate_grounded_asks_every_type_in_its_share():
     asked = [r["query_type"] for r in rows if r.get("generation_round") == 1]
     assert {"multi_hop", "multiple_choice"} <= set(asked) and summary["type_shares"] == DEFAULT_SHARES
     assert asked.count("simple") >= asked.count("multi_hop") and len(summary["kept_types"]) == sum(summary["kept_per_stratum"].values())
+
+
+def test_each_slot_takes_the_next_sentence_its_type_fits():
+    """The requests follow the shares as far as the sentences allow: a multiple-choice slot skips a sentence without an
+    answer term and takes the next one that has one; a multi-hop slot needs a partner sentence sharing two content words."""
+    from hcat_pipeline.golden.grounded import candidate_plan, fits, partner_sentence
+
+    text = ("Interest on the Easy Saver account is calculated daily on the cleared balance of the account. "
+            'A same-day transfer made at a branch of the bank costs "15 pounds" for every customer. '
+            "Savings held in the Easy Saver account earn interest calculated daily on the cleared balance.")  # fmt: skip
+    chunk = {"chunk_id": "a", "text": text}
+    plan = candidate_plan([chunk], ["multiple_choice", "simple"], lambda c: None)
+    assert plan[0][2] == "multiple_choice" and "15 pounds" in plan[0][1]  # skipped ahead to the sentence with a term
+    assert len(plan) == 3 and len({c[1] for c in plan}) == 3  # every sentence asked once
+    partner = {"chunk_id": "b", "text": "Interest on the Fixed Bond account is paid once a year on the anniversary of the deposit."}
+    first = text.split(". ")[0] + "."
+    assert partner_sentence(first, partner) is not None and fits(chunk, first, "multi_hop", lambda c: partner)
+    assert not fits(chunk, 'A same-day transfer made at a branch of the bank costs "15 pounds" for every customer.', "multi_hop", lambda c: partner)
+
+
+def test_a_multi_hop_round_trip_must_use_both_sentences():
+    from hcat_pipeline.golden.roundtrip import agrees_hops
+
+    first = "User-defined classes have __eq__() and __hash__() methods by default."
+    second = "By default, the __hash__() values of str and bytes objects are salted with an unpredictable random value."
+    assert not agrees_hops("The hash values of str and bytes objects are salted with a random value.", first, second)  # one hop
+    assert agrees_hops("User-defined classes get __eq__ by default, and str and bytes hashes are salted.", first, second)
+    assert not agrees_hops("NOT IN PASSAGE", first, second)

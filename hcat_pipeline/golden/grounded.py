@@ -51,7 +51,7 @@ from hcat_pipeline.common.text import answer_in_question
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
 from hcat_pipeline.golden.generation import item_seed, query_row
 from hcat_pipeline.golden.query_mix import type_sequence, type_shares
-from hcat_pipeline.golden.roundtrip import agrees, roundtrip_answer
+from hcat_pipeline.golden.roundtrip import agrees, agrees_hops, roundtrip_answer
 from hcat_pipeline.golden.selection import content_words, reference_polarity
 from hcat_pipeline.golden.yes_no import (
     section_title,
@@ -102,19 +102,24 @@ def answer_span(sentence: str) -> str | None:
     return None
 
 
+def partner_sentence(sentence: str, partner: dict | None) -> str | None:
+    """The partner chunk's reference sentence sharing most content words with ``sentence`` (at least two), or None."""
+    mine = set(content_words(sentence))
+    scored = sorted(((len(mine & set(content_words(o))), o) for o in (reference_sentences(partner["text"]) if partner else [])),
+                    key=lambda t: -t[0])  # fmt: skip
+    return scored[0][1] if scored and scored[0][0] >= 2 else None
+
+
 def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, polarity: str = "yes") -> dict | None:
     """Prompt values and the reference of one request; None when the type does not fit the sentence."""
     if qtype == "yes_no":  # polarity from the source (see yes_no_request)
         return yes_no_request(chunk, sentence, polarity)
     if qtype == "multi_hop":  # the partner's sentence sharing most content words: the two facts are about one thing
-        mine = set(content_words(sentence))
-        scored = sorted(((len(mine & set(content_words(o))), o) for o in (reference_sentences(partner["text"]) if partner else [])),
-                        key=lambda t: -t[0])  # fmt: skip
-        if not scored or scored[0][0] < 2:
+        other = partner_sentence(sentence, partner)
+        if other is None:
             return None
-        other = scored[0][1]
         return {"values": {"sentence": sentence, "sentence_2": other}, "reference": f"{sentence} {other}", "label": None,
-                "evidence": "", "chunk_ids": [chunk["chunk_id"], partner["chunk_id"]]}  # fmt: skip
+                "evidence": other, "chunk_ids": [chunk["chunk_id"], partner["chunk_id"]]}  # fmt: skip
     if qtype == "simple" and (question := wh_question(sentence)):  # a condition or a definition: asked by rule, no LLM
         return {"question": question, "reference": sentence, "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]],
                 "rule": WH_RULE}  # fmt: skip
@@ -186,7 +191,7 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
                              query=question or None, model=result.model, raw_reply=result.text, **extra)  # fmt: skip
         return query_row(chunk, qtype, req["chunk_ids"], YES_NO_RULE, seed, query=fallback, reference_answer=req["reference"],
                          answer_label=req["label"], model=YES_NO_RULE.name, raw_reply=result.text, **extra)  # fmt: skip
-    target = req["reference"] if qtype == "multiple_choice" else req["evidence"]
+    target = req["reference"] if qtype == "multiple_choice" else None if qtype == "multi_hop" else req["evidence"]
     if qtype != "yes_no" and target and answer_in_question(question, target):
         error = f"answer_in_question: the question names its answer {target!r}"
     if error:
@@ -209,49 +214,50 @@ def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None, pola
         return bool(_CAUSAL.search(sentence))
     if qtype == "multiple_choice":
         return answer_span(sentence) is not None  # the distractors are looked for when it is asked (``_choices``)
-    return qtype == "multi_hop" and partner_of(chunk) is not None
+    return qtype == "multi_hop" and partner_sentence(sentence, partner_of(chunk)) is not None
 
 
 Candidate = tuple[dict, str, str, str]  # chunk, sentence, query type, yes/no polarity
 
 
 def candidate_plan(pool: list[dict], types: list[str], partner_of, polarity: str = "yes") -> list[Candidate]:
-    """(chunk, sentence, type, polarity) in asking order for one stratum: chunks in pool order, their sentences, types
-    rotated. A yes/no slot takes the next unasked sentence that fits the stratum's ``polarity`` (a "no" needs a sentence
-    a rule can contradict); a sentence the other types do not fit gets a simple question if one fits, else none (no
-    request is spent on a question the generator would have to invent without a target)."""
+    """(chunk, sentence, type, polarity) in asking order for one stratum: chunks in pool order, their sentences, the
+    slots' types from ``types`` (``golden.query_mix.type_sequence``). Each slot takes the next unasked sentence its type
+    fits (``fits``: a yes/no slot the stratum's ``polarity`` first, then the other; multi-hop a sentence with a partner
+    sentence; multiple choice a sentence with an answer term), so the requests follow the shares as far as the
+    sentences allow; when no sentence left fits the type, the next sentence gets a simple question. Every sentence is
+    asked once."""
     order = []
     by_chunk = [(c, reference_sentences(c["text"])) for c in pool]
     for depth in range(max((len(s) for _, s in by_chunk), default=0)):
         order += [(chunk, sents[depth]) for chunk, sents in by_chunk if depth < len(sents)]
-    out, used, t = [], set(), 0
-    for i, (chunk, sentence) in enumerate(order):
-        if i in used:
-            continue
+    out, used, t, i = [], set(), 0, 0
+    while (i := next((k for k in range(i, len(order)) if k not in used), -1)) >= 0:
         qtype = types[t % len(types)]
         t += 1
-        if qtype == "yes_no":
-            j, pol = None, polarity
-            for pol in (polarity, "yes" if polarity == "no" else "no"):  # the stratum's polarity first, then the other
-                j = next((j for j in range(i, len(order)) if j not in used and fits(order[j][0], order[j][1], "yes_no", polarity=pol)), None)
-                if j is not None:
-                    break
+        pick = None
+        for pol in ((polarity, "yes" if polarity == "no" else "no") if qtype == "yes_no" else (polarity,)):
+            j = next((j for j in range(i, len(order)) if j not in used and fits(order[j][0], order[j][1], qtype, partner_of, pol)), None)
             if j is not None:
-                used.add(j)
-                out.append((order[j][0], order[j][1], "yes_no", pol))
-                if j != i:
-                    used.add(i)
-                    qtype = "simple"  # this sentence still gets its turn below
-                else:
-                    continue
-        used.add(i)
-        chosen = next((q for q in (qtype, "simple") if q != "yes_no" and fits(chunk, sentence, q, partner_of)), None)
-        if chosen:
-            out.append((chunk, sentence, chosen, polarity))
+                pick = (j, qtype, pol)
+                break
+        j, qtype, pol = pick or (i, "simple", polarity)
+        used.add(j)
+        out.append((order[j][0], order[j][1], qtype, pol))
     return out
 
 
 ROUNDTRIP_CHARS = 1000  # the source chunk around the reference sentence (a chunk is ~200 tokens: most or all of it)
+
+
+def _hops(row: dict, chunk_of: dict[str, dict]) -> list[tuple[str, str]]:
+    """A multi-hop row's (chunk id, sentence) per hop — the reference is the first sentence then the second (its
+    ``evidence``) — or [] for any other row or one whose partner chunk is unknown."""
+    ids, second = row.get("source_chunk_ids") or [], row.get("evidence") or ""
+    ref = row.get("reference_answer") or ""
+    if row["query_type"] != "multi_hop" or len(ids) < 2 or not second or not ref.endswith(second) or ids[1] not in chunk_of:
+        return []
+    return [(ids[0], ref[: -len(second)].strip()), (ids[1], second)]
 
 
 def _roundtrip(rows: list[dict], kept_ids: set[str], chunk_of: dict[str, dict], llm, seed: int, failed_exceptions,
@@ -263,11 +269,16 @@ def _roundtrip(rows: list[dict], kept_ids: set[str], chunk_of: dict[str, dict], 
             and r["query_type"] != "yes_no"]  # fmt: skip
     for i, r in enumerate(todo):
         sentence = r["reference_answer"]
-        passage = _passage_around(chunk_of[r["chunk_id"]]["text"], sentence, ROUNDTRIP_CHARS)
+        hops = _hops(r, chunk_of)
+        if hops:  # multi-hop: both passages, and the answer must draw on both sentences
+            passage = " ".join(_passage_around(chunk_of[c]["text"], s, ROUNDTRIP_CHARS // 2) for c, s in hops)
+        else:
+            passage = _passage_around(chunk_of[r["chunk_id"]]["text"], sentence, ROUNDTRIP_CHARS)
         answer, error = roundtrip_answer(r["query"], passage, llm, item_seed(seed, "roundtrip", r["query_id"]), failed_exceptions)
         r["roundtrip_answer"] = answer if error is None else error
         term = r["reference_answer"] if r["query_type"] == "multiple_choice" else r.get("evidence")  # the key is the span asked for
-        r["roundtrip_agrees"] = error is None and agrees(answer, r["reference_answer"], r.get("answer_label"), term)
+        r["roundtrip_agrees"] = error is None and (agrees_hops(answer, hops[0][1], hops[1][1]) if hops else
+                                                   agrees(answer, r["reference_answer"], r.get("answer_label"), term))  # fmt: skip
         progress(i + 1, len(todo))
 
 
@@ -329,7 +340,10 @@ def generate_grounded(
         for st, n in todo.items():
             asked[st] += n
         for i, (chunk, sentence, qtype, polarity) in enumerate(batch):
-            rows.append(ask(chunk, qtype, sentence, llm, partner_of(chunk), seed, failed_exceptions, round_no, polarity, distractors_of))
+            partner = partner_of(chunk) if qtype == "multi_hop" else None
+            if partner:
+                chunk_of.setdefault(partner["chunk_id"], partner)  # the round trip reads both hops
+            rows.append(ask(chunk, qtype, sentence, llm, partner, seed, failed_exceptions, round_no, polarity, distractors_of))
             progress(i + 1, len(batch))
         summary["requests_by_round"].append(len(batch))
         kept_ids = keep(rows)

@@ -3,6 +3,8 @@ its source chunk alone, and the answer is compared with the reference the questi
 
 * yes/no: the answer's leading "Yes" / "No" must be the case's label;
 * a question written for a span (``evidence``: a term of the reference sentence): the term must be in the answer;
+* a multi-hop question (``agrees_hops``): the answer, from both passages, must use a word only the first sentence has
+  and one only the second has;
 * any other open question: the answer must be made of the reference's words (at least half of its content words, and
   at least two) — an answer taken from another sentence of the chunk means the question asks something else.
 "NOT IN PASSAGE", an empty or failed answer disagrees. The answer and the verdict are kept on the generated row
@@ -50,6 +52,16 @@ def agrees(answer: str | None, reference: str, label: str | None = None, evidenc
     mine = content_words(a)
     hits = sum(w in ref for w in mine)
     return bool(mine) and hits >= min(2, len(mine)) and hits >= 0.5 * len(mine)
+
+
+def agrees_hops(answer: str | None, first: str, second: str) -> bool:
+    """A multi-hop round trip: the answer uses each sentence — at least one content word that sentence has and the
+    other has not (an answer from one sentence alone means the question needs only that one)."""
+    a = " ".join((answer or "").split())
+    if not a or NOT_ANSWERED.lower() in a.lower():
+        return False
+    mine, one, two = set(content_words(a)), set(content_words(first)), set(content_words(second))
+    return bool(mine & (one - two)) and bool(mine & (two - one))
 
 
 def _bare(text: str) -> str:
