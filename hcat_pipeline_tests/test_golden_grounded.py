@@ -445,3 +445,13 @@ def test_a_multi_hop_round_trip_must_use_both_sentences():
     assert not agrees_hops("The hash values of str and bytes objects are salted with a random value.", first, second)  # one hop
     assert agrees_hops("User-defined classes get __eq__ by default, and str and bytes hashes are salted.", first, second)
     assert not agrees_hops("NOT IN PASSAGE", first, second)
+
+
+def test_never_more_yes_than_no_cases_so_an_always_yes_system_loses_half():
+    from hcat_pipeline.golden.yes_no import yes_no_balance
+
+    rows = [{"query_id": f"q{i}", "query_type": "yes_no", "answer_label": lab} for i, lab in enumerate(["yes", "yes", "no", "yes", "yes"])]
+    rows.append({"query_id": "s", "query_type": "simple", "answer_label": None})
+    kept, rejected = yes_no_balance(rows, lambda r: True, lambda r, reason, detail: {"query_id": r["query_id"], "reason": reason})
+    assert [r["query_id"] for r in kept] == ["q0", "q2", "s"] and {r["reason"] for r in rejected} == {"yes_no_balance"}
+    assert len(yes_no_balance(rows[:2], lambda r: True, lambda *a: a)[0]) == 1  # no "No": one "Yes" kept

@@ -15,7 +15,7 @@ reference, or the keyed option, neither similar to a source sentence nor made of
 ``multi_hop_single_source``; ``near_duplicate`` (of an already kept query). Added by ``golden.grounded.validity_gate``
 for grounded rows (stage "validity"): ``no_referent`` (the question leans on its text or names nothing specific),
 ``roundtrip_disagrees`` (the generator answering from the source chunk alone disagrees with the reference),
-``case_invalid`` (the golden set's validity does not accept it), ``yes_no_quota`` (yes/no beyond a third of a stratum).
+``case_invalid`` (the golden set's validity does not accept it), ``yes_no_quota`` (yes/no beyond a third of a stratum), ``yes_no_balance`` (more "Yes" than "No" cases).
 
 Polarity (``reference_polarity``) is lexical: the clause of a statement that restates the question's
 proposition (≥ ``POLARITY_COVERAGE`` of its content words, light stemming) answers "yes" unless it
@@ -48,7 +48,7 @@ REJECTION_REASONS = (
     "llm_failed", "no_partner", "type_mismatch", "mc_key_not_in_options", "too_short", "too_long", "empty_answer", "answer_leaked",
     "copies_prompt_example", "low_relevancy", "evidence_too_short", "evidence_not_in_source", "polarity_contradicts_explanation",
     "polarity_contradicts_source", "mc_key_contradicts_evidence", "reference_not_supported", "reference_contradicts_source",
-    "multi_hop_single_source", "near_duplicate", "no_referent", "roundtrip_disagrees", "case_invalid", "yes_no_quota",
+    "multi_hop_single_source", "near_duplicate", "no_referent", "roundtrip_disagrees", "case_invalid", "yes_no_quota", "yes_no_balance",
 )  # fmt: skip
 
 

@@ -104,5 +104,24 @@ def yes_no_quota(kept: list[dict], is_grounded, rejection) -> tuple[list[dict], 
                 continue
             taken.setdefault(sentence, set()).add(label)
         out.append(r)
+    out, over = yes_no_balance(out, is_grounded, rejection)
     order = {id(r): i for i, r in enumerate(kept)}
-    return sorted(out, key=lambda r: order[id(r)]), rejections
+    return sorted(out, key=lambda r: order[id(r)]), rejections + over
+
+
+def yes_no_balance(kept: list[dict], is_grounded, rejection) -> tuple[list[dict], list[dict]]:
+    """At most as many "Yes" cases as "No" ones over the whole set (one "Yes" when there is no "No"), the first in order
+    kept: an always-yes system must get about half of the yes/no cases wrong (issue 47: a set with 1 "No" of 5 could not
+    tell it from an honest one). The rest are rejected ``yes_no_balance``; the generation loop then asks its stratum for
+    another case, and a "yes" question is asked only while "no" ones are not outnumbered."""
+    yes_no = [r for r in kept if r["query_type"] == "yes_no" and is_grounded(r)]
+    n_no = sum(r.get("answer_label") == "no" for r in yes_no)
+    allowed, out, rejections = max(n_no, 1), [], []
+    for r in kept:
+        if r["query_type"] == "yes_no" and is_grounded(r) and r.get("answer_label") == "yes":
+            if allowed <= 0:
+                rejections.append(rejection(r, "yes_no_balance", f"more \"Yes\" than \"No\" cases ({n_no} \"No\" kept)"))
+                continue
+            allowed -= 1
+        out.append(r)
+    return out, rejections
