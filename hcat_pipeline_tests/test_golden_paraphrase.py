@@ -39,7 +39,7 @@ def test_paraphrase_cases_group_n_rewordings_per_base_and_say_why_a_base_failed(
             return [g.replace("{n} ", "") for g in good][:n], "h", "fake", None
         return [g.replace("{n}", num) for g in good][:n], "h", "fake", None
 
-    cases, failures = paraphrase_cases([_base(0), _base(1), _base(2)], 2, 3, reword, bow_embed, _variant, 0.3, seed=0)
+    cases, failures = paraphrase_cases([_base(0), _base(1), _base(2)], 2, 3, reword, bow_embed, _variant, seed=0, min_similarity=0.3)
     assert len(cases) == 6 and {c["base_case_id"] for c in cases} == {_base(0)["case_id"], _base(2)["case_id"]}
     assert all(c["variant_kind"] == "paraphrase" and c["reference_answer"] == "It costs 15 pounds." for c in cases)
     assert failures[0]["base_case_id"] == _base(1)["case_id"] and "0 usable rewording(s) of 3: drops" in failures[0]["reason"]

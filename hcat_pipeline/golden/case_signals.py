@@ -30,7 +30,7 @@ from hcat_pipeline.golden.selection import content_words, split_yes_no, stem
 __all__ = ["SIGNALS", "text_signals"]
 
 SIGNALS = ("restatement", "defers", "context_lost", "polarity_denied", "no_referent")
-_DEFERS = re.compile(r"\b(?:the same \w+(?: \w+)? (?:applies|apply|as)|as (?:described|explained|defined|shown|noted|stated|specified|"
+_DEFERS = re.compile(r"\b(?:the same \w+(?: \w+)? (?:applies|apply|as)|(?:is|are) the same as (?:for|in|with|those|that)|as (?:described|explained|defined|shown|noted|stated|specified|"
                      r"discussed|mentioned) (?:in|above|below|earlier|later)|applies as for|as for (?:regular|normal|other)|see (?:section|"
                      r"chapter|below|above|the)|as follows|the following|described (?:below|above|later|earlier)|refer to)\b", re.I)
 _OPENS_ON_CONTEXT = re.compile(r"^\s*(?:yes|no)?[.,]?\s*(?:this|these|that|those|it|its|they|their|such|here|there|the latter|the former|"

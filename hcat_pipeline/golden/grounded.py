@@ -17,8 +17,10 @@ before it). The question is then written *for* that reference:
   sentence contradicts, made by rule (``false_claim``: a negated sentence's positive claim, an antonym) and read as
   "no" by the polarity reader. The generator writes the question from the claim and the section title (not the
   sentence with two words swapped); the reference is "Yes." / "No." followed by the true source sentence;
-- ``multi_hop``: the reference joins the sentence and the partner chunk's sentence sharing most content words with
-  it (at least two), the LLM writes one question needing both;
+- ``multi_hop`` (compound): the reference joins the sentence and the partner chunk's sentence sharing most content
+  words with it (at least two); the LLM writes one question asking for both facts, "What …, and what …?"
+  (``query_grounded_multi_hop_v2``: no "difference" questions — the v1 prompt's example led the 1.5B generator to
+  contrast unrelated facts, 0 of 3 kept multi-hop cases sound), and the round trip must use both sentences;
 - ``multiple_choice``: the question is written for a span of the sentence as for ``simple``; the options are the span
   and three terms of its shape from elsewhere in the corpus (``distractors_of``: the exam's mined distractors), in a
   seeded order; the reference is the span, the evidence the sentence.
@@ -118,7 +120,7 @@ def build_request(chunk: dict, qtype: str, sentence: str, partner: dict | None, 
         other = partner_sentence(sentence, partner)
         if other is None:
             return None
-        return {"values": {"sentence": sentence, "sentence_2": other}, "reference": f"{sentence} {other}", "label": None,
+        return {"values": {"sentence": sentence, "sentence_2": other, "title": section_title(chunk)}, "reference": f"{sentence} {other}", "label": None,
                 "evidence": other, "chunk_ids": [chunk["chunk_id"], partner["chunk_id"]]}  # fmt: skip
     if qtype == "simple" and (question := wh_question(sentence)):  # a condition or a definition: asked by rule, no LLM
         return {"question": question, "reference": sentence, "label": None, "evidence": "", "chunk_ids": [chunk["chunk_id"]],
@@ -141,7 +143,7 @@ def _template(req: dict | None, qtype: str):
     if (req or {}).get("rule"):
         return req["rule"]
     name = (req or {}).get("prompt") or f"query_grounded_{qtype}"
-    return load_prompt(f"{name}_{'v1' if qtype == 'multi_hop' else PROMPT_VERSION}")  # multi-hop: on request, v1
+    return load_prompt(f"{name}_{PROMPT_VERSION}")
 
 
 def _choices(req: dict, chunk: dict, qid: str, seed: int, distractors_of) -> dict | str:

@@ -6,7 +6,7 @@ A base's group is its case plus ``per_case`` paraphrases, all with its reference
 category ``robustness``, tag ``paraphrase_group:<base id>``). The LLM writes the rewordings in one call
 (``golden.generation.paraphrases``); a rewording is kept only if it is still a question, differs from the base and
 from the other rewordings, keeps every number and quoted term of the base, and its cosine to the base is at least
-``min_similarity``. A base with fewer than two kept rewordings is a failure (with its reason) and the next base is
+``min_similarity`` (``MIN_SIMILARITY``). A base with fewer than two kept rewordings is a failure (with its reason) and the next base is
 tried. No Dagster import.
 """
 
@@ -18,6 +18,10 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 PER_CASE = 3  # rewordings per base case (the night reads the base and all of them: one group)
+# a rewording's MiniLM cosine to the base at least this: on the default corpus's first groups the rewordings that kept the
+# meaning scored 0.86-0.99 and the three that changed it ("What does a dictionary display yield?" → "What does a dictionary
+# return when it is iterated over?") 0.69-0.79 (the colloquial rewrites' 0.5 let those through)
+MIN_SIMILARITY = 0.8
 _KEPT = re.compile(r"\"[^\"]+\"|“[^”]+”|\b\d[\d.,]*\b")  # numbers and quoted terms a rewording must keep
 
 
@@ -51,8 +55,8 @@ def paraphrase_group(base: dict, texts: list[str], embed: Callable[[list[str]], 
     return kept[:per_case], dropped
 
 
-def paraphrase_cases(bases: Iterable[dict], n_cases: int, per_case: int, reword, embed, variant, min_similarity: float,
-                     seed: int) -> tuple[list[dict], list[dict]]:
+def paraphrase_cases(bases: Iterable[dict], n_cases: int, per_case: int, reword, embed, variant, seed: int,
+                     min_similarity: float = MIN_SIMILARITY) -> tuple[list[dict], list[dict]]:
     """Paraphrase variants for up to ``n_cases`` of ``bases`` (in the given order); (cases, failures).
     ``reword(query, n, seed) -> (texts, prompt_hash, model, error)``; ``variant(base, **fields)`` builds a variant case."""
     cases: list[dict] = []

@@ -427,7 +427,7 @@ def build_robustness_cases(
                                  constraints=["must answer the colloquially worded question"]))  # fmt: skip
         if reword and counts["paraphrase"] > 0:
             para, para_failures = paraphrase_cases(sweep(lambda c: c["query_type"] != "multiple_choice"), counts["paraphrase"],
-                                                   paraphrases_per_case, reword, embed, variant, min_rewrite_similarity, seed)  # fmt: skip
+                                                   paraphrases_per_case, reword, embed, variant, seed)  # fmt: skip
             cases += para
             failures += para_failures
         for kind in ("misleading_premise", "distractor"):

@@ -95,7 +95,8 @@ _DEICTIC = re.compile(
     r"|\b(?:mentioned|described|shown|listed|given|indicated) (?:above|below|here)\b|\bas indicated\b|\bsee\b[^.?]*\b(?:above|below)\b|\bin (?:the|this) (?:example|snippet|code) (?:above|below)\b",
     re.I,
 )
-_VAR_WITH_ARTICLE = re.compile(r"\bthe\s+(?:\*|`)?[A-Za-z](?:\*|`)?(?=[\s?.,;:]|$)")  # "the *n*", "the x" (not "the X class")
+_VAR_WITH_ARTICLE = re.compile(r"\bthe\s+(?:(?:\*|`)?[A-Za-z](?:\*|`)?|[a-z]+\s+[*`][A-Za-z][*`])(?=[\s?.,;:]|$)")  # "the *n*", "the x",
+# "the value *n*" (a one-letter variable the question does not define; not "the X class")
 _LEADING_PRONOUN = re.compile(r"^\s*(?:what|how|why|when|where|which)\s+(?:\w+\s+){0,2}?(?:it|they|this|these|them)\b(?!\s+(?:is|are)\s+called)", re.I)
 _FOCUS_STOP = frozenset(
     "what which who whom whose when where why how difference differences between mean means meaning called used use uses "
