@@ -403,9 +403,10 @@ def test_grounded_multiple_choice_keys_the_span_among_mined_distractors():
 
 
 def test_generate_grounded_asks_every_type_in_its_share():
-    """Over strata with enough sentences, the requests follow the shares: multi-hop and multiple choice are asked in the
-    default grounded mode, and the summary carries the target shares and the kept types."""
-    from hcat_pipeline.golden.query_mix import DEFAULT_SHARES
+    """Over strata with enough sentences, the requests follow the shares: multi-hop (when listed) and multiple choice are
+    asked in the grounded mode, and the summary carries the target shares and the kept types."""
+    from hcat_pipeline.golden.grounded import GROUNDED_TYPES
+    from hcat_pipeline.golden.query_mix import type_shares
 
     sents = [f"The {w} account pays {n} pounds of interest because the balance stays above {n * 10} pounds." for w, n in
              (("gold", 3), ("silver", 4), ("bronze", 5), ("green", 6), ("blue", 7), ("red", 8), ("white", 9), ("black", 11))]  # fmt: skip
@@ -413,9 +414,10 @@ def test_generate_grounded_asks_every_type_in_its_share():
                   for i, s in enumerate(sents)] for st in (0, 1)}  # fmt: skip
     partner = lambda c: next({"chunk_id": o["chunk_id"], "text": o["text"]} for o in pools[c["stratum"]] if o["chunk_id"] != c["chunk_id"])  # noqa: E731
     rows, summary = generate_grounded(pools, _LLM(), keep=lambda rows: {r["query_id"] for r in rows if not r.get("error")}, budget=8,
-                                      max_requests=8, partner_of=partner, distractors_of=lambda a, c: ["12", "13", "14"], roundtrip=False)  # fmt: skip
+                                      max_requests=8, partner_of=partner, distractors_of=lambda a, c: ["12", "13", "14"], roundtrip=False,
+                                      query_types=GROUNDED_TYPES)  # fmt: skip
     asked = [r["query_type"] for r in rows if r.get("generation_round") == 1]
-    assert {"multi_hop", "multiple_choice"} <= set(asked) and summary["type_shares"] == DEFAULT_SHARES
+    assert {"multi_hop", "multiple_choice"} <= set(asked) and summary["type_shares"] == type_shares(GROUNDED_TYPES)
     assert asked.count("simple") >= asked.count("multi_hop") and len(summary["kept_types"]) == sum(summary["kept_per_stratum"].values())
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from hcat_pipeline.golden.generation import QUERY_TYPES, type_rotation
 
 # yes/no at most a third of a stratum (golden.yes_no); multi-hop and multiple choice a tenth each: their cases cost two
-# chunks / a distractor search and were the least often sound in the developers' reading (docs/golden_set.md)
+# chunks / a distractor search and were the least often sound in the developers' reading (docs/golden_set.md); multi-hop
+# is not in grounded.DEFAULT_TYPES (asked only when the campaign file lists it), its share applies when it is listed
 DEFAULT_SHARES = {"simple": 0.35, "inference": 0.15, "yes_no": 0.30, "multi_hop": 0.10, "multiple_choice": 0.10}
 SEQUENCE_LENGTH = 20
 

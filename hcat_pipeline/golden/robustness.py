@@ -426,7 +426,7 @@ def build_robustness_cases(
             cases.append(variant(base, category="robustness", variant_kind="colloquial", query=text, prompt_hash=phash, model=model,
                                  constraints=["must answer the colloquially worded question"]))  # fmt: skip
         if reword and counts["paraphrase"] > 0:
-            para, para_failures = paraphrase_cases(sweep(lambda c: c["query_type"] != "multiple_choice"), counts["paraphrase"],
+            para, para_failures = paraphrase_cases(sweep(lambda c: c["query_type"] in ("simple", "inference", "yes_no")), counts["paraphrase"],
                                                    paraphrases_per_case, reword, embed, variant, seed)  # fmt: skip
             cases += para
             failures += para_failures
