@@ -28,8 +28,8 @@ import polars as pl  # noqa: E402
 from hcat_pipeline.common.stats import paired_bootstrap_ci, wilson_interval  # noqa: E402
 from hcat_pipeline.resources.embedding import EmbeddingModel  # noqa: E402
 from hcat_pipeline.resources.llm import LLM  # noqa: E402
-from hcat_pipeline.responses.rerank import RERANK_DEPTH, llm_relevance  # noqa: E402
-from hcat_pipeline.responses.retrieval import build_retriever  # noqa: E402
+from hcat_pipeline.responses.rerank import llm_relevance  # noqa: E402
+from hcat_pipeline.responses.retrieval import RERANK_DEPTH, build_retriever  # noqa: E402
 
 
 def _cases(warehouse: Path, version: str | None, n: int, seed: int) -> tuple[str, pl.DataFrame]:

@@ -4,8 +4,8 @@ packaged LLM read as a cross-encoder (no cross-encoder ships offline) — with k
 import numpy as np
 import pytest
 
-from hcat_pipeline.responses.rerank import HybridReranked, llm_relevance
-from hcat_pipeline.responses.retrieval import build_retriever
+from hcat_pipeline.responses.rerank import llm_relevance
+from hcat_pipeline.responses.retrieval import HybridReranked, build_retriever
 from hcat_pipeline_tests.golden_data import bow_embed
 
 TEXTS = [

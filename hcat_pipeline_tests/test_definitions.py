@@ -10,7 +10,7 @@ from hcat_pipeline.schedules import SCHEDULES
 from hcat_pipeline.sensors import SENSORS
 
 PER_RUN = {"rag_responses", "retrieval_metrics", "behaviour_checks", "metric_tables", "bias_report",
-           "weakness_report", "weakest_cases", "robustness_deltas", "failure_cases", "campaign_report",
+           "weakness_report", "weakest_cases", "robustness_deltas", "failure_cases", "paraphrase_variance", "campaign_report",
            "llm_judge_scores",  # enabled=auto: skipped (cheaply, saying why) when the local model would exceed its time budget
            "calibrated_scores", "review_queue", "gate_verdicts", "release_decision", "system_rankings", "pareto_frontier",
            "case_contamination", "grader_gaming", "canary_detection"}

@@ -4,7 +4,7 @@ No cross-encoder ships in a package here (``../shared/stack.md``: none of the ch
 models load offline), so the re-ranker is the system's own local LLM read as a pointwise cross-encoder: it reads the
 question and one passage *together* (``rerank_relevance_v1``: "does the passage contain the answer? Yes or No") and
 the score is log P("Yes") − log P("No") of its reply (``LLM.option_logprobs``; local llama.cpp models only, an API
-model raises). ``HybridReranked`` takes the hybrid's reciprocal-rank-fusion list to ``depth`` (10), scores each
+model raises). ``responses.retrieval.HybridReranked`` takes the hybrid's reciprocal-rank-fusion list to ``depth`` (10), scores each
 passage, and returns the ``k`` best by that score (ties: the fused order). Deterministic: every prompt is evaluated
 from scratch. Cost: ``depth`` prompt evaluations per question (measured in ``benchmarks/exam_rerank.py``). No Dagster
 import.
@@ -15,10 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from hcat_pipeline.common.prompts import load_prompt
-from hcat_pipeline.responses.retrieval import Hybrid, Passage, Retriever
 
 RERANK_PROMPT = "rerank_relevance_v1"
-RERANK_DEPTH = 10  # fused candidates scored per question
 PASSAGE_CHARS = 1200
 Scorer = Callable[[str, Sequence[str]], list[float]]
 
@@ -40,22 +38,3 @@ def llm_relevance(llm) -> Scorer:
 
     score.prompt_hash = template.hash  # type: ignore[attr-defined]  (the index fingerprint names the re-ranker)
     return score
-
-
-class HybridReranked(Retriever):
-    """The hybrid's fused top ``depth``, re-ordered by ``score`` (a cross-encoder or the LLM read as one)."""
-
-    name = "hybrid_rerank"
-
-    def __init__(self, hybrid: Hybrid, score: Scorer, depth: int = RERANK_DEPTH):
-        self.hybrid, self.score, self.depth = hybrid, score, depth
-        self.texts = hybrid.texts
-
-    def retrieve_batch(self, queries, k, source_chunk_ids=None):
-        fused = self.hybrid.retrieve_batch(queries, max(self.depth, k))
-        out = []
-        for q, cands in zip(queries, fused, strict=True):
-            scores = self.score(q, [c.text for c in cands])
-            order = sorted(range(len(cands)), key=lambda i: (-scores[i], i))[:k]
-            out.append([Passage(cands[i].chunk_id, cands[i].text, r + 1, scores[i]) for r, i in enumerate(order)])
-        return out

@@ -177,6 +177,29 @@ class Hybrid(Retriever):
         return out
 
 
+RERANK_DEPTH = 10  # fused candidates a re-ranker scores per question
+
+
+class HybridReranked(Retriever):
+    """The hybrid's fused top ``depth``, re-ordered by ``score(question, passages)`` (a cross-encoder, or the system's LLM
+    read as one: ``responses.rerank.llm_relevance``); ties keep the fused order."""
+
+    name = "hybrid_rerank"
+
+    def __init__(self, hybrid: Hybrid, score: Callable[[str, Sequence[str]], list[float]], depth: int = RERANK_DEPTH):
+        self.hybrid, self.score, self.depth = hybrid, score, depth
+        self.texts = hybrid.texts
+
+    def retrieve_batch(self, queries, k, source_chunk_ids=None):
+        fused = self.hybrid.retrieve_batch(queries, max(self.depth, k))
+        out = []
+        for q, cands in zip(queries, fused, strict=True):
+            scores = self.score(q, [c.text for c in cands])
+            order = sorted(range(len(cands)), key=lambda i: (-scores[i], i))[:k]
+            out.append([Passage(cands[i].chunk_id, cands[i].text, r + 1, scores[i]) for r, i in enumerate(order)])
+        return out
+
+
 def inject_distractor(passages: list[Passage], distractor: str | None, seed: int, case_id: str) -> list[Passage]:
     """Insert an adversarial distractor passage at a seeded position (same case + seed ⇒ same slot).
 
@@ -221,8 +244,6 @@ def build_retriever(
     system's re-ranker (hybrid_rerank: ``responses.rerank.llm_relevance`` of its LLM; never cached, it is the system's)."""
     cache = {} if cache is None else cache
     if name == "hybrid_rerank":
-        from hcat_pipeline.responses.rerank import HybridReranked
-
         if rerank is None:
             raise ValueError("retriever 'hybrid_rerank' needs a re-ranker (responses.rerank.llm_relevance of the system's local LLM)")
         return HybridReranked(build_retriever("hybrid", chunk_ids, texts, matrix, embed, cache), rerank)
