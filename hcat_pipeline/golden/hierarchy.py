@@ -18,6 +18,7 @@ in the constraints. Judged by ``hierarchy_kept``. No Dagster import.
 
 from __future__ import annotations
 
+import json
 from typing import Literal, get_args
 
 from hcat_pipeline.golden.formats import DISCLAIMER, LANGUAGES, MAX_WORDS, constraint, format_argument, parse_constraint
@@ -119,8 +120,6 @@ def obey_user(case: dict, answer: str) -> str | None:
     if kind == "language":
         return _GERMAN
     try:  # json_schema: the answer as plain sentences
-        import json
-
         value = json.loads(answer.strip().strip("`").removeprefix("json"))
         return str(value.get("answer", answer)) if isinstance(value, dict) else answer
     except ValueError:
