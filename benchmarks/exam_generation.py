@@ -8,6 +8,7 @@ can be read while it goes and resumed (``--resume``: raw candidates in the file 
 not asked again).
 
     nice -n 19 python benchmarks/exam_generation.py --out /tmp/exam_gen.jsonl [--sample-size 64] [--max-chunks N]
+    [--question-form llm_first]  # the model's question first, the cloze only where it fails (the method before issue 47)
     [--free-only]   # the previous method: the model chooses the fact and writes the key (no answer targets)
     [--asset-checkpoint]  # read / append the exam_candidates asset's own checkpoint instead of --out, so that
                           # `hcat exam` afterwards reuses every candidate generated here
@@ -42,6 +43,8 @@ def main() -> None:
     ap.add_argument("--candidates-per-chunk", type=int, default=defaults.candidates_per_chunk)
     ap.add_argument("--max-chunks", type=int, default=0)
     ap.add_argument("--free-only", action="store_true", help="no answer targets, no mined distractors (the previous method)")
+    ap.add_argument("--question-form", choices=("cloze_first", "llm_first"), default=defaults.question_form,
+                    help="a span candidate's form (llm_first: the earlier method; with --resume re-filters the same candidates)")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--asset-checkpoint", action="store_true", help="use the exam_candidates asset's checkpoint file (implies --resume)")
     args = ap.parse_args()
@@ -53,7 +56,7 @@ def main() -> None:
     sample = sample.join(chunks.select("chunk_id", "text"), on="chunk_id").sort("sample_rank")
     if args.max_chunks:
         sample = sample.head(args.max_chunks)
-    cfg = filter_config(defaults)
+    cfg = dataclasses.replace(filter_config(defaults), question_form=args.question_form)
     if args.free_only:
         cfg = dataclasses.replace(cfg, mined_distractors=0)
     llm, emb = LLM(provider="local"), EmbeddingModel()

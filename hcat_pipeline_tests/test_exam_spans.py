@@ -4,6 +4,7 @@ filter_candidate uses them: the mined pool widens the LLM's, an off-topic LLM qu
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from hcat_pipeline.exam.filters import FilterConfig, topic_overlap
 from hcat_pipeline.exam.generation import filter_candidate
@@ -50,6 +51,9 @@ def test_cloze_question_blanks_the_key_and_refuses_ambiguous_sentences():
     assert q is not None and "__exit__" not in q and "____" in q
     assert cloze_question('They call "__exit__()" when the block is left.', "__exit__()") is None  # pronoun referent
     assert cloze_question('"len()" calls "__len__()" and "len()" again.', "len()") is None  # key twice
+    # a sentence that leans on the one before it is no question a stranger can answer (issue 47, the exam's read)
+    assert cloze_question('In this case, "__exit__()" is called when the block is left.', "__exit__()") is None
+    assert cloze_question('When doing so, "__exit__()" is called first.', "__exit__()") is None
 
 
 def test_mined_distractors_same_shape_absent_from_chunk_and_deterministic():
@@ -72,6 +76,7 @@ def _span_row(question: str, wrong: list[str]) -> dict:
 
 
 CFG = FilterConfig(intra_cosine_min=0.0, extra_cosine_min=0.0, extra_cosine_margin=1.0, extra_jaccard_margin=1.0)
+LLM_FIRST = replace(CFG, question_form="llm_first")
 
 
 def test_filter_uses_mined_pool_when_the_llm_pool_is_short():
@@ -80,7 +85,7 @@ def test_filter_uses_mined_pool_when_the_llm_pool_is_short():
                     ["StopIteration", "GeneratorExit"])  # the small model repeats the key: one usable wrong answer
     alone = filter_candidate(row, CHUNK, bag_embed, CFG, 0)
     assert not alone["passed"] and "not_one_correct" in alone["reasons"]
-    widened = filter_candidate(row, CHUNK, bag_embed, CFG, 0, index)
+    widened = filter_candidate(row, CHUNK, bag_embed, LLM_FIRST, 0, index)
     assert widened["passed"], widened["reasons"]
     assert widened["question_form"] == "llm" and widened["distractor_sources"].count("corpus") >= 2
     assert widened["options"][widened["correct_index"]] == "StopIteration"
@@ -90,7 +95,7 @@ def test_off_topic_llm_question_falls_back_to_a_cloze():
     index = TermIndex([CHUNK, *OTHER])
     row = _span_row("What is the difference between a dictionary and a tuple?", ["GeneratorExit", "RuntimeError", "ValueError"])
     assert topic_overlap(row["question"], row["evidence"]) < CFG.question_evidence_overlap_min
-    out = filter_candidate(row, CHUNK, bag_embed, CFG, 0, index)
+    out = filter_candidate(row, CHUNK, bag_embed, LLM_FIRST, 0, index)
     assert out["passed"] and out["question_form"] == "cloze" and out["llm_question"] == row["question"]
     assert "StopIteration" not in out["question"] and json.loads(out["filter_figures"])["question_evidence_overlap"] >= 0.5
     free = filter_candidate({**row, "target_kind": "free"}, CHUNK, bag_embed, CFG, 0, index)  # a free question has no cloze
@@ -101,3 +106,18 @@ def test_prompt_example_copy_is_rejected():
     row = _span_row("Which exception is raised when a generator function executes a return statement?", ["A", "B", "C"])
     out = filter_candidate({**row, "target_kind": "free"}, CHUNK, bag_embed, CFG, 0)
     assert "copies_prompt_example" in out["reasons"] and not out["passed"]
+
+
+def test_cloze_first_asks_the_sentence_and_keeps_the_models_question_only_where_no_cloze_passes():
+    index = TermIndex([CHUNK, *OTHER])
+    good = "Which exception does a generator object raise after a return statement in a generator function?"
+    row = _span_row(good, ["GeneratorExit", "RuntimeError", "ValueError"])
+    first = filter_candidate(row, CHUNK, bag_embed, CFG, 0, index)  # the default: the cloze even beside a good question
+    assert FilterConfig().question_form == "cloze_first"
+    assert first["passed"] and first["question_form"] == "cloze" and first["llm_question"] == good
+    assert first["question"].startswith("Which term fills the blank?") and "StopIteration" not in first["question"]
+    old = filter_candidate(row, CHUNK, bag_embed, LLM_FIRST, 0, index)  # the earlier method keeps the model's question
+    assert old["passed"] and old["question_form"] == "llm" and old["question"] == good
+    leaning = {**row, "evidence": "In this case, a return statement causes " + '"StopIteration"' + " to be raised."}
+    kept = filter_candidate(leaning, CHUNK, bag_embed, CFG, 0, index)  # no cloze of a sentence leaning on its context
+    assert kept["question_form"] == "llm" and kept["question"] == good

@@ -47,6 +47,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -102,6 +103,10 @@ class FilterConfig:
     duplicate_question_cosine: float = 0.95
     question_evidence_overlap_min: float = 0.5  # share of the question's topic words found in its evidence sentence
     mined_distractors: int = 5  # same-shape corpus terms added to the LLM's wrong answers (0 = LLM only)
+    # a span candidate's form: its evidence sentence as a cloze when that passes, else the model's question
+    # ("cloze_first", read 24 / 29 sound against 8 / 26 for the model's questions, docs/exam.md), or the model's
+    # question with the cloze only where the question fails a question-level filter ("llm_first", the earlier method)
+    question_form: Literal["cloze_first", "llm_first"] = "cloze_first"
 
 
 def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:

@@ -200,9 +200,10 @@ def filter_candidate(
     """Apply the a-priori filters to a generated candidate; add options, correct position, verdict and reasons.
 
     With a ``term_index`` the LLM's wrong answers are joined by up to ``cfg.mined_distractors`` mined ones
-    (deterministic: the same row and corpus give the same pool). A span candidate whose LLM question fails only
-    question-level filters (``QUESTION_LEVEL``) is asked as a cloze of its evidence sentence instead
-    (``question_form`` "cloze", the model's question kept in ``llm_question``) when that passes."""
+    (deterministic: the same row and corpus give the same pool). A span candidate is asked as a cloze of its evidence
+    sentence (``question_form`` "cloze", the model's question kept in ``llm_question``) when that passes and
+    ``cfg.question_form`` is "cloze_first"; with "llm_first" only when the model's question fails nothing but
+    question-level filters (``QUESTION_LEVEL``)."""
     out = {**row, "question_id": None, "options": [], "correct_index": -1, "distractors": [], "passed": False,
            "reasons": [], "filter_figures": "{}", "subsets_tried": 0, "mined_pool": [], "distractor_sources": [],
            "question_form": "llm", "llm_question": row.get("question")}  # fmt: skip
@@ -211,13 +212,17 @@ def filter_candidate(
     llm_pool = list(row["wrong_pool"])
     mined = (mined_distractors(row["answer"], passage, term_index, embed, cfg.mined_distractors)
              if term_index is not None and cfg.mined_distractors > 0 else [])  # fmt: skip
-    question = row["question"]
-    verdict, reasons = _judge(question, row, passage, llm_pool + mined, embed, cfg)
+    question, pool = row["question"], llm_pool + mined
     cloze = cloze_question(row["evidence"], row["answer"]) if str(row.get("target_kind", "")).startswith("span") else None
-    if reasons and cloze and set(reasons) <= QUESTION_LEVEL:
-        c_verdict, c_reasons = _judge(cloze, row, passage, llm_pool + mined, embed, cfg)
-        if not c_reasons:
-            question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"
+    c_verdict, c_reasons = _judge(cloze, row, passage, pool, embed, cfg) if cloze and cfg.question_form == "cloze_first" else (None, None)
+    if c_verdict is not None and not c_reasons:
+        question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"
+    else:
+        verdict, reasons = _judge(question, row, passage, pool, embed, cfg)
+        if reasons and cloze and cfg.question_form == "llm_first" and set(reasons) <= QUESTION_LEVEL:
+            c_verdict, c_reasons = _judge(cloze, row, passage, pool, embed, cfg)
+            if not c_reasons:
+                question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"
     qid = question_id_for(row["chunk_id"], question, row["answer"])
     options, correct = shuffle_options(row["answer"], verdict["distractors"], seed, qid)
     return {

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hcat_pipeline.common.sentences import sentences, shape, terms  # noqa: F401 (the exam's span readers)
+from hcat_pipeline.golden.case_signals import leans_on_context
 
 # code-like terms make the clearest questions; bare identifiers are often parameter names (*item*, *key*)
 _SHAPE_BONUS = {"dunder": 1.0, "call": 1.0, "exception": 1.0, "dotted": 1.0, "camel": 1.0, "version": 0.5, "phrase": 0.5}
@@ -81,9 +82,10 @@ _LEAD = re.compile(r"^(hint|note|however|for (example|instance)|also|thus|theref
 
 def cloze_question(sentence: str, answer: str) -> str | None:
     """The evidence sentence with the key blanked, as a fill-in-the-blank question; None when it would be ambiguous
-    (the key occurs more than once, or the sentence opens with a pronoun whose referent is in the passage)."""
+    (the key occurs more than once) or not self-contained (the sentence opens with a pronoun whose referent is in the
+    passage, or leans on it otherwise: "In this case", "When doing so" — ``golden.case_signals.leans_on_context``)."""
     s = " ".join(sentence.split())
-    if s.count(answer) != 1 or _PRONOUN_START.match(s):
+    if s.count(answer) != 1 or _PRONOUN_START.match(s) or leans_on_context(_LEAD.sub("", s)):
         return None
     blanked = s.replace(f'"{answer}"', CLOZE_BLANK).replace(f"`{answer}`", CLOZE_BLANK).replace(f"*{answer}*", CLOZE_BLANK)
     blanked = _LEAD.sub("", blanked.replace(answer, CLOZE_BLANK))

@@ -27,7 +27,7 @@ import re
 from hcat_pipeline.golden.question_checks import referent_problem
 from hcat_pipeline.golden.selection import content_words, split_yes_no, stem
 
-__all__ = ["SIGNALS", "text_signals"]
+__all__ = ["SIGNALS", "leans_on_context", "text_signals"]
 
 SIGNALS = ("restatement", "defers", "context_lost", "polarity_denied", "no_referent")
 _DEFERS = re.compile(r"\b(?:the same \w+(?: \w+)? (?:applies|apply|as)|(?:is|are) the same as (?:for|in|with|those|that)|as (?:described|explained|defined|shown|noted|stated|specified|"
@@ -35,7 +35,7 @@ _DEFERS = re.compile(r"\b(?:the same \w+(?: \w+)? (?:applies|apply|as)|(?:is|are
                      r"chapter|below|above|the)|as follows|the following|described (?:below|above|later|earlier)|refer to)\b", re.I)
 _OPENS_ON_CONTEXT = re.compile(r"^\s*(?:yes|no)?[.,]?\s*(?:this|these|that|those|it|its|they|their|such|here|there|the latter|the former|"
                                r"both|each|either|neither)\b(?!\s+(?:is|are) (?:called|named|known))", re.I)
-_CONTEXT_PHRASE = re.compile(r"\b(?:this way|that way|the above|as above|in this case|in that case|the former|the latter|"
+_CONTEXT_PHRASE = re.compile(r"\b(?:this way|that way|the above|as above|in this case|in that case|the former|the latter|doing so|"
                              r"the \*?[a-z]\*?(?=[\s.,;:)]))", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|cannot|no longer|neither|nor)\b|n't\b", re.I)
 _WH = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
@@ -82,6 +82,13 @@ def _plain(text: str) -> str:
     return re.sub(r"(?<!\w)[*_]{1,2}(\w[^*_]*?)[*_]{1,2}(?!\w)", r"\1", text)
 
 
+def leans_on_context(text: str) -> bool:
+    """``text`` leans on text before it: opens on "This" / "It" / "Such" …, or says "this way", "in this case", "doing
+    so", "the *n*" (a sentence a reader cannot take on its own: no reference, and no cloze, is made of it)."""
+    text = _plain(text or "")
+    return bool(_OPENS_ON_CONTEXT.match(text) or _CONTEXT_PHRASE.search(text))
+
+
 def text_signals(question: str, reference: str, query_type: str | None = None) -> dict[str, float]:
     """Each of ``SIGNALS`` in 0-1 (1 = the fault is there) for one case (markup emphasis read as plain words)."""
     ref = split_yes_no(reference)[1] if query_type == "yes_no" else reference
@@ -91,7 +98,7 @@ def text_signals(question: str, reference: str, query_type: str | None = None) -
     return {
         "restatement": _restatement(question, ref) if query_type != "yes_no" else 0.0,
         "defers": float(bool(_DEFERS.search(ref))),
-        "context_lost": float(bool(_OPENS_ON_CONTEXT.match(ref) or _CONTEXT_PHRASE.search(ref))),
+        "context_lost": float(leans_on_context(ref)),
         "polarity_denied": float(polarity),
         "no_referent": float(referent_problem(question) is not None),
     }
