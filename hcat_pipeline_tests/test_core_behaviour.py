@@ -29,14 +29,9 @@ from hcat_pipeline.behaviour.checks import (
     yes_no_polarity,
 )
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, new_case
+from hcat_pipeline.golden.contradiction import contradict_sentence, misleading_premise_query
 from hcat_pipeline.golden.counterfactual import counterfactual_pair, pair_id_for
-from hcat_pipeline.golden.robustness import (
-    contradict_sentence,
-    injection_variant,
-    misleading_premise_query,
-    ood_queries,
-    typo_variant,
-)
+from hcat_pipeline.golden.robustness import injection_variant, ood_queries, typo_variant
 
 PASS = "The pass statement is a null operation: when it is executed, nothing happens. It is useful as a placeholder."
 BREAK = "The break statement terminates the nearest enclosing for or while loop. The else clause of the loop is skipped."

@@ -12,8 +12,9 @@ from hcat_pipeline.golden.case_checks import check_rows
 from hcat_pipeline.golden.case_rules import rule_for
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, new_case
 from hcat_pipeline.golden.categories import variant_case
+from hcat_pipeline.golden.contradiction import contradict_sentence
 from hcat_pipeline.golden.conversation import conversation_cases, conversation_problems, standalone_question
-from hcat_pipeline.golden.robustness import contradict_sentence, rng_for
+from hcat_pipeline.golden.robustness import rng_for
 from hcat_pipeline.resources.http_system import HttpRagSystem
 from hcat_pipeline.responses.rag import conversation_messages, retrieval_query
 from hcat_pipeline_tests.golden_data import bow_embed

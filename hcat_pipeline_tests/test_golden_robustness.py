@@ -1,15 +1,9 @@
 import numpy as np
 import pytest
 
+from hcat_pipeline.golden.contradiction import contradict_sentence, misleading_premise_query
 from hcat_pipeline.golden.counterfactual import counterfactual_pair, swap_terms
-from hcat_pipeline.golden.robustness import (
-    canary_for,
-    contradict_sentence,
-    injection_variant,
-    misleading_premise_query,
-    ood_queries,
-    typo_variant,
-)
+from hcat_pipeline.golden.robustness import canary_for, injection_variant, ood_queries, typo_variant
 
 Q = "Which method of the context manager is called when the block is left?"
 
@@ -204,7 +198,7 @@ def test_colloquial_rules_fallback_is_casual_deterministic_and_keeps_terms():
 
 
 def test_false_premise_skips_a_claim_the_source_itself_states():
-    from hcat_pipeline.golden.robustness import false_premise
+    from hcat_pipeline.golden.contradiction import false_premise
 
     first = "The card can be used abroad without a fee."
     second = "Interest is paid on the first business day of the month."
@@ -220,7 +214,7 @@ def test_false_premise_skips_a_claim_the_source_itself_states():
     ('On its right, that is, "2**-1" is "0.5".', 'On its right, that is, "2**-1" is not "0.5".'),  # was "that is not,"
 ])  # fmt: skip
 def test_negation_edits_read_as_claims(source, false_claim):
-    from hcat_pipeline.golden.robustness import contradict_sentence
+    from hcat_pipeline.golden.contradiction import contradict_sentence
 
     assert contradict_sentence(source)[0] == false_claim
 
@@ -230,7 +224,7 @@ def test_negation_edits_read_as_claims(source, false_claim):
     "At most one double star pattern may be in a mapping pattern.",  # a quantified subject negated says nothing checkable
 ])  # fmt: skip
 def test_a_negation_that_reads_as_a_double_negative_is_no_false_premise(source):
-    from hcat_pipeline.golden.robustness import false_premise
+    from hcat_pipeline.golden.contradiction import false_premise
 
     assert false_premise([source]) in ("the negated claim reads as a double negative", "no contradiction rule applies to the supporting sentences")
 

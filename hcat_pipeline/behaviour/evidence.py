@@ -24,7 +24,8 @@ import numpy as np
 
 from hcat_pipeline.common.text import STOPWORDS
 from hcat_pipeline.corpus.chunking import split_sentences
-from hcat_pipeline.golden.robustness import ANTONYMS, INJECTIONS, canary_for, contradict_sentence
+from hcat_pipeline.golden.contradiction import ANTONYMS, contradict_sentence
+from hcat_pipeline.golden.robustness import INJECTIONS, canary_for
 from hcat_pipeline.metrics.groundedness import groundedness_similarity
 from hcat_pipeline.metrics.groundedness_nli import groundedness_nli_batch
 

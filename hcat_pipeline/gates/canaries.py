@@ -25,8 +25,8 @@ from hcat_pipeline.common.canary_ids import canary_id
 from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.common.lexicon import ANTONYMS
 from hcat_pipeline.common.sentences import sentences
+from hcat_pipeline.golden.contradiction import contradict_sentence
 from hcat_pipeline.golden.hierarchy import obey_user
-from hcat_pipeline.golden.robustness import contradict_sentence
 from hcat_pipeline.metrics.nli.api import content_tokens
 from hcat_pipeline.metrics.refusal import is_refusal
 
@@ -155,7 +155,7 @@ def _prefix(pool: Sequence[str], fault: str) -> Callable[[dict, PlantContext], d
 
 
 def falsify(sentence: str, rng: random.Random, other_terms: Sequence[str] = ()) -> tuple[str, str] | None:
-    """One sentence made false: ``golden.robustness.contradict_sentence`` (a negation removed or added, an antonym
+    """One sentence made false: ``golden.contradiction.contradict_sentence`` (a negation removed or added, an antonym
     swapped, a number changed), else an entity swapped for one of another answer's; ``(new sentence, rule)`` or None."""
     done = contradict_sentence(sentence)
     if done:

@@ -39,11 +39,12 @@ import numpy as np
 
 from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.claims import READING, bare_name
+from hcat_pipeline.golden.contradiction import contradict_sentence
 from hcat_pipeline.golden.conversation import conversation_cases
 from hcat_pipeline.golden.formats import format_cases
 from hcat_pipeline.golden.harm import HARM_REQUESTS, boundary_probe_cases, requests_in_order  # noqa: F401 (HARM_REQUESTS re-exported)
 from hcat_pipeline.golden.hierarchy import hierarchy_cases
-from hcat_pipeline.golden.robustness import CATEGORY_COUNTS, absent_topics, contradict_sentence, rng_for
+from hcat_pipeline.golden.robustness import CATEGORY_COUNTS, absent_topics, rng_for
 from hcat_pipeline.golden.selection import content_words
 
 CATEGORY_KINDS = tuple(CATEGORY_COUNTS)

@@ -55,7 +55,7 @@ def follow_up(base: dict) -> tuple[list[dict], str] | None:
 
 def correction(base: dict, falsify: Callable[[str], tuple[str, str] | None]) -> tuple[list[dict], str] | None:
     """(history with a wrong earlier answer, the user's correction asking again), or None when ``falsify`` (the
-    robustness variants' ``contradict_sentence``) cannot make the reference false."""
+    ``golden.contradiction.contradict_sentence``) cannot make the reference false."""
     wrong = falsify(base.get("reference_answer") or "")
     if not wrong:
         return None

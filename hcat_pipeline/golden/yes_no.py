@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from hcat_pipeline.golden.claims import sentence_problem, yes_no_question
+from hcat_pipeline.golden.contradiction import contradict_sentence, swap_antonym_or_number
 from hcat_pipeline.golden.generation import item_seed
-from hcat_pipeline.golden.robustness import contradict_sentence, swap_antonym_or_number
 from hcat_pipeline.golden.selection import AUXILIARIES, reference_polarity
 
 YES_NO_MAX_WORDS = 30  # a longer reference sentence makes a yes/no question no user would ask
