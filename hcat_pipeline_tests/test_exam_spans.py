@@ -29,6 +29,8 @@ def test_shapes_and_terms():
     assert shape("__exit__()") == "dunder" and shape("str.format()") == "call" and shape("KeyError") == "exception"
     assert shape("3.11") == "version" and shape("42") == "number" and shape("os.path") == "dotted" and shape("==") == "operator"
     assert terms('Use "len()" or *sequences*; since 3.11 the "x" is gone.') == ["len()", "sequences", "3.11"]  # "x" is trivial
+    # TeX-style quotes of plain-text manuals and licences: two terms, not one running from a backquote to the next
+    assert terms("The commands `show w' and `show c' should show the parts of the License.") == ["show w", "show c"]
 
 
 def test_sentences_skip_code_and_fragments():

@@ -15,6 +15,7 @@ _ABBREV = re.compile(r"\b(e\.g|i\.e|etc|cf|vs|resp)\.", re.I)
 _FOOTNOTE = re.compile(r"^\[\d+\]\s*")
 _TERMS = (
     re.compile(r'"([^"\n]{1,48})"'),  # "quoted" (pydoc text renders code this way)
+    re.compile(r"`([^`'\n]{1,48})'(?!\w)"),  # `quoted' (TeX-style quotes of plain-text manuals and licences)
     re.compile(r"``?([^`\n]{1,48})``?"),  # `code` / ``code`` (Markdown / reST)
     re.compile(r"(?<![\w*])\*([A-Za-z][^*\n]{0,40})\*(?!\*)"),  # *emphasis*
     re.compile(r"\b(\d+(?:\.\d+)+|\d{2,})\b"),  # versions and numbers of two or more digits
@@ -127,6 +128,6 @@ def terms(sentence: str) -> list[str]:
     for pattern in _TERMS:
         for m in pattern.finditer(sentence):
             t = m.group(1).strip()
-            if t and t.lower() not in _TRIVIAL and shape(t) != "other" and not t.startswith(("\\", "%")):
+            if t and t.lower() not in _TRIVIAL and shape(t) != "other" and not t.startswith(("\\", "%")) and "' " not in t:
                 found.append((m.start(1), t))
     return list(dict.fromkeys(t for _, t in sorted(found)))
