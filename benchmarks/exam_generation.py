@@ -43,7 +43,7 @@ def main() -> None:
     ap.add_argument("--candidates-per-chunk", type=int, default=defaults.candidates_per_chunk)
     ap.add_argument("--max-chunks", type=int, default=0)
     ap.add_argument("--free-only", action="store_true", help="no answer targets, no mined distractors (the previous method)")
-    ap.add_argument("--question-form", choices=("cloze_first", "llm_first"), default=defaults.question_form,
+    ap.add_argument("--question-form", choices=("cloze_first", "cloze_only", "llm_first"), default=defaults.question_form,
                     help="a span candidate's form (llm_first: the earlier method; with --resume re-filters the same candidates)")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--asset-checkpoint", action="store_true", help="use the exam_candidates asset's checkpoint file (implies --resume)")

@@ -123,3 +123,16 @@ def test_cloze_first_asks_the_sentence_and_keeps_the_models_question_only_where_
     leaning = {**row, "evidence": "In this case, a return statement causes " + '"StopIteration"' + " to be raised."}
     kept = filter_candidate(leaning, CHUNK, bag_embed, CFG, 0, index)  # no cloze of a sentence leaning on its context
     assert kept["question_form"] == "llm" and kept["question"] == good
+
+
+def test_cloze_only_rejects_every_candidate_without_a_passing_cloze():
+    index = TermIndex([CHUNK, *OTHER])
+    good = "Which exception does a generator object raise after a return statement in a generator function?"
+    row = _span_row(good, ["GeneratorExit", "RuntimeError", "ValueError"])
+    only = replace(CFG, question_form="cloze_only")
+    kept = filter_candidate(row, CHUNK, bag_embed, only, 0, index)
+    assert kept["passed"] and kept["question_form"] == "cloze"
+    free = filter_candidate({**row, "target_kind": "free"}, CHUNK, bag_embed, only, 0, index)  # a good question, but no cloze
+    assert not free["passed"] and free["reasons"] == ["no_cloze"] and free["question"] == good
+    short = filter_candidate({**row, "wrong_pool": []}, CHUNK, bag_embed, replace(only, mined_distractors=0), 0, index)
+    assert not short["passed"] and short["reasons"][0] == "no_cloze" and "not_one_correct" in short["reasons"]

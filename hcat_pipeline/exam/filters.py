@@ -27,6 +27,9 @@ Filters (each a reason, counted; thresholds in ``FilterConfig``):
 * ``length_giveaway`` — the correct option is the longest by a ratio (or the shortest by a ratio).
 * ``duplicate_question`` — a near-duplicate (embedding cosine) of a question already selected.
 * ``copies_prompt_example`` — the question is (nearly) one of the prompts' few-shot example questions.
+* ``no_referent`` — the question names nothing a reader could look up (the golden set's referent check).
+* ``no_cloze`` — with ``question_form`` "cloze_only": the candidate has no cloze that passes (a free question, a
+  sentence that leans on its context, or a cloze failing another filter).
 * ``question_off_topic`` — under ``question_evidence_overlap_min`` of the question's topic words (content
   words other than generic ones: "difference", "purpose", "python" …) occur in the evidence sentence: the
   question is not about the fact its key was taken from.
@@ -67,6 +70,8 @@ FILTER_REASONS = (
     "duplicate_question",
     "copies_prompt_example",
     "question_off_topic",
+    "no_referent",
+    "no_cloze",
 )
 # reasons about the question's wording alone: a span candidate failing only these can be asked as a cloze instead
 QUESTION_LEVEL = frozenset({"not_self_contained", "answer_in_question", "copies_prompt_example", "question_off_topic", "no_referent"})
@@ -103,10 +108,12 @@ class FilterConfig:
     duplicate_question_cosine: float = 0.95
     question_evidence_overlap_min: float = 0.5  # share of the question's topic words found in its evidence sentence
     mined_distractors: int = 5  # same-shape corpus terms added to the LLM's wrong answers (0 = LLM only)
-    # a span candidate's form: its evidence sentence as a cloze when that passes, else the model's question
-    # ("cloze_first", read 24 / 29 sound against 8 / 26 for the model's questions, docs/exam.md), or the model's
-    # question with the cloze only where the question fails a question-level filter ("llm_first", the earlier method)
-    question_form: Literal["cloze_first", "llm_first"] = "cloze_first"
+    # a span candidate's form (docs/exam.md: read, the clozes were sound 24 / 29 and 19 / 21, the model's questions
+    # 8 / 26 and 0 / 8): its evidence sentence as a cloze when that passes, else the model's question ("cloze_first");
+    # clozes only, every other candidate rejected ``no_cloze`` ("cloze_only": fewer questions, sounder ones); or the
+    # model's question with the cloze only where the question fails a question-level filter ("llm_first", the earlier
+    # method)
+    question_form: Literal["cloze_first", "cloze_only", "llm_first"] = "cloze_first"
 
 
 def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:

@@ -202,7 +202,8 @@ def filter_candidate(
     With a ``term_index`` the LLM's wrong answers are joined by up to ``cfg.mined_distractors`` mined ones
     (deterministic: the same row and corpus give the same pool). A span candidate is asked as a cloze of its evidence
     sentence (``question_form`` "cloze", the model's question kept in ``llm_question``) when that passes and
-    ``cfg.question_form`` is "cloze_first"; with "llm_first" only when the model's question fails nothing but
+    ``cfg.question_form`` is "cloze_first" (with "cloze_only" any other candidate is rejected ``no_cloze``); with
+    "llm_first" only when the model's question fails nothing but
     question-level filters (``QUESTION_LEVEL``)."""
     out = {**row, "question_id": None, "options": [], "correct_index": -1, "distractors": [], "passed": False,
            "reasons": [], "filter_figures": "{}", "subsets_tried": 0, "mined_pool": [], "distractor_sources": [],
@@ -214,9 +215,12 @@ def filter_candidate(
              if term_index is not None and cfg.mined_distractors > 0 else [])  # fmt: skip
     question, pool = row["question"], llm_pool + mined
     cloze = cloze_question(row["evidence"], row["answer"]) if str(row.get("target_kind", "")).startswith("span") else None
-    c_verdict, c_reasons = _judge(cloze, row, passage, pool, embed, cfg) if cloze and cfg.question_form == "cloze_first" else (None, None)
+    cloze_first = cfg.question_form in ("cloze_first", "cloze_only")
+    c_verdict, c_reasons = _judge(cloze, row, passage, pool, embed, cfg) if cloze and cloze_first else (None, None)
     if c_verdict is not None and not c_reasons:
         question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"
+    elif cfg.question_form == "cloze_only":
+        verdict, reasons = c_verdict or {"distractors": [], "figures": {}, "subsets_tried": 0}, ["no_cloze", *(c_reasons or [])]
     else:
         verdict, reasons = _judge(question, row, passage, pool, embed, cfg)
         if reasons and cloze and cfg.question_form == "llm_first" and set(reasons) <= QUESTION_LEVEL:
