@@ -60,3 +60,16 @@ def test_chunk_corpus_ids_are_stable_and_offsets_reproduce():
 def test_bad_parameters_raise():
     with pytest.raises(ValueError):
         chunk_document(TEXT, max_tokens=10, overlap_tokens=10)
+
+
+def test_a_hard_wrapped_sentence_is_one_sentence_and_no_chunk_starts_mid_sentence():
+    # plain text wrapped at a fixed width (a licence, a manual, pydoc): a line break is not a sentence end
+    text = ("A compilation of a covered work with other separate and independent\nworks is called an\n"
+            '"aggregate" if the compilation is not used to limit the\nrights of its users.  Inclusion of a covered work\n'
+            "in an aggregate does not cause this License to apply.\n\nA new paragraph starts here.")  # fmt: skip
+    got = [text[a:b] for a, b in sentence_spans(text)]
+    assert got[0].startswith("A compilation") and got[0].endswith("rights of its users.") and len(got) == 3
+    assert got[1].startswith("Inclusion") and got[2] == "A new paragraph starts here."
+    wrapped = topics["assert"]  # the default corpus is wrapped pydoc text
+    starts = [wrapped[s:].lstrip("\"'`(*")[:1] for s, _e, _n in chunk_document(wrapped, max_tokens=60, overlap_tokens=10)]
+    assert starts and all(not c.islower() for c in starts), starts

@@ -37,14 +37,19 @@ def _segmenter(language: str):
 
 
 def sentence_spans(text: str, language: str = "en") -> list[tuple[int, int]]:
-    """(start, end) offsets of the sentences of ``text``; whitespace between them is not included."""
+    """(start, end) offsets of the sentences of ``text``; whitespace between them is not included.
+
+    A paragraph's line breaks are read as spaces (same length, so offsets hold): plain text wrapped at a fixed width
+    (licences, manuals, pydoc) would otherwise give the segmenter a "sentence" per line, and chunks that start and end
+    mid-sentence."""
     spans: list[tuple[int, int]] = []
     pos = 0
-    for para in _PARA_RE.split(text):
-        p_start = text.find(para, pos) if para else pos
-        pos = p_start + len(para)
-        if not para.strip():
+    for raw in _PARA_RE.split(text):
+        p_start = text.find(raw, pos) if raw else pos
+        pos = p_start + len(raw)
+        if not raw.strip():
             continue
+        para = raw.replace("\r", " ").replace("\n", " ")
         cursor = 0
         for sent in _segmenter(language).segment(para):
             s = sent.strip()
