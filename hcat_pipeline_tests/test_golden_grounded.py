@@ -121,6 +121,9 @@ def test_candidates_plan_a_polarity_per_stratum_and_a_third_of_yes_no():
     yes_no = [c for c in plan if c[2] == "yes_no"]
     assert [(c[1], c[3]) for c in yes_no] == [(negated, "no")]  # a "no" slot takes the next sentence a rule can contradict
     assert len(plan) == len({c[1] for c in plan})  # each sentence asked once
+    overlapping = [{"chunk_id": "a", "text": SAVINGS + " " + negated}, {"chunk_id": "b", "text": negated + " " + SAVINGS}]
+    twice = candidate_plan(overlapping, ["simple", "yes_no", "inference"], lambda c: None, "no")
+    assert len(twice) == len(plan) and len({c[1] for c in twice}) == len(twice)  # overlapping chunks: still once each
     assert {stratum_polarity(r, 0) for r in range(2)} == {"yes", "no"} and stratum_polarity(0, 0) != stratum_polarity(1, 0)
     assert [yes_no_allowed(n) for n in (1, 3, 4, 6, 9)] == [1, 1, 1, 2, 3]
 

@@ -230,11 +230,14 @@ def candidate_plan(pool: list[dict], types: list[str], partner_of, polarity: str
     fits (``fits``: a yes/no slot the stratum's ``polarity`` first, then the other; multi-hop a sentence with a partner
     sentence; multiple choice a sentence with an answer term), so the requests follow the shares as far as the
     sentences allow; when no sentence left fits the type, the next sentence gets a simple question. Every sentence is
-    asked once."""
-    order = []
+    asked once, also when overlapping chunks both hold it (the first chunk in asking order has it)."""
+    order, seen = [], set()
     by_chunk = [(c, reference_sentences(c["text"])) for c in pool]
     for depth in range(max((len(s) for _, s in by_chunk), default=0)):
-        order += [(chunk, sents[depth]) for chunk, sents in by_chunk if depth < len(sents)]
+        for chunk, sents in by_chunk:
+            if depth < len(sents) and (key := " ".join(sents[depth].split())) not in seen:
+                seen.add(key)
+                order.append((chunk, sents[depth]))
     out, used, t, i = [], set(), 0, 0
     while (i := next((k for k in range(i, len(order)) if k not in used), -1)) >= 0:
         qtype = types[t % len(types)]
