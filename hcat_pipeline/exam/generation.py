@@ -215,18 +215,21 @@ def filter_candidate(
              if term_index is not None and cfg.mined_distractors > 0 else [])  # fmt: skip
     question, pool = row["question"], llm_pool + mined
     cloze = cloze_question(row["evidence"], row["answer"]) if str(row.get("target_kind", "")).startswith("span") else None
-    cloze_first = cfg.question_form in ("cloze_first", "cloze_only")
-    c_verdict, c_reasons = _judge(cloze, row, passage, pool, embed, cfg) if cloze and cloze_first else (None, None)
-    if c_verdict is not None and not c_reasons:
-        question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"
+    judged = {}  # question → (verdict, reasons), each form judged at most once
+
+    def judge(q: str) -> tuple[dict, list[str]]:
+        judged.setdefault(q, _judge(q, row, passage, pool, embed, cfg))
+        return judged[q]
+
+    llm_fails_wording = cfg.question_form == "llm_first" and set(judge(question)[1]) <= QUESTION_LEVEL and judge(question)[1]
+    if cloze and (cfg.question_form != "llm_first" or llm_fails_wording) and not judge(cloze)[1]:
+        question, out["question_form"] = cloze, "cloze"
+        verdict, reasons = judge(cloze)
     elif cfg.question_form == "cloze_only":
-        verdict, reasons = c_verdict or {"distractors": [], "figures": {}, "subsets_tried": 0}, ["no_cloze", *(c_reasons or [])]
+        verdict, reasons = judge(cloze) if cloze else ({"distractors": [], "figures": {}, "subsets_tried": 0}, [])
+        reasons = ["no_cloze", *reasons]
     else:
-        verdict, reasons = _judge(question, row, passage, pool, embed, cfg)
-        if reasons and cloze and cfg.question_form == "llm_first" and set(reasons) <= QUESTION_LEVEL:
-            c_verdict, c_reasons = _judge(cloze, row, passage, pool, embed, cfg)
-            if not c_reasons:
-                question, verdict, reasons, out["question_form"] = cloze, c_verdict, c_reasons, "cloze"
+        verdict, reasons = judge(question)
     qid = question_id_for(row["chunk_id"], question, row["answer"])
     options, correct = shuffle_options(row["answer"], verdict["distractors"], seed, qid)
     return {
