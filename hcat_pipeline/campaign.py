@@ -193,7 +193,8 @@ def run_summary_inputs(result, version: str, night: str) -> dict:
             path = WAREHOUSE_DIR / "gate_verdicts" / safe_path_part(version) / f"{safe_path_part(night)}.parquet"
             if path.exists():
                 table = pl.read_parquet(path)
-                cols = [c for c in ("gate", "kind", "system_id", "verdict", "blocking", "certify_below", "evidence", "cases_read") if c in table.columns]
+                cols = [c for c in ("gate", "kind", "system_id", "verdict", "blocking", "certify_below", "evidence", "cases_read", "n_flagged",
+                                    "n_confirmed", "n_unconfirmed", "n_overturned", "fail_evidence") if c in table.columns]
                 rows = table.select(cols).to_dicts()
                 out["gates"] = [r for r in rows if not is_canary(r["system_id"])]
     return out

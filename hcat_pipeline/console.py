@@ -190,6 +190,21 @@ class CampaignConsole:
         return out
 
 
+def flag_lines(gates: list[dict]) -> list[str]:
+    """The counted failures a person has to confirm: per blocking count gate, confirmed / unconfirmed / overturned, and
+    the gates whose FAIL rests on unconfirmed flags only (pending confirmation on the review page's /flags)."""
+    rows = [g for g in gates if g.get("n_flagged")]
+    if not rows:
+        return []
+    k = {c: sum(int(g.get(c) or 0) for g in rows) for c in ("n_confirmed", "n_unconfirmed", "n_overturned")}
+    out = [f"  flagged answers: {k['n_confirmed']} confirmed / {k['n_unconfirmed']} unconfirmed / {k['n_overturned']} overturned "
+           "(confirm or overturn each on the review page: hcat review → /flags)"]  # fmt: skip
+    pending = sorted({f"{g['gate']} ({g['system_id']})" for g in rows if g.get("blocking") and g.get("fail_evidence") == "pending_confirmation"})
+    if pending:
+        out.append("  FAIL pending confirmation (no person confirmed a flag yet): " + ", ".join(pending))
+    return out
+
+
 def gate_evidence_lines(gates: list[dict]) -> list[str]:
     """What the hard PASSes certify (zero-tolerance failure rates, exact 95 % bound) and what the verdicts rest on."""
     read = sorted({g["cases_read"] for g in gates if g.get("cases_read")})
@@ -303,6 +318,7 @@ def format_summary(
         lines.append("gates: " + ", ".join(f"{v} {n}" for v, n in sorted(tally.items())))
         blocking = sorted({f"{g['gate']} ({g.get('system_id') or 'all'})" for g in gates if g.get("blocking")})
         lines.append("  release BLOCKED by hard gate(s): " + ", ".join(blocking) if blocking else "  no blocking hard gate")
+        lines += flag_lines(gates)
         lines += gate_evidence_lines(gates)
     else:
         lines.append("gates: not evaluated")

@@ -316,6 +316,15 @@ GATE_VERDICTS = {
     # night's human-pass rate by prediction-powered inference with its CI and the labelled answers it used
     "threshold_declared": pl.Float64, "threshold_source": pl.String, "human_pass_rate": pl.Float64,
     "human_pass_ci_low": pl.Float64, "human_pass_ci_high": pl.Float64, "n_labelled": pl.Int64,
+    # the labels behind that rate (calibration.active): the design they were drawn by, labels left out and why, the rate's
+    # decision against the gate's human_pass_at_least (above | below | undecided) and about how many more labels decide it
+    "label_design": pl.String, "n_labels_excluded": pl.Int64, "labels_note": pl.String, "human_pass_decision": pl.String,
+    "labels_to_decide": pl.Int64,
+    # counted failures a person can contest (gates.flags): flags raised, confirmed / unconfirmed / overturned by a person,
+    # unconfirmed ones a second signal contradicts, the flags as JSON (id, answer, detector, span, status), and what a FAIL
+    # rests on (confirmed | pending_confirmation)
+    "n_flagged": pl.Int64, "n_confirmed": pl.Int64, "n_unconfirmed": pl.Int64, "n_overturned": pl.Int64,
+    "n_contradicted": pl.Int64, "flagged": pl.String, "fail_evidence": pl.String,
 }  # fmt: skip
 
 # system_rankings (per campaign run): metric × method × system (gates.rankings)
@@ -522,6 +531,7 @@ GRADER_GAMING = {
 RELEASE_DECISION = {
     "system_id": pl.String, "cleared": pl.Boolean, "gates_pass": pl.Int64, "gates_indeterminate": pl.Int64, "gates_fail": pl.Int64,
     "gates_not_applicable": pl.Int64, "blocking_gates": pl.List(pl.String),
+    "pending_confirmation": pl.List(pl.String),  # blocking gates whose FAIL rests on unconfirmed flags only (gates.flags)
 }  # fmt: skip
 
 # weakest_cases (per campaign run): the worst cases of the weakest cells (reports.weakness)
@@ -538,7 +548,9 @@ CANARY_DETECTION = {
 }  # fmt: skip
 
 # review_queue (per campaign run): items for human labelling, most informative first (calibration.labels)
-REVIEW_QUEUE = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "priority": pl.Int64, "reason": pl.String}
+REVIEW_QUEUE = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "priority": pl.Int64, "reason": pl.String,
+                # the labelling design the row was drawn by (calibration.design): its name, π, order key and seed
+                "design": pl.String, "inclusion_probability": pl.Float64, "design_order": pl.Float64, "design_seed": pl.Int64}
 
 # campaign_report (per campaign run): where the HTML report is and what it could include (assets.reports)
 CAMPAIGN_REPORT = {"path": pl.String, "plots": pl.Int64, "size_bytes": pl.Int64}

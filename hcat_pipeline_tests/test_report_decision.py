@@ -23,23 +23,38 @@ GATES = pl.DataFrame([
 ], schema=GATE_VERDICTS)  # fmt: skip
 
 
-def test_decision_names_each_blocking_gate_with_its_reason():
+def test_decision_lists_each_blocking_gate_as_a_row_with_its_reason():
     sec, lines = decision_section(GATES, ["a", "b"])
-    rows = {r[0]: r for r in sec.rows}
-    assert rows["a"][1] == "BLOCKED" and rows["b"][1] == "CLEARED"  # a soft FAIL does not block
-    why = rows["a"][3]
-    assert "grounded (hard): FAIL — 0.31 [0.22, 0.4] n=40, needs mean(m) >= 0.5" in why
-    assert "abstains (hard): INDETERMINATE — 0.55 [0.3, 0.78] n=6" in why and "about 14 more case(s) would resolve it" in why
-    assert "pii (hard): INDETERMINATE — no case in scope (n=0)" in why and "nan" not in why
-    assert why.index("FAIL") < why.index("INDETERMINATE")  # failures first
-    assert sec.row_classes == ["FAIL", "PASS"] and lines == ["Release decision — a: BLOCKED by 3 gate(s); b: CLEARED."]
+    assert sec.columns == ["system", "release", "gate", "verdict", "evidence"]
+    a = [r for r in sec.rows if r[0] == "a"]
+    assert [r[2] for r in a] == ["grounded (hard)", "abstains (hard)", "pii (hard)", "hard PASSes (0)"]  # failures first
+    assert {r[1] for r in a} == {"BLOCKED"} and [r[1] for r in sec.rows if r[0] == "b"] == ["CLEARED"]  # a soft FAIL does not block
+    assert a[0][3] == "FAIL — 0.31 [0.22, 0.4] n=40, needs mean(m) >= 0.5 [rests on no human labels]"
+    assert a[1][3].startswith("INDETERMINATE — 0.55 [0.3, 0.78] n=6") and "about 14 more case(s) would resolve it" in a[1][3]
+    assert a[2][3].startswith("INDETERMINATE — no case in scope (n=0)") and "nan" not in a[2][3]
+    assert sec.row_classes == ["FAIL", "INDETERMINATE", "INDETERMINATE", "PASS", "PASS"]
+    assert lines == ["Release decision — a: BLOCKED by 3 gate(s); b: CLEARED."]
 
 
-def test_gate_matrix_is_system_by_gate_hard_first():
+def test_a_count_gates_row_shows_its_flagged_answers_and_pending_confirmation():
+    flagged = '[{"flag_id": "f1", "gate": "pii", "case_id": "c3", "system_id": "a", "detector": "pii", "span": "PERSON: John Doe", ' \
+              '"answer": "John Doe", "status": "unconfirmed", "contradicted_by": null}]'
+    gates = pl.DataFrame([_row(gate="pii", system_id="a", verdict="FAIL", statistic="count", direction="<=", threshold=0, estimate=0.01,
+                               ci_low=0.0, ci_high=0.05, n=80, blocking=True, n_flagged=1, n_confirmed=0, n_unconfirmed=1,
+                               n_overturned=0, n_contradicted=0, flagged=flagged, fail_evidence="pending_confirmation")],
+                         schema=GATE_VERDICTS)  # fmt: skip
+    sec, lines = decision_section(gates, ["a"])
+    assert sec.rows[0][1] == "BLOCKED pending confirmation" and "pending confirmation" in sec.rows[0][3]
+    assert sec.rows[0][4] == "0 confirmed / 1 unconfirmed / 0 overturned — c3: «PERSON: John Doe» [unconfirmed]"
+    assert gate_matrix_section(gates).rows[0][2] == "FAIL 0.01 (0✓ 1? 0✗)"
+
+
+def test_gate_matrix_is_gate_by_system_hard_first():
     sec = gate_matrix_section(GATES)
-    assert sec.columns == ["system", "abstains (h)", "grounded (h)", "pii (h)", "tone (s)"]
-    assert sec.rows[0] == ["a", "IND 0.55", "FAIL 0.31", "IND –", ""] and sec.rows[1][0] == "b" and sec.rows[1][4] == "FAIL 0.2"
-    assert sec.row_classes == ["FAIL", "PASS"]  # b's soft FAIL does not colour the row
+    assert sec.columns == ["gate", "kind", "a", "b"]
+    assert [r[0] for r in sec.rows] == ["abstains", "grounded", "pii", "tone"]
+    assert sec.rows[1] == ["grounded", "hard", "FAIL 0.31", "pass 0.81"] and sec.rows[3] == ["tone", "soft", "", "FAIL 0.2"]
+    assert sec.row_classes == ["INDETERMINATE", "FAIL", "INDETERMINATE", "PASS"]  # a soft FAIL does not colour its row
     assert not gate_matrix_section(None).available
 
 
@@ -69,8 +84,8 @@ def test_the_first_screen_prints_each_pass_as_its_certificate_and_what_it_rests_
              blocking=True, certificate="undecided on n=1: too few; ~9 more case(s) would decide it", evidence="borrowed_labels"),
     ], schema=GATE_VERDICTS)  # fmt: skip
     sec, _ = decision_section(gates, ["s"])
-    blocking, certified = sec.rows[0][3], sec.rows[0][4]
+    blocking, certified = sec.rows[0][3], sec.rows[1][4]
+    assert sec.rows[1][2] == "hard PASSes (2)"
     assert "no_prompt_injection (hard): PASS — 0 of 59 injection attempts succeeded" in certified and "rests on no human labels" in certified
-    assert "human-pass rate 0.84 [0.78, 0.9] (PPI, 120 labelled)" in certified and "P(human pass) = 0.5 at raw 0.8" in certified
+    assert "human-pass rate 0.84 [0.78, 0.9] (active inference, 120 design labels)" in certified and "P(human pass) = 0.5 at raw 0.8" in certified
     assert "~9 more case(s) would decide it" in blocking and "rests on borrowed labels only" in blocking
-    assert sec.columns[-1] == "what each hard PASS certifies"

@@ -85,3 +85,12 @@ def test_contextual_pii_is_a_leak_unless_the_context_holds_it(detector):
     assert _types(rows[0]) == ["ACCOUNT_NUMBER", "TRANSACTION", "UK_SORT_CODE"] and not any(e["in_context"] for e in rows[0])
     assert [e["in_context"] for e in rows[1]] == [True]  # the same figure read out of the retrieved record
     assert [e["in_context"] for e in rows[2]] == [False]  # a figure the record does not hold
+
+
+def test_a_film_title_and_an_option_letter_are_not_names_but_invented_customers_are(detector):
+    """Issue 57's false flags on a default night: presidio read "Spirited Away" (ADJ ADV) and the option "B. False" as a
+    PERSON. Names a reader could identify someone by still count, initials included."""
+    texts = ["The film that won the Oscar in 2003 was Spirited Away.", "B. False", "The answer is B. False",
+             "John Doe, Jane Smith, Alice Johnson", "The customer is John F. Kennedy.", "Customer: Grace Hill, balance 200."]
+    found = [[e["text"] for e in row if e["type"] == "PERSON"] for row in detector.entities(texts)]
+    assert found == [[], [], [], ["John Doe", "Jane Smith", "Alice Johnson"], ["John F. Kennedy"], ["Grace Hill"]]

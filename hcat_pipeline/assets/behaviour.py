@@ -27,6 +27,7 @@ from hcat_pipeline.io import as_frame
 from hcat_pipeline.partitions import campaign_run
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.nli import NLIModel
+from hcat_pipeline.resources.pii import PIIDetector
 
 # The Dagster config *is* the core's BehaviourConfig (one field list, one set of defaults) + the support mode.
 BehaviourChecksConfig = config_from(
@@ -47,11 +48,12 @@ def plan_behaviour_shards(context: dg.OpExecutionContext, config: BehaviourCheck
 
 @dg.op(description="The behaviour rules on one shard of the night's responses.")
 def check_shard(context: dg.OpExecutionContext, config: BehaviourChecksConfig, embedding_model: EmbeddingModel, nli_model: NLIModel,
-                work: dict, golden_set: pl.DataFrame) -> dict:
+                pii_detector: PIIDetector, work: dict, golden_set: pl.DataFrame) -> dict:
     cfg = to_core(BehaviourConfig, config)
     support = nli_support(nli_model) if config.support == "nli" else embedding_support(embedding_model.embed)
     try:
-        table = judge_behaviour(golden_set, as_frame(work["rows"]), embed=embedding_model.embed, support=support, config=cfg)
+        table = judge_behaviour(golden_set, as_frame(work["rows"]), embed=embedding_model.embed, support=support, config=cfg,
+                                people=lambda texts: [[e["text"] for e in row if e["type"] == "PERSON"] for row in pii_detector.entities(texts)])
     except ValueError as e:
         raise dg.Failure(f"behaviour_checks: {e}") from e
     shard_log(context, work["shard"], f"{table.height} verdict(s)")

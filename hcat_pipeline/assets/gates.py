@@ -20,6 +20,7 @@ read earlier nights of the same version from the warehouse (``data/warehouse/<ta
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
+from pathlib import Path
 from typing import Optional
 
 import dagster as dg
@@ -30,6 +31,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.assets.calibration import load_results
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.behaviour.harm import with_harm_category
+from hcat_pipeline.calibration.design import design_file
 from hcat_pipeline.calibration.stated import stated_confidence_cases
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.console import RELEASE_CHECK
@@ -44,12 +46,13 @@ from hcat_pipeline.gates import (
 )
 from hcat_pipeline.gates.apply import system_capabilities
 from hcat_pipeline.gates.calibrated import human_calibrations
+from hcat_pipeline.gates.flags import judge_second_signals, read_flag_reviews
 from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.golden.review import GatesRead, gate_tables, review_summary
 from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import WAREHOUSE_DIR
+from hcat_pipeline.paths import LABELS_DIR, WAREHOUSE_DIR
 
 HARD_GATES_CHECK = RELEASE_CHECK  # console.RELEASE_CHECK: the one home of the name
 
@@ -75,6 +78,8 @@ class GateVerdictsConfig(dg.Config):
     gates_file: str = Field(default="", description="empty: HCAT_GATES_FILE or gates.yaml at the project root")
     warehouse_dir: str = Field(default="", description="where trend gates read earlier nights; empty: data/warehouse")
     history_runs: int = Field(default=10, ge=1, description="earlier runs read by trend gates")
+    labels_dir: str = Field(default="", description="where the night's labelling design and people's reviews of flagged "
+                            "answers are read; empty: HCAT_LABELS_DIR or data/labels")
     trend_across_versions: bool = Field(default=False, description="trend gates also read other versions' nights (shared cases pair up)")
     certify_below: Optional[float] = Field(default=None, gt=0, lt=1, description="the failure rate every zero-tolerance gate "
                                            "certifies (the campaign file's certify_below); empty: each gate's own")
@@ -82,12 +87,14 @@ class GateVerdictsConfig(dg.Config):
                                   "the cases a person accepted or edited (the campaign file's gates_read)")
 
 
-def _calibrations(calibrators: Optional[pl.DataFrame], calibrated: Optional[pl.DataFrame], labels: Optional[pl.DataFrame]):
-    """Per dimension, the human labels' calibration the gates read (``gates.calibrated``); none before any calibrator."""
+def _calibrations(calibrators: Optional[pl.DataFrame], calibrated: Optional[pl.DataFrame], labels: Optional[pl.DataFrame],
+                  design: Optional[pl.DataFrame] = None):
+    """Per dimension, the human labels' calibration the gates read (``gates.calibrated``); none before any calibrator.
+    ``design``: the night's frozen labelling design (None before the review queue drew one)."""
     if calibrators is None or calibrators.height == 0:
         return {}
     active = [r for r, a in zip(load_results(calibrators), calibrators["active"].to_list()) if a]
-    return human_calibrations(active, calibrated, labels)
+    return human_calibrations(active, calibrated, labels, design=design)
 
 
 def _check_metadata(rows: pl.DataFrame) -> dict:
@@ -145,9 +152,14 @@ def gate_verdicts(
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
                for t in sorted(wanted)}  # fmt: skip
+    labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
+    frozen = design_file(labels_dir, version, night)
+    design = pl.read_parquet(frozen) if frozen.is_file() else None
+    reviews = read_flag_reviews(labels_dir)
     table = evaluate_gates(gates, tables, cases=with_harm_category(golden_set), history=history, capabilities=system_capabilities(rag_responses),
                            certify_below=config.certify_below, gaming=grader_gaming,
-                           calibrations=_calibrations(calibrators, calibrated_scores, human_labels)).with_columns(
+                           calibrations=_calibrations(calibrators, calibrated_scores, human_labels, design),
+                           reviews=reviews, second=judge_second_signals(llm_judge_scores)).with_columns(
         pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
         pl.lit(cases_read).alias("cases_read"),
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
@@ -162,6 +174,9 @@ def gate_verdicts(
         "blocking": dg.MetadataValue.json(sorted(table.filter(pl.col("blocking"))["gate"].unique().to_list())),
         "history_runs": dg.MetadataValue.json({t: [label for label, _ in h] for t, h in history.items()}),
         "cases_read": cases_read,
+        "flags": dg.MetadataValue.json({k: int(table[k].sum()) for k in ("n_flagged", "n_confirmed", "n_unconfirmed", "n_overturned")}),
+        "flag_reviews_read": len(reviews),
+        "labelling_design": str(frozen) if design is not None else "none drawn yet",
     })  # fmt: skip
     used = {g.name: g for g in gates.gates}
     for spec in _DECLARED:

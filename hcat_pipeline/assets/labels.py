@@ -5,8 +5,10 @@
   ``data/labels/_store/`` (``calibration.LabelStore``). A bad file is reported with file, line and
   reason and imports nothing; the rest go on. The same file twice changes nothing. Metadata: each
   file's outcome, the errors, label counts and inter-rater κ per dimension.
-* ``review_queue`` (per campaign run): which case × system × dimension humans should label next
-  (``calibration.campaign.select_review_items``), exported to ``data/labels/review_queue.csv`` with
+* ``review_queue`` (per campaign run): which case × system × dimension humans should label next — a seeded draw with
+  known inclusion probabilities (``calibration.campaign.design_queue``), frozen at its first draw in
+  ``data/labels/_designs/<version>/<night>.parquet`` so a re-run after labelling keeps the probabilities the labels were
+  drawn with — exported to ``data/labels/review_queue.csv`` in the design's order with
   the query, contexts, answer, the metric's explanation and blank ``label`` / ``rater`` /
   ``labelled_at`` columns. A filled-in copy dropped into ``data/labels/`` is imported as it is;
   the blank export itself imports nothing (status ``pending``).
@@ -27,12 +29,14 @@ from hcat_pipeline.calibration import LabelStore, agreement
 from hcat_pipeline.calibration.campaign import (
     EXPLANATION_COLUMNS,
     LABEL_MEANINGS,
+    design_queue,
     explanation_text,
     judge_review_flags,
-    select_review_items,
 )
+from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig, design_file
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
 from hcat_pipeline.common.canary_ids import drop_canaries
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import LABELS_DIR
 
@@ -98,11 +102,24 @@ def human_labels(context: dg.AssetExecutionContext, config: HumanLabelsConfig) -
     return labels
 
 
-class ReviewQueueConfig(dg.Config):
-    n_items: int = 40
-    seed: int = 0
-    labels_dir: str = ""  # empty: HCAT_LABELS_DIR or data/labels
-    export: bool = True  # write <labels_dir>/review_queue.csv
+ReviewQueueConfig = config_from(DesignConfig, "ReviewQueueConfig",
+                                labels_dir=(str, ""),  # empty: HCAT_LABELS_DIR or data/labels
+                                export=(bool, True))  # write <labels_dir>/review_queue.csv
+
+
+def _frozen_design(cand: pl.DataFrame, path: Path, cfg: DesignConfig) -> pl.DataFrame:
+    """The night's design: read back when frozen, else drawn now and frozen (``calibration.design.design_file``)."""
+    if path.is_file():
+        frozen = pl.read_parquet(path)
+        return cand.join(frozen.drop("design", "design_seed"), on=["case_id", "system_id", "dimension"], how="inner").with_columns(
+            pl.lit(frozen["design"][0] if frozen.height else None, pl.String).alias("design"),
+            pl.lit(int(frozen["design_seed"][0]) if frozen.height else cfg.seed, pl.Int64).alias("design_seed"))  # fmt: skip
+    drawn = design_queue(cand, cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    drawn.select(DESIGN_COLUMNS).write_parquet(tmp)
+    os.replace(tmp, path)
+    return drawn
 
 
 def _explanation(row: dict) -> str:
@@ -113,9 +130,10 @@ def _explanation(row: dict) -> str:
     partitions_def=campaign_run,
     group_name="calibration",
     ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True})},
-    description="Per campaign run: the case × system × dimension items humans should label next (stratified over strata, "
-    "query types and systems; items the LLM judge is unsure of or disagrees with the metric on first (golden-eval §5.5), then "
-    "unsure conformal sets ∅ / {0,1}), exported to data/labels/review_queue.csv.",
+    description="Per campaign run: the case × system × dimension items humans should label next — a seeded draw with known "
+    "inclusion probabilities (calibration.design: items the LLM judge is unsure of or disagrees with the metric on "
+    "(golden-eval §5.5) and unsure conformal sets ∅ / {0,1} more likely, none certain), frozen at its first draw, exported "
+    "to data/labels/review_queue.csv in the design's order.",
 )
 def review_queue(
     context: dg.AssetExecutionContext,
@@ -132,11 +150,13 @@ def review_queue(
     scales = dict(human_labels.select("dimension", "scale").unique("dimension").iter_rows()) if human_labels.height else {}
     cases = golden_set.select("case_id", *[c for c in ("stratum", "stratum_label", "query_type") if c in golden_set.columns]).unique("case_id")
     cand = drop_canaries(calibrated_scores).filter(pl.col("raw_score").is_not_null())
-    if labelled is not None:
-        cand = cand.join(labelled, on=["case_id", "system_id", "dimension"], how="anti")
     flags = judge_review_flags(llm_judge_scores, calibrated_scores)
     cand = cand.join(cases, on="case_id", how="left").join(flags, on=["case_id", "system_id", "dimension"], how="left")
-    picked = select_review_items(cand, config.n_items, config.seed)
+    labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
+    drawn = _frozen_design(cand, design_file(labels_dir, version, night), to_core(DesignConfig, config))
+    picked = drawn.filter(pl.col("queued")).sort("design_order")
+    if labelled is not None:  # a queued item someone labelled already is answered: its label counts, nobody is asked again
+        picked = picked.join(labelled, on=["case_id", "system_id", "dimension"], how="anti")
     expl_cols = sorted({c for cols in EXPLANATION_COLUMNS.values() for c in cols} & set(metric_tables.columns))
     picked = picked.join(metric_tables.select("case_id", "system_id", *expl_cols), on=["case_id", "system_id"], how="left")
     picked = picked.join(rag_responses.select("case_id", "system_id", "query", "answer", "contexts"), on=["case_id", "system_id"], how="left")
@@ -148,6 +168,8 @@ def review_queue(
         "label_meaning": [LABEL_MEANINGS.get(d, "1 = the behaviour check really passed, 0 = it did not" if d.startswith("behaviour_")
                                              else "see the rubric of this dimension") for d in picked["dimension"]], "priority": picked["priority"], "reason": picked["reason"],
         "golden_set_version": [version] * picked.height, "night": [night] * picked.height,
+        "design": picked["design"], "inclusion_probability": picked["inclusion_probability"], "design_order": picked["design_order"],
+        "design_seed": picked["design_seed"],
         "stratum": picked["stratum"].cast(pl.String) if "stratum" in picked.columns else [None] * picked.height,
         "query_type": picked["query_type"] if "query_type" in picked.columns else [None] * picked.height,
         "metric": picked["metric"], "raw_score": picked["raw_score"], "calibrated_probability": picked["calibrated_probability"],
@@ -155,7 +177,7 @@ def review_queue(
         "query": picked["query"], "contexts": [("\n---\n".join(c) if c else "") for c in picked["contexts"].to_list()],
         "answer": picked["answer"], "explanation": [_explanation(r) for r in picked.iter_rows(named=True)],
     }, schema_overrides={c: pl.String for c in ("label", "rater", "labelled_at", "comment", "stratum", "query_type")})  # fmt: skip
-    path = (Path(config.labels_dir) if config.labels_dir else LABELS_DIR) / QUEUE_FILE
+    path = labels_dir / QUEUE_FILE
     if config.export and path.is_file() and read_label_file(path)[0].height:
         # someone filled in the export in place: never overwrite their labels, write tonight's queue next to it
         context.log.warning(f"{path} holds filled-in labels: not overwritten")
@@ -169,6 +191,9 @@ def review_queue(
         "dagster/row_count": queue.height,
         "exported_to": str(path) if config.export else "not exported",
         "candidates": cand.height,
+        "design": dg.MetadataValue.json({"name": drawn["design"][0] if drawn.height else None, "seed": config.seed,
+                                         "queued": int(drawn["queued"].sum()) if drawn.height else 0,
+                                         "expected_labels_per_dimension": config.budget}),
         "judge_flagged": flags.height,
         "already_labelled_left_out": 0 if labelled is None else labelled.height,
         "by_reason": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("reason").len().sort("reason").iter_rows()}),

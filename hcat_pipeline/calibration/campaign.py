@@ -8,7 +8,8 @@
 * ``long_scores``: a run's metric table and behaviour checks → one row per case × system × dimension.
 * ``calibrate_long``: apply the active calibration of each dimension (campaign labels once they
   suffice, else the shipped reference set, else none — said per row in ``calibration_note``).
-* ``select_review_items``: what humans should label next (stratified, unsure sets first).
+* ``design_queue``: what humans should label next — a seeded draw with known inclusion probabilities (the labelling
+  design of ``calibration.design``: unsure items more likely, never certain), so the labels can enter a rate.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import polars as pl
 
 from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.calibration.conformal import set_labels
+from hcat_pipeline.calibration.design import DESIGN, DesignConfig, draw, inclusion_probabilities
 from hcat_pipeline.calibration.fitting import CalibrationResult
 from hcat_pipeline.schemas import CALIBRATED_SCORES as CALIBRATED_SCHEMA
 
@@ -32,7 +34,7 @@ __all__ = [
     "campaign_label_scores",
     "explanation_text",
     "long_scores",
-    "select_review_items",
+    "design_queue",
 ]
 
 DIMENSION_METRICS: dict[str, str] = {
@@ -201,35 +203,35 @@ def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame) -> 
     return pl.concat([direct, spread.select(*schema)]).unique(["case_id", "system_id", "dimension"], keep="first").sort("case_id", "system_id", "dimension")
 
 
-def select_review_items(candidates: pl.DataFrame, n: int, seed: int = 0) -> pl.DataFrame:
-    """Pick ``n`` rows of ``candidates`` (calibrated rows joined with ``stratum``, ``query_type``; optionally
-    ``judge_reason`` from ``judge_review_flags``).
-
-    Priority within each (stratum, query_type, system) cell: an item the judge flags, an unsure set (``∅`` / ``{0,1}``)
-    or an uncalibrated dimension first, then the calibrated probability closest to 0.5, then a seeded hash.
-    Cells are visited round-robin (each round takes every cell's next best item, best first), so the
-    queue spreads over strata, query types and systems before it goes deep into any one of them."""
-    if candidates.height == 0 or n <= 0:
-        return candidates.head(0).with_columns(pl.lit(None, pl.Int64).alias("priority"), pl.lit(None, pl.String).alias("reason"))
+def design_queue(candidates: pl.DataFrame, cfg: DesignConfig) -> pl.DataFrame:
+    """The labelling design over ``candidates`` (calibrated rows with raw scores, joined with ``stratum``,
+    ``query_type`` and optionally ``judge_reason`` from ``judge_review_flags``): per dimension, every row's inclusion
+    probability, order key and coin (``calibration.design``), a judge flag or an unsure conformal set (∅ / {0,1}) raising
+    π. Returns every candidate with ``inclusion_probability``, ``design_order``, ``queued``, ``design``, ``design_seed``,
+    ``reason``; the queue is the ``queued`` rows in ``design_order`` (``priority`` 1, 2, … over the queued rows)."""
+    extra = {"inclusion_probability": pl.Float64, "design_order": pl.Float64, "queued": pl.Boolean, "design": pl.String,
+             "design_seed": pl.Int64, "reason": pl.String, "priority": pl.Int64}  # fmt: skip
+    if candidates.height == 0:
+        return candidates.with_columns([pl.lit(None, t).alias(c) for c, t in extra.items()])
     if "judge_reason" not in candidates.columns:
         candidates = candidates.with_columns(pl.lit(None, pl.String).alias("judge_reason"))
-    c = candidates.with_columns(
-        pl.when(pl.col("judge_reason").is_not_null()).then(-1)
-        .when(pl.col("prediction_set").is_in(["∅", "{0,1}"])).then(0)
-        .when(pl.col("prediction_set").is_null()).then(1).otherwise(2).alias("_tier"),
-        (pl.col("calibrated_probability") - 0.5).abs().fill_null(0.0).alias("_margin"),
-        pl.concat_str([pl.lit(str(seed)), *[pl.col(x).cast(pl.String).fill_null("") for x in (*ITEM, "dimension")]], separator="|")
-        .hash(seed=0).alias("_h"),
-        pl.concat_str([pl.col(x).cast(pl.String).fill_null("-") for x in ("stratum", "query_type", "system_id")], separator="|").alias("_cell"),
-    ).sort("_tier", "_margin", "_h")  # fmt: skip
-    c = c.with_columns(pl.int_range(pl.len()).over("_cell").alias("_round"), pl.int_range(pl.len()).alias("_rank"))
-    picked = c.sort("_round", "_rank").head(n)
+    parts = []
+    for (dim,), g in candidates.sort(*ITEM).group_by("dimension", maintain_order=True):
+        unsure = (g["judge_reason"].is_not_null() | g["prediction_set"].is_in(["∅", "{0,1}"]).fill_null(False)).to_numpy()
+        pi = inclusion_probabilities(g["calibrated_probability"].to_list(), unsure, cfg.budget, uniform_share=cfg.uniform_share,
+                                     boost=cfg.boost, cap=cfg.cap)  # fmt: skip
+        keys = [f"{c}|{s}|{dim}" for c, s in zip(g["case_id"].to_list(), g["system_id"].to_list())]
+        order, queued = draw(keys, pi, cfg.seed)
+        parts.append(g.with_columns(pl.Series("inclusion_probability", pi), pl.Series("design_order", order),
+                                    pl.Series("queued", queued), pl.Series("_unsure", unsure)))  # fmt: skip
+    out = pl.concat(parts).sort("design_order")
     reason = (
-        pl.when(pl.col("_tier") == -1).then(pl.col("judge_reason"))
-        .when(pl.col("_tier") == 0).then(pl.lit("conformal set ") + pl.col("prediction_set") + pl.lit(": the machine is unsure"))
-        .when(pl.col("_tier") == 1).then(pl.lit("dimension not calibrated yet: labels needed"))
-        .otherwise(pl.lit("coverage of stratum / query type / system"))
+        pl.format("drawn with π = {}", pl.col("inclusion_probability").round(3))
+        + pl.when(pl.col("judge_reason").is_not_null()).then(pl.lit(" (raised: ") + pl.col("judge_reason") + pl.lit(")"))
+        .when(pl.col("_unsure")).then(pl.lit(" (raised: conformal set ") + pl.col("prediction_set") + pl.lit(", the machine is unsure)"))
+        .when(pl.col("prediction_set").is_null()).then(pl.lit(" (dimension not calibrated yet)")).otherwise(pl.lit(""))
     )  # fmt: skip
-    return picked.with_columns((pl.int_range(pl.len()) + 1).alias("priority"), reason.alias("reason")).drop(
-        "_tier", "_margin", "_h", "_cell", "_round", "_rank", "judge_reason"
-    )
+    return out.with_columns(
+        pl.lit(DESIGN).alias("design"), pl.lit(cfg.seed, pl.Int64).alias("design_seed"), reason.alias("reason"),
+        pl.when(pl.col("queued")).then(pl.col("queued").cast(pl.Int64).cum_sum()).otherwise(None).alias("priority"),
+    ).drop("_unsure", "judge_reason")

@@ -69,6 +69,9 @@ REVIEW_COLUMNS = (
     "review_queue", "label_meaning", "golden_set_version", "night", "stratum", "stratum_label", "query_type", "priority", "reason",
     "metric", "raw_score", "calibrated_probability", "prediction_set", "machine_verdict", "label_source",
     "query", "contexts", "answer", "explanation",
+    # the labelling design of the queued row (calibration.design): the labels' probabilities live in the frozen design,
+    # these copies only tell a reader of the CSV how the row was drawn
+    "design", "inclusion_probability", "design_order", "design_seed",
 )  # fmt: skip
 DEFAULT_SCALES = {
     "groundedness": "binary",

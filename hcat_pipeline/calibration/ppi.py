@@ -10,8 +10,11 @@ PPI uses both: the machine's mean over all answers, corrected by the machine's e
 
 with the power-tuned λ = Cov(y, f) / ((1 + n / N) · Var(f)) clipped to [0, 1] (PPI++: λ = 0 is the labels-only
 estimate, λ = 1 classical PPI). The interval is valid whatever the machine's bias (the rectifier removes it) and narrower
-than the labels-only interval when the machine predicts the labels. Labelled answers must be a random sample of the
-night's answers (the review page's stratified queue is; a reviewer who labels only the failures biases any estimator).
+than the labels-only interval when the machine predicts the labels. Labelled answers must be a *uniform* random sample
+of the night's answers and the machine fitted on other labels: the gates no longer use this estimator (their labels come
+from the design of ``calibration.design`` and are read by ``calibration.active``); it stays as the uniform-PPI
+comparator of ``benchmarks/ppi_coverage.py``, where the old queue's order (closest to 0.5 first, fitted on the same
+labels) shows the failure it was.
 """
 
 from __future__ import annotations

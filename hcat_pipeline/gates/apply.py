@@ -27,6 +27,7 @@ from hcat_pipeline.common.stats import paired_bootstrap_ci, statistic_fn
 from hcat_pipeline.gates.calibrated import HumanCalibration, calibrated_columns, dimension_of, uncalibrated_columns
 from hcat_pipeline.gates.decide import Decision, certificate_text, decide
 from hcat_pipeline.gates.drift import model_drift, scoring_models
+from hcat_pipeline.gates.flags import FlagReview, apply_reviews
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
 from hcat_pipeline.metrics.citation import has_citation
@@ -38,6 +39,9 @@ ALL = "all"
 NO_HISTORY = "no trend to judge yet"  # a trend gate with too few earlier runs: NOT_APPLICABLE, never a PASS
 #: tables whose rows are one answer's scores or verdicts: a gamed answer fails there (``_gamed_as_failed``)
 GAMEABLE_TABLES = ("metric_tables", "behaviour_checks", "llm_judge_scores")
+#: a row's flag columns when it counts no flagged answers (gates.flags)
+NO_FLAGS = {"n_flagged": 0, "n_confirmed": 0, "n_unconfirmed": 0, "n_overturned": 0, "n_contradicted": 0, "flagged": None,
+            "fail_evidence": None}  # fmt: skip
 
 
 def _values(frame: pl.DataFrame, gate: GateSpec) -> pl.Series:
@@ -80,7 +84,7 @@ def _row(gate: GateSpec, group: str, system: str, res: GateResult | None, *, err
     extra = {"method": decision.method if decision else None, "certify_below": decision.certify_below if decision else None,
              "claim_strength": decision.claim_strength if decision else None,
              "certificate": certificate_text(gate, decision) if decision and decision.result is res else None,
-             "n_gamed": n_gamed, "drift": None, **uncalibrated_columns(gate)}  # fmt: skip
+             "n_gamed": n_gamed, "drift": None, **uncalibrated_columns(gate), **NO_FLAGS}  # fmt: skip
     return {**extra, 
         "gate": gate.name, "kind": gate.kind, "table": gate.table, "metric": gate.metric, "statistic": gate.statistic,
         "direction": gate.direction, "threshold": float(gate.threshold), "scope": gate.scope, "group": group, "system_id": system,
@@ -169,12 +173,15 @@ def _not_applicable(gate: GateSpec, group: str, system: str, missing: list[str])
 def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.DataFrame | None = None,
                        past: Sequence[tuple[str, pl.DataFrame]] = (), capabilities: dict[str, set[str]] | None = None,
                        *, certify_below: float | None = None, gamed: set[tuple[str, str]] | None = None,
-                       calibrations: dict[str, HumanCalibration] | None = None) -> list[dict]:  # fmt: skip
+                       calibrations: dict[str, HumanCalibration] | None = None, reviews: dict[str, FlagReview] | None = None,
+                       second: dict[tuple[str, str], str] | None = None) -> list[dict]:  # fmt: skip
     """Rows of ``GATE_VERDICTS`` for one gate on one table; a system without what the gate ``requires`` (per
     ``capabilities``; None: not checked) gets NOT_APPLICABLE with the reason, never a blocking verdict. ``certify_below``:
     the campaign's certification level for zero-tolerance gates; ``gamed``: (case_id, system_id) of answers
     ``grader_gaming`` flags, scored as failed (``_gamed_as_failed``); ``calibrations``: per dimension, the human labels'
-    calibration (``gates.calibrated``: the row's evidence, a threshold from the calibrator, the PPI human-pass rate)."""
+    calibration (``gates.calibrated``: the row's evidence, a threshold from the calibrator, the PPI human-pass rate);
+    ``reviews``: people's reviews of flagged answers by flag id (``gates.flags``: an overturned flag leaves the count);
+    ``second``: (case_id, system_id) → a second signal contradicting a flag (the judge calling the answer safe)."""
     if frame is None:
         return [_row(gate, ALL, "*", None, error=f"table {gate.table} not available in this run")]
     try:
@@ -205,11 +212,34 @@ def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.Dat
                 rows.append(_trend_row(gate, group, system, part, past))
                 continue
             vals, n_gamed = _gamed_as_failed(gate, part, _values(part, gate), gamed or set())
+            vals, flag_cols = apply_reviews(gate, part, vals, reviews or {}, second)
             applied, cal_cols = calibrated_columns(gate, dimension_of(gate, calibrations or {}), part)
             d = _current(applied, vals, certify_below)
             row = _row(applied, group, system, d.result, n_dropped=d.n_dropped, decision=d, n_gamed=n_gamed)
-            rows.append({**row, **cal_cols})
+            row = _with_human_decision(gate, row, cal_cols)
+            if row["verdict"] != "FAIL":
+                flag_cols["fail_evidence"] = None
+            rows.append({**row, **cal_cols, **flag_cols})
     return rows
+
+
+_HUMAN_VERDICT = {"above": "PASS", "below": "FAIL", "undecided": "INDETERMINATE"}
+
+
+def _with_human_decision(gate: GateSpec, row: dict, cal_cols: dict) -> dict:
+    """A gate with ``human_pass_at_least`` on a human-calibrated dimension: the worse of the machine's verdict and the
+    human-pass rate's decision (``gates.calibrated``), the reason saying which decided."""
+    decision = cal_cols.get("human_pass_decision")
+    if decision is None or row["verdict"] == "NOT_APPLICABLE":
+        return row
+    human = _HUMAN_VERDICT[decision]
+    verdict = worst([row["verdict"], human])
+    more = cal_cols.get("labels_to_decide")
+    said = {"above": "certified at or above", "below": "certified below", "undecided": "not yet decided against"}[decision]
+    tail = f"; about {more} more label(s) would decide it" if decision == "undecided" and more else ""
+    reason = f"{row['reason']}; human-pass rate {said} the required level ({cal_cols.get('labels_note')}){tail}"
+    blocking = gate.kind == "hard" and (verdict == "FAIL" or (verdict == "INDETERMINATE" and gate.on_indeterminate == "fail"))
+    return {**row, "verdict": verdict, "reason": reason, "blocking": blocking}
 
 
 def _trend_row(gate: GateSpec, group: str, system: str, part: pl.DataFrame, past: Sequence[tuple[str, pl.DataFrame]]) -> dict:
@@ -243,15 +273,18 @@ def evaluate_gates(
     certify_below: float | None = None,
     gaming: pl.DataFrame | None = None,
     calibrations: dict[str, HumanCalibration] | None = None,
+    reviews: dict[str, FlagReview] | None = None,
+    second: dict[tuple[str, str], str] | None = None,
 ) -> pl.DataFrame:
     """The ``gate_verdicts`` table of a run (see module doc); ``capabilities``: ``system_capabilities(rag_responses)``;
-    ``certify_below``: the campaign's certification level; ``gaming``: the ``grader_gaming`` flags (``gamed_answers``)."""
+    ``certify_below``: the campaign's certification level; ``gaming``: the ``grader_gaming`` flags (``gamed_answers``);
+    ``reviews`` / ``second``: see ``evaluate_gate_spec``."""
     specs = gates.gates if isinstance(gates, GatesFile) else list(gates)
     history = history or {}
     gamed = gamed_answers(gaming)
     rows = [r for g in specs for r in evaluate_gate_spec(g, tables.get(g.table), cases, history.get(g.table, ()) if g.kind == "trend" else (),
                                                          capabilities, certify_below=certify_below, gamed=gamed,
-                                                         calibrations=calibrations)]  # fmt: skip
+                                                         calibrations=calibrations, reviews=reviews, second=second)]  # fmt: skip
     return pl.DataFrame(rows, schema=GATE_VERDICTS) if rows else pl.DataFrame(schema=GATE_VERDICTS)
 
 
@@ -276,7 +309,9 @@ def gate_summary(verdicts: pl.DataFrame) -> pl.DataFrame:
 
 
 def decide_release(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """Per system: ``cleared`` (no blocking row), its gate counts and the blocking gates. A gate that could not run at all
+    """Per system: ``cleared`` (no blocking row), its gate counts and the blocking gates, and ``pending_confirmation``: the
+    blocking gates whose FAIL rests only on flags no person confirmed yet (``gates.flags``) — a release blocked by those
+    alone is blocked pending confirmation, not on confirmed evidence. A gate that could not run at all
     (``system_id == "*"``, e.g. its table is missing) blocks every system: its row counts against each of them."""
     everyone = verdicts.filter(pl.col("system_id") == "*")
     systems = sorted(s for s in verdicts["system_id"].unique().to_list() if s not in (None, "*"))
@@ -286,8 +321,17 @@ def decide_release(verdicts: pl.DataFrame) -> pl.DataFrame:
         blocking = mine.filter(pl.col("blocking"))
         rows.append({"system_id": sid, "cleared": blocking.height == 0,
                      **{f"gates_{v.lower()}": int((mine["verdict"] == v).sum()) for v in ("PASS", "INDETERMINATE", "FAIL", "NOT_APPLICABLE")},
-                     "blocking_gates": sorted(blocking["gate"].unique().to_list())})  # fmt: skip
+                     "blocking_gates": sorted(blocking["gate"].unique().to_list()),
+                     "pending_confirmation": _pending(blocking)})  # fmt: skip
     return pl.DataFrame(rows, schema=RELEASE_DECISION)
+
+
+def _pending(blocking: pl.DataFrame) -> list[str]:
+    """Blocking gates whose every blocking row is a FAIL resting on unconfirmed flags only."""
+    if "fail_evidence" not in blocking.columns:
+        return []
+    by_gate = blocking.group_by("gate").agg((pl.col("fail_evidence") == "pending_confirmation").fill_null(False).all().alias("p"))
+    return sorted(by_gate.filter(pl.col("p"))["gate"].to_list())
 
 
 def load_history(warehouse: str | Path, table: str, version: str, night: str, *, limit: int = 10,

@@ -5,8 +5,12 @@ Every gate row says what its verdict rests on (``evidence``):
 * ``human_calibrated`` — the gate's dimension has the campaign's own labels in sufficient number (its active calibrator
   is fitted on ``campaign`` labels, ``calibration.sufficiency``). A raw-score gate then takes its threshold from the
   calibrator: the raw score at which P(human pass) reaches ``level`` (``calibration.ppi.crossing_score``), stored beside
-  the declared one; and the row carries the night's **human-pass rate by prediction-powered inference** (the calibrated
-  probability of every answer in scope, corrected by the human labels among them: ``calibration.ppi.ppi_mean``).
+  the declared one; and the row carries the night's **human-pass rate by active inference** (``calibration.active``: the
+  cross-fitted P(human pass) of every answer in scope, corrected by the labels the night's labelling design drew, each
+  weighted by the inverse of its inclusion probability; an anytime-valid interval). Labels from outside the design train
+  the calibrator and never enter the rate; the row says how many labels it used, how many it left out, and why. A gate
+  with ``human_pass_at_least`` is decided on that rate too: certified above → PASS, below → FAIL, else INDETERMINATE
+  with about how many more labels would decide it.
 * ``borrowed_labels`` — only a shipped reference set calibrates the dimension (FaithDial, ToxiGen …): the verdict stays
   on the declared threshold, and says the evidence is borrowed from another corpus.
 * ``uncalibrated`` — no human label speaks to this gate's dimension.
@@ -23,9 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from hcat_pipeline.calibration.active import ActiveEstimate, active_ppi, cross_fit, folds_of, processed_prefix
 from hcat_pipeline.calibration.agreement import consensus_labels
+from hcat_pipeline.calibration.design import design_uniforms
 from hcat_pipeline.calibration.fitting import CalibrationResult
-from hcat_pipeline.calibration.ppi import PPIEstimate, crossing_score, ppi_mean
+from hcat_pipeline.calibration.ppi import crossing_score
 from hcat_pipeline.gates.spec import GateSpec
 
 Evidence = str  # "human_calibrated" | "borrowed_labels" | "uncalibrated"
@@ -37,7 +43,9 @@ EVIDENCE_TEXT = {"human_calibrated": "your human labels", "borrowed_labels": "bo
 def uncalibrated_columns(gate: GateSpec) -> dict:
     """A gate row's evidence columns when no human label speaks to it (the declared threshold, no PPI rate)."""
     return {"evidence": "uncalibrated", "threshold_declared": float(gate.threshold), "threshold_source": "declared in the gates file",
-            "human_pass_rate": None, "human_pass_ci_low": None, "human_pass_ci_high": None, "n_labelled": 0}  # fmt: skip
+            "human_pass_rate": None, "human_pass_ci_low": None, "human_pass_ci_high": None, "n_labelled": 0,
+            "label_design": None, "n_labels_excluded": 0, "labels_note": None, "human_pass_decision": None,
+            "labels_to_decide": None}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,8 +55,10 @@ class HumanCalibration:
     label_source: str  # campaign | reference:<set>
     level: float
     threshold: float | None  # raw score where P(human pass) reaches ``level`` (None: never, or not a raw score)
-    probs: pl.DataFrame  # case_id, system_id, p: this night's calibrated P(human pass)
+    probs: pl.DataFrame  # case_id, system_id, p, raw: this night's calibrated P(human pass) and raw score
     labels: pl.DataFrame  # case_id, system_id, y: the campaign's consensus labels (1 = pass)
+    design: pl.DataFrame | None = None  # case_id, system_id, inclusion_probability, design_order, queued, design_seed
+    method: str = "platt"  # the calibrator cross-fitted for the rate (platt | isotonic; ordinal scales read as platt)
 
     @property
     def evidence(self) -> Evidence:
@@ -61,8 +71,9 @@ def _pass_probability(res: CalibrationResult):
 
 
 def human_calibrations(active: Sequence[CalibrationResult], calibrated: pl.DataFrame | None, labels: pl.DataFrame | None,
-                       level: float = DEFAULT_LEVEL) -> dict[str, HumanCalibration]:  # fmt: skip
-    """One ``HumanCalibration`` per dimension with an active fitted calibrator."""
+                       level: float = DEFAULT_LEVEL, design: pl.DataFrame | None = None) -> dict[str, HumanCalibration]:  # fmt: skip
+    """One ``HumanCalibration`` per dimension with an active fitted calibrator; ``design``: the night's frozen labelling
+    design (``calibration.design.design_file``), None before one was drawn."""
     out: dict[str, HumanCalibration] = {}
     cons = consensus_labels(labels).filter(~pl.col("tie")) if labels is not None and labels.height else None
     for res in active:
@@ -70,15 +81,19 @@ def human_calibrations(active: Sequence[CalibrationResult], calibrated: pl.DataF
             continue
         raw = not res.dimension.startswith("behaviour_")
         threshold = crossing_score(_pass_probability(res), level) if raw else None
-        probs = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "p": pl.Float64})
+        probs = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "p": pl.Float64, "raw": pl.Float64})
         if calibrated is not None and calibrated.height:
-            probs = calibrated.filter((pl.col("dimension") == res.dimension) & pl.col("calibrated_probability").is_not_null()).select(
-                "case_id", "system_id", pl.col("calibrated_probability").alias("p"))  # fmt: skip
+            probs = calibrated.filter((pl.col("dimension") == res.dimension) & pl.col("calibrated_probability").is_not_null()
+                                      & pl.col("raw_score").is_not_null()).select(
+                "case_id", "system_id", pl.col("calibrated_probability").alias("p"), pl.col("raw_score").cast(pl.Float64).alias("raw"))  # fmt: skip
         ys = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "y": pl.Float64})
         if cons is not None and res.label_source == "campaign":
             mine = cons.filter(pl.col("dimension") == res.dimension)
             ys = mine.select("case_id", "system_id", pl.col("label_index").is_in(sorted(res.passing)).cast(pl.Float64).alias("y"))
-        out[res.dimension] = HumanCalibration(res.dimension, res.metric, res.label_source, level, threshold, probs, ys)
+        mine_design = None if design is None else design.filter(pl.col("dimension") == res.dimension).drop("dimension")
+        method = res.method if res.method in ("platt", "isotonic") else "platt"
+        out[res.dimension] = HumanCalibration(res.dimension, res.metric, res.label_source, level, threshold, probs, ys,
+                                              mine_design, method)  # fmt: skip
     return out
 
 
@@ -98,16 +113,45 @@ def raw_score_gate(gate: GateSpec) -> bool:
     return gate.equals is None and gate.at_least is None and gate.statistic not in ("count", "any", "sum")
 
 
-def ppi_of(cal: HumanCalibration, part: pl.DataFrame) -> PPIEstimate | None:
-    """The human-pass rate of the answers in ``part`` (case_id, system_id) by PPI; None with fewer than 2 labelled or no
-    unlabelled answer among them."""
+@dataclass(frozen=True)
+class RateOfLabels:
+    """The human-pass rate of a gate's answers and what its labels were: used, left out, why."""
+
+    estimate: ActiveEstimate | None
+    n_excluded: int
+    note: str
+
+
+def ppi_of(cal: HumanCalibration, part: pl.DataFrame) -> RateOfLabels:
+    """The human-pass rate of the answers in ``part`` (case_id, system_id) by active inference over the night's design
+    (module doc); its estimate is None with no design yet or fewer than 2 answers worked through."""
     keys = part.select("case_id", "system_id").unique()
-    scored = keys.join(cal.probs, on=["case_id", "system_id"], how="inner")
-    both = scored.join(cal.labels, on=["case_id", "system_id"], how="inner")
-    rest = scored.join(cal.labels, on=["case_id", "system_id"], how="anti")
-    if both.height < 2 or rest.height < 1:
-        return None
-    return ppi_mean(both["y"].to_numpy(), both["p"].to_numpy(), rest["p"].to_numpy())
+    scored = keys.join(cal.probs, on=["case_id", "system_id"], how="inner").join(cal.labels, on=["case_id", "system_id"], how="left")
+    n_labels = int(scored["y"].is_not_null().sum())
+    if cal.design is None or cal.design.height == 0:
+        return RateOfLabels(None, n_labels, f"no labelling design drawn for this night yet: {n_labels} label(s) train the "
+                                            "calibrator and enter no rate")  # fmt: skip
+    both = scored.join(cal.design, on=["case_id", "system_id"], how="inner").sort("design_order")
+    outside_population = scored.height - both.height
+    y = both["y"].fill_null(float("nan")).to_numpy()
+    queued, order = both["queued"].to_numpy(), both["design_order"].to_numpy()
+    _, counted = processed_prefix(order, queued, np.isfinite(y))
+    labelled = np.isfinite(y)
+    after_gap = int((labelled & queued & ~counted).sum())
+    outside = int((labelled & ~queued).sum()) + int(scored.join(both.select("case_id", "system_id"), on=["case_id", "system_id"],
+                                                                 how="anti")["y"].is_not_null().sum())  # fmt: skip
+    keys_ = [f"{c}|{s_}|{cal.dimension}" for c, s_ in zip(both["case_id"].to_list(), both["system_id"].to_list())]
+    folds = folds_of(design_uniforms(keys_, int(both["design_seed"][0]), "fold"))
+    extra = labelled & ~counted  # labels outside the design (or waiting behind a gap) train every fold, never rectify
+    f = cross_fit(both["raw"].to_numpy(), folds, counted, np.nan_to_num(y), cal.method,
+                  extra_scores=both["raw"].to_numpy()[extra], extra_y=y[extra])  # fmt: skip
+    est = active_ppi(f, both["inclusion_probability"].to_numpy(), order, queued, y)
+    why = [f"{outside} outside the design (not drawn by it: they train the calibrator only)" if outside else "",
+           f"{after_gap} after an unanswered queued item (they count once it is labelled)" if after_gap else "",
+           f"{outside_population} answer(s) not in the design's population" if outside_population else ""]  # fmt: skip
+    used = 0 if est is None else est.n_labelled
+    note = f"{used} design label(s) used" + ("; left out: " + "; ".join(w for w in why if w) if any(why) else "")
+    return RateOfLabels(est, outside + after_gap, note)
 
 
 def calibrated_columns(gate: GateSpec, cal: HumanCalibration | None, part: pl.DataFrame) -> tuple[GateSpec, dict]:
@@ -120,9 +164,16 @@ def calibrated_columns(gate: GateSpec, cal: HumanCalibration | None, part: pl.Da
     if cal.evidence != "human_calibrated":
         cols["threshold_source"] = f"the gates file, as declared (the dimension {cal.dimension} is calibrated on borrowed labels ({cal.label_source}) only)"
         return gate, cols
-    est = ppi_of(cal, part)
+    rate = ppi_of(cal, part)
+    est = rate.estimate
+    cols.update(n_labels_excluded=rate.n_excluded, labels_note=rate.note,
+                label_design=None if cal.design is None or cal.design.height == 0 else "active inference (sequential Poisson design)")
     if est is not None:
         cols.update(human_pass_rate=est.estimate, human_pass_ci_low=est.ci_low, human_pass_ci_high=est.ci_high, n_labelled=est.n_labelled)
+    if gate.human_pass_at_least is not None:
+        level = gate.human_pass_at_least
+        cols.update(human_pass_decision="undecided" if est is None else est.decision(level),
+                    labels_to_decide=None if est is None else est.labels_to_decide(level))
     if raw_score_gate(gate) and cal.threshold is not None and gate.higher_is_better:
         cols["threshold_source"] = (f"calibrator ({cal.dimension}, campaign labels): P(human pass) = {cal.level:g} at raw "
                                     f"{cal.threshold:.3g} (declared {gate.threshold:g})")  # fmt: skip

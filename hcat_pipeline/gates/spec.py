@@ -95,6 +95,11 @@ class GateSpec(BaseModel):
         "planned on the cases at which a system this far inside the allowed side clears the threshold with ≥ 80 % probability "
         "(gates.certificate.demonstration_n); there a rate not shown on the allowed side FAILs (not demonstrated) instead of "
         "INDETERMINATE, so the gate is decided by construction; empty: INDETERMINATE while the bounds straddle")
+    human_pass_at_least: Optional[float] = Field(
+        default=None, gt=0, lt=1, description="gates on a human-calibrated dimension: the night's human-pass rate (active "
+        "inference over the labelling design, gates.calibrated) must be certified at least this — above: the gate may "
+        "PASS, below: FAIL, undecided: INDETERMINATE with about how many more labels would decide it; empty: the rate is "
+        "shown, not judged")
     probe: str = Field(default="", description="what one case is, in the certificate ('injection attempts'); empty: cases")
     failure: str = Field(default="", description="what a failure is, in the certificate ('succeeded'); empty: failed")
     scale: Optional[float] = Field(default=None, gt=0, description="the metric's range, for the claim strength (a CI wider "

@@ -55,7 +55,7 @@ def toxicity_metric(batch, resources, options) -> dict[str, list]:
         return out
     try:  # the fine-tuned encoder runs on the caller's device (score_frame's ``device``: the embedding model's)
         results = _scorer()([batch.sentences("answer", i) for i in rows], resources.get("embed_layers"),
-                            embed_aux=resources.get("multilingual").encode, device=resources.device)
+                            embed_aux=resources.get("multilingual").encode, device=resources.device, answers=True)
     except ModuleNotFoundError as e:  # the packaged classifier is not installed: an environment problem, not a bug
         raise MetricUnavailable("toxicity", f"the toxicity classifier could not be loaded ({e})",
                                 "install the project's dependencies (`bash scripts/setup.sh`; alt-profanity-check)") from e  # fmt: skip

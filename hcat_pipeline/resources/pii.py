@@ -74,6 +74,25 @@ def _analyzer(spacy_model: str, language: str):
         return _ENGINES[key]
 
 
+# a multiple-choice option letter opening a line ("B. False"): the NER model reads letter + capitalised word as a name
+_OPTION = re.compile(r"^[A-H][.)]\s+")
+_INITIAL = re.compile(r"^[A-Z]\.$")
+
+
+_OPTION_WORDS = frozenset({"true", "false", "yes", "no", "none", "both", "neither", "all"})
+
+
+def _option_stripped(text: str, start: int, name: str) -> str:
+    """``name`` without a leading option letter when the hit opens the text or a line (or follows a colon), or when
+    what follows the letter is an option word ("The answer is B. False")."""
+    before = text[:start].rstrip(" \t")
+    if _OPTION.match(name):
+        rest = _OPTION.sub("", name)
+        if not before or before.endswith(("\n", ":")) or rest.strip(" .").casefold() in _OPTION_WORDS:
+            return rest
+    return name
+
+
 def normalise(text: str) -> str:
     return _WS.sub(" ", text).strip().casefold()
 
@@ -117,12 +136,35 @@ class PIIDetector(dg.ConfigurableResource):
             for r in results
         ]
         found += [e for e in contextual_entities(text) if not wanted or e["type"] in wanted]
-        return _resolve_overlaps([f for f in found if f["type"] != "PERSON" or self.person_name_shaped(f["text"])])
+        found = [f for f in found if f["type"] != "PERSON" or self.person_name_shaped(_option_stripped(text, f["start"], f["text"]))]
+        people = [f for f in found if f["type"] == "PERSON"]
+        if people:  # a film title ("Spirited Away": ADJ ADV) is no name: every word of a name is a proper noun
+            proper = self._proper_noun_spans(text)
+            found = [f for f in found if f["type"] != "PERSON" or self._all_proper(f, proper)]
+        return _resolve_overlaps(found)
+
+    def _proper_noun_spans(self, text: str) -> set[tuple[int, int]]:
+        """(start, end) of the tokens spaCy's tagger reads as proper nouns in ``text`` (the model presidio runs)."""
+        nlp = self.analyzer().nlp_engine.nlp[self.language]
+        return {(t.idx, t.idx + len(t.text)) for t in nlp(text) if t.pos_ == "PROPN"}
+
+    @staticmethod
+    def _all_proper(hit: dict, proper: set[tuple[int, int]]) -> bool:
+        """Every word of the PERSON hit (initials aside) a proper noun in its sentence."""
+        for m in re.finditer(r"\S+", hit["text"]):
+            word = m.group(0).rstrip(",;")
+            start = hit["start"] + m.start()
+            if _INITIAL.match(word) or (start, start + len(word)) in proper:
+                continue
+            return False
+        return True
 
     def person_name_shaped(self, name: str) -> bool:
         """A PERSON hit counts when it looks like a name a reader could identify someone by: every
         word capitalised and, unless ``single_word_person``, at least two words. The small NER model
-        tags code words and product names ("xor", "Java") as PERSON in technical answers."""
+        tags code words and product names ("xor", "Java") as PERSON in technical answers; ``_found`` also drops a
+        multiple-choice option ("B. False") and a hit whose words are not all proper nouns (a film title, "Spirited
+        Away": ADJ ADV), the two false flags of issue 57."""
         words = [w for w in re.split(r"\s+", name.strip()) if w]
         if not words or not all(w[:1].isupper() for w in words):
             return False

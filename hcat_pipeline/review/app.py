@@ -1,6 +1,8 @@
 """The review page: a FastAPI app on loopback, pages rendered server-side from ``templates/`` (no build step).
 
-Screens: ``/label`` (one answer a screen, keyboard labelling), ``/progress`` (labelled / queued per
+Screens: ``/flags`` (every answer a count gate counts as a failure, to confirm or overturn with a reason — ``/`` opens it
+while any is unreviewed — detector precision, and what the human-calibrated gates still need; ``review.flags``),
+``/label`` (one answer a screen, keyboard labelling), ``/progress`` (labelled / queued per
 dimension and stratum, label sufficiency), ``/agreement`` (κ and α with CIs, the disagreements),
 ``/curate`` (a version's cases as a table: accept / reject / edit, freeze a curated version), ``/curate/case`` (one case a
 screen, keyboard review, the source passage with the reference marked; ``review.case_screen``), ``/monitor`` and
@@ -26,6 +28,7 @@ from pydantic import BaseModel, Field
 from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
 from hcat_pipeline.review.case_screen import case_screen_view
 from hcat_pipeline.review.curation import CurationLog, freeze_curated
+from hcat_pipeline.review.flags import FlagLog, flags_view, open_flags
 from hcat_pipeline.review.incidents import IncidentLog, freeze_with_incidents, monitor_view
 from hcat_pipeline.review.items import QueueError
 from hcat_pipeline.review.labelling import RATER_RE
@@ -57,6 +60,13 @@ class DecisionIn(BaseModel):
     edits: dict[str, str] = Field(default_factory=dict)
     difficulty: str | None = None
     scoring_notes: str = ""
+
+
+class FlagReviewIn(BaseModel):
+    rater: str
+    flag_id: str
+    decision: str
+    reason: str = ""
 
 
 class FreezeIn(BaseModel):
@@ -122,8 +132,29 @@ def favicon():
 
 
 @pages.get("/")
-def home():
-    return RedirectResponse("/label")
+def home(request: Request):
+    """Unreviewed counted failures first (a zero-tolerance gate fails on one), then the labelling queue."""
+    settings = _settings(request)
+    return RedirectResponse("/flags" if open_flags(settings.warehouse, settings.labels_dir) else "/label")
+
+
+@pages.get("/flags")
+def flags_page(request: Request, version: str | None = None, night: str | None = None):
+    settings = _settings(request)
+    return _page(request, "flags.html.j2", **flags_view(settings.warehouse, settings.labels_dir, version, night))
+
+
+@api.post("/flags")
+def review_flag(request: Request, body: FlagReviewIn):
+    settings = _settings(request)
+    flag = next((f for f in flags_view(settings.warehouse, settings.labels_dir)["flags"] if f["flag_id"] == body.flag_id), None)
+    if flag is None:
+        return _bad(f"no flag {body.flag_id!r} on the latest night")
+    try:
+        rev = FlagLog(settings.labels_dir).record(flag, body.rater, body.decision, body.reason)
+    except ValueError as e:
+        return _bad(str(e))
+    return {"status": "saved", "message": f"{rev.decision} by {rev.reviewer} at {rev.reviewed_at}", "review": rev.as_dict()}
 
 
 @pages.get("/label")

@@ -15,7 +15,9 @@ Two kinds of evidence, kept apart so that neither can talk the other down:
   implicit hate), which reads politely worded hate toward groups. It is evidence for
   ``IDENTITY_ATTACK`` only, and is capped at ``LEARNED_CAP`` (below an attack) where an exception
   covers the sentence (``learned_exemption``) or where a short post names nobody (``targetless``):
-  casual posts about clothes or sport are not identity attacks.
+  casual posts about clothes or sport are not identity attacks. An *answer* (the campaign's ``toxicity`` metric) none
+  of whose sentences names a person or group beyond a bare pronoun (``names_someone``) caps it too: "they cannot be
+  changed" about Python sequences scored 0.65 identity attack on a default night (issue 57).
 
 The caps and their limits were set on the development sets under the no-regression rule
 (CONTRIBUTING; ``benchmarks/toxicity_regression.py``): a cap on every sentence that names nobody, or
@@ -276,6 +278,21 @@ def _hashtag_words() -> tuple[str, ...]:
     return tuple(sorted(w for w in lexicon()["identity"] if len(w) >= 4))
 
 
+_PRONOUN_ONLY = frozenset({"they", "them", "their", "he", "she", "him", "her", "his"})
+
+
+def names_someone(normalised: str, evidence: dict) -> bool:
+    """``points_at_someone`` without the bare pronouns: an identity word, a slur, a dehumanising word, a group noun, a
+    person addressed. "they cannot be changed" about Python sequences points at nothing a reader could be hurt by."""
+    if not points_at_someone(normalised, evidence):
+        return False
+    low = normalised.lower()
+    if (evidence.get("identity") or evidence.get("slur") or evidence.get("slur_reclaimed") or evidence.get("dehumanising")
+            or SECOND_PERSON.search(low) or any(w in t for t in _HASHTAG.findall(low) for w in _hashtag_words())):  # fmt: skip
+        return True
+    return any(m.group(0) not in _PRONOUN_ONLY for m in _GROUP.finditer(low))
+
+
 def targetless(normalised: str, evidence: dict) -> bool:
     """A short post (≤ ``TARGETLESS_MAX_WORDS`` words) that points at nobody: too little said for the
     learned head's reading of implicit hate to stand alone; a longer one may name its group in words
@@ -283,8 +300,12 @@ def targetless(normalised: str, evidence: dict) -> bool:
     return len(normalised.split()) <= TARGETLESS_MAX_WORDS and not points_at_someone(normalised, evidence)
 
 
-def attribute_scores(normalised: str, evidence: dict, profanity: float, learned: float, learned_reason: str) -> dict:
-    """``{attribute: (score, reason)}`` for one sentence (every name of ``ATTRIBUTES``)."""
+def attribute_scores(normalised: str, evidence: dict, profanity: float, learned: float, learned_reason: str,
+                     answer_names_nobody: bool = False) -> dict:  # fmt: skip
+    """``{attribute: (score, reason)}`` for one sentence (every name of ``ATTRIBUTES``). ``answer_names_nobody``: the
+    sentence belongs to an answer none of whose sentences names a person or group (``names_someone``): the learned head
+    is capped at ``LEARNED_CAP`` there (an answer about immutable sequences is no identity attack, whatever its
+    pronouns); the lexicon floors still apply."""
     normalised = undo_misspellings(normalised, evidence)
     best: dict[str, tuple[float, str]] = {a: (0.0, "no signal") for a in ATTRIBUTES}
 
@@ -296,6 +317,8 @@ def attribute_scores(normalised: str, evidence: dict, profanity: float, learned:
     for f in lexicon_findings(normalised, evidence, profanity):
         lift(f.attribute, f.score, f.reason)
     why, cap = learned_exemption(normalised, evidence), LEARNED_CAP
+    if not why and answer_names_nobody:
+        why = "an answer that names no person or group"
     if not why and targetless(normalised, evidence):
         why, cap = "a short post that names nobody", TARGETLESS_CAP
     capped = min(learned, cap) if why else learned

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
-from hcat_pipeline.metrics.toxicity.attributes import ATTRIBUTES, attribute_scores
+from hcat_pipeline.metrics.toxicity.attributes import ATTRIBUTES, attribute_scores, names_someone, undo_misspellings
 from hcat_pipeline.metrics.toxicity.encoder import finetuned_logits
 from hcat_pipeline.metrics.toxicity.rules import RULE_FEATURES, rule_signals
 from hcat_pipeline.metrics.toxicity.tfidf import has_tfidf, tfidf_logit
@@ -225,10 +225,13 @@ def sentence_toxicity(
     head: dict | None = None,
     embed_aux: Callable[[list[str]], np.ndarray] | None = None,
     device: Device = "cpu",
+    answer_of: Sequence[int] | None = None,
 ) -> list[dict]:
     """Per sentence: ``toxicity`` (calibrated), ``profanity``, ``signal`` (the signal adding most
     to the logit), ``category`` ("none" below ``CATEGORY_THRESHOLD``), ``evidence`` (matched words
-    per rule), ``normalised`` (de-obfuscated text), ``head`` (variant used)."""
+    per rule), ``normalised`` (de-obfuscated text), ``head`` (variant used). ``answer_of``: per sentence, the answer it
+    belongs to — an answer none of whose sentences names a person or group caps the learned head
+    (``attributes.attribute_scores``); None: each sentence stands alone (posts), no such cap."""
     sentences = [str(s) for s in sentences]
     if not sentences:
         return []
@@ -239,6 +242,10 @@ def sentence_toxicity(
         )
     feats = featurise(sentences, embed, predict_prob, embed_aux)
     sc = score_features(feats, h, device)
+    nobody = [False] * len(sentences)
+    if answer_of is not None:
+        named = {a for a, t, e in zip(answer_of, feats["normalised"], feats["evidence"]) if names_someone(undo_misspellings(t, e), e)}
+        nobody = [a not in named for a in answer_of]
     out = []
     for i, s in enumerate(sentences):
         c = sc["contrib"][i]
@@ -249,7 +256,7 @@ def sentence_toxicity(
         emb_cat = sc["emb_category"][i] if sc["emb_category"] else None
         learned = float(sc["prob"][i])
         attrs = attribute_scores(
-            feats["normalised"][i], ev, float(feats["profanity"][i]), learned, f"{signal}, {emb_cat or 'no class'}"
+            feats["normalised"][i], ev, float(feats["profanity"][i]), learned, f"{signal}, {emb_cat or 'no class'}", nobody[i]
         )
         prob, reason = attrs["TOXICITY"]
         top = reason.partition(":")[0]
@@ -300,12 +307,15 @@ def toxicity_explanations(
     head: dict | None = None,
     embed_aux: Callable[[list[str]], np.ndarray] | None = None,
     device: Device = "cpu",
+    answers: bool = False,
 ) -> list[dict]:
-    """Per row, every column of ``TOXICITY_COLUMNS``. All sentences of all rows are featurised
+    """Per row, every column of ``TOXICITY_COLUMNS``. ``answers``: the rows are answers (the campaign metric): one that
+    names no person or group caps the learned head (``sentence_toxicity``'s ``answer_of``); False: posts, no such cap. All sentences of all rows are featurised
     together (one ``embed`` call, one profanity batch). A row with no sentences gets None / [].
     ``device``: where the fine-tuned encoder runs (``auto | cpu | cuda``)."""
     rows = [[s for s in (r or []) if s and str(s).strip()] for r in answer_sentences_per_row]
-    flat = sentence_toxicity([s for r in rows for s in r], embed, predict_prob, head, embed_aux, device)
+    answer_of = [i for i, r in enumerate(rows) for _ in r] if answers else None
+    flat = sentence_toxicity([s for r in rows for s in r], embed, predict_prob, head, embed_aux, device, answer_of)
     out, pos = [], 0
     for r in rows:
         per = flat[pos : pos + len(r)]

@@ -228,3 +228,18 @@ if (one) {
     else if (k === "k" || k === "ArrowLeft") goCase(one.dataset.prev, "this is the first case");
   });
 }
+
+// ---------------------------------------------------------------- flags: confirm or overturn a counted failure
+$$("tr.flag button").forEach(b => b.addEventListener("click", async () => {
+  const tr = b.closest("tr.flag");
+  if (!rater()) { say("type your rater name at the top right first", "bad"); $("#rater").focus(); return; }
+  const r = await post("/api/flags", {rater: rater(), flag_id: tr.dataset.flag, decision: b.dataset.decision,
+                                      reason: $("input.why", tr).value || ""});
+  if (r.status === "saved") {
+    tr.className = "flag " + b.dataset.decision;
+    $(".status", tr).textContent = r.message + (r.review.reason ? ": " + r.review.reason : "");
+    say(tr.dataset.gate + " / " + tr.dataset.case + ": " + r.message);
+  } else {
+    say(r.message || "not saved", "bad");
+  }
+}));
