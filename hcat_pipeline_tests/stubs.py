@@ -12,6 +12,7 @@ from hcat_pipeline.partitions import campaign_run_key, golden_set_version
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
+from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import GOLDEN_SET
 
 
@@ -86,7 +87,7 @@ def run(tmp_path, embedding_model, llm, config=None, select=("golden_set", "chun
     return dg.materialize(
         assets, selection=list(select), partition_key=campaign_run_key(VERSION, night), instance=instance, raise_on_error=raise_on_error,
         resources={"io_manager": PolarsParquetIOManager(base_dir=str(tmp_path / "wh")), "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "llm": llm,
-                   "nli_model": NLIModel()},
+                   "nli_model": NLIModel(), "pii_detector": PIIDetector()},
         run_config={"ops": {"rag_responses": {"config": cfg}}} if "rag_responses" in select else None,
     )
 

@@ -8,6 +8,7 @@ from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
+from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.schemas import GOLDEN_SET, RAG_RESPONSES, RUN_COLUMNS
 from hcat_pipeline_tests.stubs import stub_asset
 
@@ -58,7 +59,7 @@ def test_behaviour_checks_asset(warehouse, embedding_model):
     assert dg.materialize([_golden_set], partition_key="v1", instance=instance, resources={"io_manager": io}).success
     res = dg.materialize([_golden_set, _rag_responses, behaviour_checks], selection=[_rag_responses, behaviour_checks],
                          partition_key=campaign_run_key("v1", "2026-11-20"), instance=instance,
-                         resources={"io_manager": io, "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "nli_model": NLIModel()})  # fmt: skip
+                         resources={"io_manager": io, "embedding_model": embedding_model, "multilingual_encoder": MultilingualEncoder(cache_dir=embedding_model.cache_dir), "nli_model": NLIModel(), "pii_detector": PIIDetector()})  # fmt: skip
     assert res.success
     out = pl.read_parquet(warehouse / "behaviour_checks" / "v1" / "2026-11-20.parquet")
     v = {(r["system_id"], r["case_id"]): r for r in out.iter_rows(named=True)}

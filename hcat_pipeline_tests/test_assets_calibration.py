@@ -10,6 +10,7 @@ import json
 import dagster as dg
 import numpy as np
 import polars as pl
+import pytest
 
 from hcat_pipeline.assets.calibrated import calibrated_scores
 from hcat_pipeline.assets.calibration import calibrators, metric_validity, reference_label_scores
@@ -86,7 +87,7 @@ def _config(labels_dir, warehouse):
         "reference_label_scores": {"config": {"sets": ["faithdial"], "metrics_by_set": {"faithdial": ["groundedness_similarity"]}}},
         "calibrators": {"config": {"dimension_metrics": {"groundedness": "groundedness_similarity", "toxicity": "toxicity"},
                                    "warehouse_dir": str(warehouse)}},
-        "review_queue": {"config": {"labels_dir": str(labels_dir), "n_items": 12}},
+        "review_queue": {"config": {"labels_dir": str(labels_dir), "budget": 6}},
     }  # fmt: skip
 
 
@@ -165,7 +166,11 @@ def test_calibration_chain_on_a_small_campaign_run(tmp_path, embedding_model):
     # the review queue: exported, blank → imports nothing; a filled-in copy is imported as it is
     queue_path = labels / "review_queue.csv"
     queue = pl.read_csv(queue_path, infer_schema=False)
-    assert queue.height == 12 and queue["label"].is_null().all()
+    design = pl.read_parquet(labels / "_designs" / V / f"{NIGHT}.parquet")  # the design frozen at its first draw
+    queued = design.filter(pl.col("queued") & (pl.col("dimension") != "groundedness"))
+    assert queue.height == queued.height > 5 and queue["label"].is_null().all()
+    assert set(queue["design"]) == {"sequential_poisson_v1"} and queue["inclusion_probability"].cast(pl.Float64).is_between(0, 0.95).all()
+    assert design.group_by("dimension").agg(pl.col("inclusion_probability").sum())["inclusion_probability"].to_list() == pytest.approx([6] * 3)
     assert set(queue["dimension"]) <= {"toxicity", "behaviour_answer_correct"}  # groundedness is labelled already
     assert queue["system_id"].n_unique() == 2 and queue["query_type"].n_unique() == 2 and queue["stratum"].n_unique() == 3
     assert queue["answer"].is_not_null().all() and queue["query"].is_not_null().all()

@@ -7,6 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from hcat_pipeline.calibration.campaign import design_queue
+from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig
 from hcat_pipeline.calibration.fitting import fit_calibration
 from hcat_pipeline.calibration.ppi import crossing_score, ppi_mean
 from hcat_pipeline.gates.apply import evaluate_gates
@@ -39,15 +41,24 @@ def _night(seed: int = 1):
 
 def _calibrated(res, metrics: pl.DataFrame) -> pl.DataFrame:
     probs = res.predict(metrics["groundedness_nli"].to_numpy())[0][:, 1]
-    return metrics.select("case_id", "system_id", pl.lit("groundedness").alias("dimension"), pl.Series("calibrated_probability", probs))
+    return metrics.select("case_id", "system_id", pl.lit("groundedness").alias("dimension"), pl.Series("calibrated_probability", probs),
+                          pl.col("groundedness_nli").alias("raw_score"), pl.lit("{0,1}").alias("prediction_set"))  # fmt: skip
 
 
-def _labels(metrics: pl.DataFrame, every: int = 4) -> pl.DataFrame:
-    """Human labels of every ``every``-th answer of the night (the strict raters again)."""
+def _design(calibrated: pl.DataFrame, budget: float = 24) -> pl.DataFrame:
+    """The night's labelling design (calibration.design), as the review queue draws and freezes it."""
+    return design_queue(calibrated, DesignConfig(budget=budget, seed=0)).select(DESIGN_COLUMNS)
+
+
+def _labels(metrics: pl.DataFrame, every: int = 4, design: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Human labels (the strict raters again) of the answers ``design`` queued — the reviewer worked the whole queue — or,
+    without a design, of every ``every``-th answer (labels from outside any design)."""
+    take = (set(design.filter(pl.col("queued")).select("case_id", "system_id").iter_rows()) if design is not None
+            else {(r["case_id"], r["system_id"]) for i, r in enumerate(metrics.to_dicts()) if i % every == 0})  # fmt: skip
     rows = [{"case_id": r["case_id"], "system_id": r["system_id"], "dimension": "groundedness", "label": int(r["groundedness_nli"] > 0.8),
              "scale": "binary", "label_index": int(r["groundedness_nli"] > 0.8), "n_levels": 2, "rater": "alice",
              "labelled_at": None, "comment": None, "source_file": "review-page_alice.jsonl", "source_line": i, "row_hash": f"h{i}"}
-            for i, r in enumerate(metrics.to_dicts()) if i % every == 0]  # fmt: skip
+            for i, r in enumerate(metrics.to_dicts()) if (r["case_id"], r["system_id"]) in take]  # fmt: skip
     return pl.DataFrame(rows, schema=LABEL_ROWS)
 
 
@@ -63,22 +74,63 @@ def test_labels_that_disagree_with_the_hand_set_threshold_move_the_gate():
     assert declared["middling"]["verdict"] == "PASS" and declared["middling"]["evidence"] == "uncalibrated"  # the raw 0.5 passes it
 
     res = _strict_humans()
-    cals = human_calibrations([res], _calibrated(res, metrics), _labels(metrics))
+    calibrated = _calibrated(res, metrics)
+    design = _design(calibrated)
+    cals = human_calibrations([res], calibrated, _labels(metrics, design=design), design=design)
     out = {r["system_id"]: r for r in evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).to_dicts()}
     mid, solid = out["middling"], out["solid"]
     assert mid["evidence"] == solid["evidence"] == "human_calibrated"
     assert mid["threshold"] == pytest.approx(0.8, abs=0.05) and mid["threshold_declared"] == 0.5  # moved, both stored
     assert "P(human pass) = 0.5 at raw" in mid["threshold_source"]
     assert mid["verdict"] == "FAIL" and solid["verdict"] == "PASS"  # the verdict moved with it
-    # the headline: the share of answers a human would pass, by PPI over the night with its labelled answers
+    # the headline: the share of answers a human would pass, by active inference over the night's design
     assert mid["human_pass_rate"] == pytest.approx(0.0, abs=0.05) and solid["human_pass_rate"] == pytest.approx(1.0, abs=0.05)
-    assert mid["n_labelled"] == 10 and mid["human_pass_ci_low"] <= mid["human_pass_rate"] <= mid["human_pass_ci_high"]
+    queued = design.filter(pl.col("queued") & (pl.col("system_id") == "middling")).height
+    assert mid["n_labelled"] == queued > 5 and mid["human_pass_ci_low"] <= mid["human_pass_rate"] <= mid["human_pass_ci_high"]
+    assert mid["n_labels_excluded"] == 0 and mid["label_design"].startswith("active inference")
+
+
+def test_labels_from_outside_the_design_train_the_calibrator_and_enter_no_rate():
+    metrics = _night()
+    res = _strict_humans()
+    calibrated = _calibrated(res, metrics)
+    design = _design(calibrated)
+    browsed = _labels(metrics, every=4)  # every 4th answer: chosen by a person, not drawn by the design
+    queued = set(design.filter(pl.col("queued")).select("case_id", "system_id").iter_rows())
+    outside = sum((r["case_id"], r["system_id"]) not in queued for r in browsed.filter(pl.col("system_id") == "middling").to_dicts())
+    cals = human_calibrations([res], calibrated, browsed, design=design)
+    mid = evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "middling").row(0, named=True)
+    assert outside > 0 and mid["n_labels_excluded"] >= outside and "outside the design" in mid["labels_note"]
+    assert (mid["n_labelled"] or 0) < browsed.filter(pl.col("system_id") == "middling").height
+    no_design = human_calibrations([res], calibrated, browsed)
+    row = evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=no_design).filter(pl.col("system_id") == "middling").row(0, named=True)
+    assert row["human_pass_rate"] is None and "no labelling design drawn" in row["labels_note"]
+
+
+def test_a_required_human_pass_rate_decides_the_gate_and_says_how_many_labels_are_missing():
+    metrics = _night()
+    res = _strict_humans()
+    calibrated = _calibrated(res, metrics)
+    design = _design(calibrated, budget=60)
+    cals = human_calibrations([res], calibrated, _labels(metrics, design=design), design=design)
+    gate = GROUNDED.model_copy(update={"human_pass_at_least": 0.5})
+    out = {r["system_id"]: r for r in evaluate_gates([gate], {"metric_tables": metrics}, calibrations=cals).to_dicts()}
+    assert out["middling"]["human_pass_decision"] == "below" and out["middling"]["verdict"] == "FAIL"
+    assert out["solid"]["human_pass_decision"] == "above" and out["solid"]["verdict"] == "PASS"
+    assert out["solid"]["labels_to_decide"] == 0
+    first = design.filter(pl.col("queued")).sort("design_order").head(3)  # the reviewer labelled the queue's first three
+    few = _labels(metrics, design=first)  # no decision on three labels, and the row says what is missing
+    cals = human_calibrations([res], calibrated, few, design=design)
+    row = evaluate_gates([gate], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "solid").row(0, named=True)
+    assert row["human_pass_decision"] == "undecided" and row["verdict"] == "INDETERMINATE" and row["blocking"]
+    assert row["labels_to_decide"] >= 7 and f"about {row['labels_to_decide']} more label(s) would decide it" in row["reason"]
 
 
 def test_borrowed_labels_say_so_and_leave_the_declared_threshold():
     metrics = _night()
     res = _strict_humans(label_source="reference:faithdial")
-    cals = human_calibrations([res], _calibrated(res, metrics), _labels(metrics))
+    calibrated = _calibrated(res, metrics)
+    cals = human_calibrations([res], calibrated, _labels(metrics), design=_design(calibrated))
     row = evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "middling").row(0, named=True)
     assert row["evidence"] == "borrowed_labels" and row["threshold"] == 0.5 and "borrowed" in row["threshold_source"]
     assert row["human_pass_rate"] is None and row["verdict"] == "PASS"

@@ -32,6 +32,7 @@ from hcat_pipeline.calibration.campaign import (
     design_queue,
     explanation_text,
     judge_review_flags,
+    queue_columns,
 )
 from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig, design_file
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
@@ -111,9 +112,7 @@ def _frozen_design(cand: pl.DataFrame, path: Path, cfg: DesignConfig) -> pl.Data
     """The night's design: read back when frozen, else drawn now and frozen (``calibration.design.design_file``)."""
     if path.is_file():
         frozen = pl.read_parquet(path)
-        return cand.join(frozen.drop("design", "design_seed"), on=["case_id", "system_id", "dimension"], how="inner").with_columns(
-            pl.lit(frozen["design"][0] if frozen.height else None, pl.String).alias("design"),
-            pl.lit(int(frozen["design_seed"][0]) if frozen.height else cfg.seed, pl.Int64).alias("design_seed"))  # fmt: skip
+        return queue_columns(cand.join(frozen, on=["case_id", "system_id", "dimension"], how="inner"))
     drawn = design_queue(cand, cfg)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -196,7 +195,7 @@ def review_queue(
                                          "expected_labels_per_dimension": config.budget}),
         "judge_flagged": flags.height,
         "already_labelled_left_out": 0 if labelled is None else labelled.height,
-        "by_reason": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("reason").len().sort("reason").iter_rows()}),
+        "raised_by_judge_or_unsure_set": int(queue["reason"].str.contains("raised:").sum()),
         "by_dimension": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("dimension").len().sort("dimension").iter_rows()}),
         "by_system": dg.MetadataValue.json({r: int(c) for r, c in queue.group_by("system_id").len().sort("system_id").iter_rows()}),
         "how_to_label": dg.MetadataValue.md(

@@ -35,6 +35,7 @@ __all__ = [
     "explanation_text",
     "long_scores",
     "design_queue",
+    "queue_columns",
 ]
 
 DIMENSION_METRICS: dict[str, str] = {
@@ -222,16 +223,24 @@ def design_queue(candidates: pl.DataFrame, cfg: DesignConfig) -> pl.DataFrame:
                                      boost=cfg.boost, cap=cfg.cap)  # fmt: skip
         keys = [f"{c}|{s}|{dim}" for c, s in zip(g["case_id"].to_list(), g["system_id"].to_list())]
         order, queued = draw(keys, pi, cfg.seed)
-        parts.append(g.with_columns(pl.Series("inclusion_probability", pi), pl.Series("design_order", order),
-                                    pl.Series("queued", queued), pl.Series("_unsure", unsure)))  # fmt: skip
-    out = pl.concat(parts).sort("design_order")
+        parts.append(g.with_columns(pl.Series("inclusion_probability", pi), pl.Series("design_order", order), pl.Series("queued", queued)))
+    out = pl.concat(parts).with_columns(pl.lit(DESIGN).alias("design"), pl.lit(cfg.seed, pl.Int64).alias("design_seed"))
+    return queue_columns(out)
+
+
+def queue_columns(drawn: pl.DataFrame) -> pl.DataFrame:
+    """``reason`` and ``priority`` of a drawn design (``design_queue``, or a frozen one read back with the night's
+    candidates), in design order: priority 1, 2, … over the queued rows, null elsewhere."""
+    if "judge_reason" not in drawn.columns:
+        drawn = drawn.with_columns(pl.lit(None, pl.String).alias("judge_reason"))
+    unsure = pl.col("prediction_set").is_in(["∅", "{0,1}"]).fill_null(False)
     reason = (
         pl.format("drawn with π = {}", pl.col("inclusion_probability").round(3))
         + pl.when(pl.col("judge_reason").is_not_null()).then(pl.lit(" (raised: ") + pl.col("judge_reason") + pl.lit(")"))
-        .when(pl.col("_unsure")).then(pl.lit(" (raised: conformal set ") + pl.col("prediction_set") + pl.lit(", the machine is unsure)"))
+        .when(unsure).then(pl.lit(" (raised: conformal set ") + pl.col("prediction_set") + pl.lit(", the machine is unsure)"))
         .when(pl.col("prediction_set").is_null()).then(pl.lit(" (dimension not calibrated yet)")).otherwise(pl.lit(""))
     )  # fmt: skip
-    return out.with_columns(
-        pl.lit(DESIGN).alias("design"), pl.lit(cfg.seed, pl.Int64).alias("design_seed"), reason.alias("reason"),
+    return drawn.sort("design_order").with_columns(
+        reason.alias("reason"),
         pl.when(pl.col("queued")).then(pl.col("queued").cast(pl.Int64).cum_sum()).otherwise(None).alias("priority"),
-    ).drop("_unsure", "judge_reason")
+    ).drop("judge_reason")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from hcat_pipeline.calibration.active import ActiveEstimate, active_ppi, cross_fit, folds_of, processed_prefix
+from hcat_pipeline.calibration.active import MIN_LABELS_TO_DECIDE, ActiveEstimate, active_ppi, cross_fit, folds_of, processed_prefix
 from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.calibration.design import design_uniforms
 from hcat_pipeline.calibration.fitting import CalibrationResult
@@ -173,7 +173,7 @@ def calibrated_columns(gate: GateSpec, cal: HumanCalibration | None, part: pl.Da
     if gate.human_pass_at_least is not None:
         level = gate.human_pass_at_least
         cols.update(human_pass_decision="undecided" if est is None else est.decision(level),
-                    labels_to_decide=None if est is None else est.labels_to_decide(level))
+                    labels_to_decide=MIN_LABELS_TO_DECIDE if est is None else est.labels_to_decide(level))
     if raw_score_gate(gate) and cal.threshold is not None and gate.higher_is_better:
         cols["threshold_source"] = (f"calibrator ({cal.dimension}, campaign labels): P(human pass) = {cal.level:g} at raw "
                                     f"{cal.threshold:.3g} (declared {gate.threshold:g})")  # fmt: skip
