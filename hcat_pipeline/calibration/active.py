@@ -17,7 +17,8 @@ The interval: ``sd(d)/√T`` gives the fixed-time normal interval; ``anytime=Tru
 confidence sequence of Waudby-Smith, Arnold, Wu, Wang & Ramdas ("Time-uniform central limit theory and asymptotic
 confidence sequences", Ann. Statist. 2024), valid at every ``T`` at once, so a reviewer may stop labelling the moment a
 gate decides without that choice biasing the interval (``decision``). ``MIN_LABELS_TO_DECIDE`` labels are needed before
-any decision: an asymptotic interval on three labels is no evidence.
+any decision, and the spread carries two pseudo-labels at a 0/1 label's largest spread (``_guarded_sd``): an asymptotic
+interval on a handful of labels that happen to agree is no evidence.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 from hcat_pipeline.calibration.calibrators import Calibrator
 
 MIN_LABELS_TO_DECIDE = 10
+PSEUDO_LABELS = 2  # small-sample guard on the spread (``_guarded_sd``)
 N_FOLDS = 5
 Decision = Literal["above", "below", "undecided"]
 
@@ -141,12 +143,21 @@ def active_ppi(f, pi, order, queued, y, *, confidence: float = 0.95, anytime: bo
         lam = float(np.clip(np.cov(a, c, ddof=1)[0, 1] / vc, 0.0, 1.0)) if vc > 0 else 0.0
     d = a - lam * c
     est = lam * float(f.mean()) + float(d.mean())
-    sd = float(np.std(d, ddof=1))
+    sd = _guarded_sd(d, pi[processed][counted[processed]])
     ts = float(t_star) if t_star is not None else max(f.size / 2, 2.0)
     r = _radius(sd, t, confidence, anytime, ts)
     return ActiveEstimate(estimate=est, ci_low=max(est - r, 0.0), ci_high=min(est + r, 1.0), n_labelled=int(counted.sum()),
                           n_processed=t, n_population=int(f.size), lam=lam, sd=sd, confidence=confidence, anytime=anytime,
                           t_star=ts)  # fmt: skip
+
+
+def _guarded_sd(d: np.ndarray, pi_labelled: np.ndarray) -> float:
+    """The spread of the correction terms with ``PSEUDO_LABELS`` pseudo-labels at the largest spread a 0/1 label has
+    (residual² = ¼, weighted by the labels' mean 1/π), as Agresti-Coull's "plus two": ten labels that all agree are not
+    an interval of width zero (without it a reviewer stopping when decided stopped at ten on every lucky streak)."""
+    w = float(np.mean(1 / pi_labelled)) if pi_labelled.size else 1.0
+    ss = float(((d - d.mean()) ** 2).sum()) + PSEUDO_LABELS * w * w * 0.25
+    return math.sqrt(ss / (d.size - 1 + PSEUDO_LABELS * w))  # a pseudo-label stands for w answers worked through, as a label does
 
 
 def folds_of(uniforms: np.ndarray, k: int = N_FOLDS) -> np.ndarray:

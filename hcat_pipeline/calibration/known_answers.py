@@ -13,6 +13,10 @@ the night's own share of passes (the finite population a gate speaks of). Regime
 * ``queue_order`` — the queue before the design: the ``budget`` answers closest to P = 0.5 labelled, the calibrator
   fitted on them and PPI run as if they were random (``calibration.ppi.ppi_mean``): the failure the design replaces;
 * ``uniform_in_sample`` — uniform random labels, the old estimator (in-sample fit, ``ppi_mean``): the comparator.
+
+``sequential_review`` is the other known answer (``benchmarks/labels_to_decision.py``): a labelled file, a reviewer who
+answers the product's queue from its labels and stops the moment the gate decides; how many labels that took, and
+whether the interval at that moment covers the file's true rate.
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ from typing import Literal
 
 import numpy as np
 
-from hcat_pipeline.calibration.active import active_ppi, cross_fit, folds_of
+from hcat_pipeline.calibration.active import MIN_LABELS_TO_DECIDE, active_ppi, cross_fit, folds_of
 from hcat_pipeline.calibration.calibrators import Calibrator
-from hcat_pipeline.calibration.design import draw, inclusion_probabilities
+from hcat_pipeline.calibration.design import design_uniforms, draw, inclusion_probabilities
 from hcat_pipeline.calibration.ppi import ppi_mean
 
 Regime = Literal["uniform", "design", "design_flagged", "queue_order", "uniform_in_sample"]
@@ -120,3 +124,64 @@ def coverage(regime: Regime, method: Method, nights: int, seed: int = 0, **kw) -
     return {"regime": regime, "method": method, "nights": nights, "coverage": cov,
             "coverage_se": float(np.sqrt(cov * (1 - cov) / nights)), "width": float(np.mean([o.width for o in out])),
             "bias": float(np.mean([o.estimate - o.truth for o in out])), "labels": float(np.mean([o.n_labels for o in out]))}  # fmt: skip
+
+
+Mode = Literal["design", "uniform_ppi", "labels_only", "labels_only_exact"]
+MODES: tuple[Mode, ...] = ("design", "uniform_ppi", "labels_only", "labels_only_exact")
+
+
+@dataclass(frozen=True)
+class Review:
+    """One simulated reviewer working a queue until the gate decides: the labels given, the decision, and whether the
+    interval at that moment covers the file's true human-pass rate."""
+
+    labels: int
+    decision: str  # above | below | undecided (the queue ran out first)
+    covered: bool
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+def _exact(y: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    from hcat_pipeline.gates.certificate import clopper_pearson
+
+    k, n = int(np.nansum(y)), int(np.isfinite(y).sum())
+    low, high = clopper_pearson(k, n, 0.5 + confidence / 2)
+    return k / n, low, high
+
+
+def sequential_review(scores, labels, prior_p, level: float, seed: int, *, mode: Mode = "design", method: Method = "platt",
+                      budget_share: float = 0.5, check_every: int = 5, confidence: float = 0.95) -> Review:  # fmt: skip
+    """A reviewer answers the queue in order from ``labels`` (the file's human labels) and stops the moment the
+    anytime-valid interval decides the rate against ``level`` (checked every ``check_every`` labels, from
+    ``MIN_LABELS_TO_DECIDE`` on). ``mode``: ``design`` (the product's: π from ``prior_p``, an expected
+    ``budget_share`` of the answers asked, cross-fitted ``method``), ``uniform_ppi`` (every answer asked in a random
+    order, the same estimator), ``labels_only`` (the same order, the labels' mean with the same confidence sequence),
+    ``labels_only_exact`` (Clopper-Pearson after every check: not valid under stopping when decided; for reference)."""
+    s, y_all = np.asarray(scores, dtype=float), np.asarray(labels, dtype=float)
+    n = s.size
+    keys = [str(i) for i in range(n)]
+    pi = inclusion_probabilities(prior_p, np.zeros(n, bool), budget_share * n) if mode == "design" else np.ones(n)
+    order, queued = draw(keys, pi, seed)
+    folds = folds_of(design_uniforms(keys, seed, "fold"))
+    queue = np.flatnonzero(queued)[np.argsort(order[queued], kind="stable")]
+    y = np.full(n, np.nan)
+    truth, last = float(y_all.mean()), None
+    for j, idx in enumerate(queue, start=1):
+        y[idx] = y_all[idx]
+        if j < MIN_LABELS_TO_DECIDE or (j % check_every and j != queue.size):
+            continue
+        if mode == "labels_only_exact":
+            est, low, high = _exact(y, confidence)
+            decision = "above" if low >= level else "below" if high < level else "undecided"
+            last = Review(j, decision, low <= truth <= high, est, low, high)
+        else:
+            labelled = np.isfinite(y)
+            f = np.zeros(n) if mode == "labels_only" else cross_fit(s, folds, labelled, np.nan_to_num(y), method)
+            e = active_ppi(f, pi, order, queued, y, confidence=confidence, anytime=True, power_tuning=mode != "labels_only")
+            decision = e.decision(level)
+            last = Review(j, decision, e.ci_low <= truth <= e.ci_high, e.estimate, e.ci_low, e.ci_high)
+        if last.decision != "undecided":
+            break
+    return last

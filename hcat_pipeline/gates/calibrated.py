@@ -27,7 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from hcat_pipeline.calibration.active import MIN_LABELS_TO_DECIDE, ActiveEstimate, active_ppi, cross_fit, folds_of, processed_prefix
+from hcat_pipeline.calibration.active import (
+    MIN_LABELS_TO_DECIDE,
+    ActiveEstimate,
+    active_ppi,
+    cross_fit,
+    folds_of,
+    processed_prefix,
+)
 from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.calibration.design import design_uniforms
 from hcat_pipeline.calibration.fitting import CalibrationResult
