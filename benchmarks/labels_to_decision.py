@@ -46,7 +46,7 @@ def read_file(path: Path) -> pl.DataFrame:
             row = {"id": str(r["id"]), "query": str(r.get("question") or ""), "answer": str(r["answer"]),
                    "contexts": [str(c) for c in r["contexts"]], "human_label": int(r["human_label"])}  # fmt: skip
         except (ValueError, KeyError, TypeError) as e:
-            raise SystemExit(f"{path}:{i}: not a labelled row ({type(e).__name__}: {e}); need id, answer, contexts, human_label")
+            raise SystemExit(f"{path}:{i}: not a labelled row ({type(e).__name__}: {e}); need id, answer, contexts, human_label") from e
         if row["human_label"] not in (0, 1):
             raise SystemExit(f"{path}:{i}: human_label must be 0 or 1, got {row['human_label']}")
         rows.append(row)
