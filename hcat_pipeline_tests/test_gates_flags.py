@@ -102,3 +102,24 @@ def test_the_flag_screen_lists_unreviewed_flags_first(tmp_path):
     FlagLog(tmp_path / "labels").record(view["flags"][0], "ana", "confirmed", "")
     again = flags_view(tmp_path / "wh", tmp_path / "labels")
     assert again["open"] == 2 and [f["status"] for f in again["flags"]] == ["unconfirmed", "unconfirmed", "confirmed"]
+
+
+def test_the_labelling_queue_stops_asking_for_labels_a_decided_gate_no_longer_needs(tmp_path):
+    from hcat_pipeline.gates.apply import GATE_VERDICTS
+    from hcat_pipeline.review.views import Queue, ReviewSettings, label_view
+
+    wh = tmp_path / "wh"
+    (wh / "review_queue" / "gs-1").mkdir(parents=True)
+    (wh / "gate_verdicts" / "gs-1").mkdir(parents=True)
+    queue = pl.DataFrame({"case_id": ["c1", "c2", "c1"], "system_id": ["a", "b", "a"], "dimension": ["groundedness", "groundedness", "toxicity"],
+                          "query": ["q"] * 3, "answer": ["x"] * 3, "contexts": ["p"] * 3, "priority": [1, 2, 3], "reason": ["r"] * 3,
+                          "scale": ["binary"] * 3})  # fmt: skip
+    queue.write_parquet(wh / "review_queue" / "gs-1" / "2026-11-28.parquet")
+    base = {c: None for c in GATE_VERDICTS}
+    rows = [{**base, "gate": "groundedness", "kind": "hard", "table": "metric_tables", "metric": "groundedness_nli", "system_id": s,
+             "group": "all", "verdict": "PASS", "human_pass_decision": d} for s, d in (("a", "above"), ("b", "undecided"))]  # fmt: skip
+    pl.DataFrame(rows, schema=GATE_VERDICTS).write_parquet(wh / "gate_verdicts" / "gs-1" / "2026-11-28.parquet")
+    settings = ReviewSettings(labels_dir=tmp_path / "labels", warehouse=wh, golden_dir=tmp_path / "g", curation_dir=tmp_path / "c")
+    q = Queue.load(settings, wh / "review_queue" / "gs-1" / "2026-11-28.parquet")
+    assert q.skipped == 1 and sorted(q.frame.select("system_id", "dimension").iter_rows()) == [("a", "toxicity"), ("b", "groundedness")]
+    assert label_view(q, pl.DataFrame(), "ana", None)["skipped"] == 1

@@ -70,6 +70,25 @@ def undecided_gates(verdicts: pl.DataFrame | None) -> list[dict]:
              "more": r["labels_to_decide"], "note": r["labels_note"]} for r in rows.iter_rows(named=True)]  # fmt: skip
 
 
+def decided_items(verdicts: pl.DataFrame | None) -> set[tuple[str, str]]:
+    """(system_id, dimension) whose every human-calibrated gate with a required rate is decided: labels of those answers
+    can no longer move a verdict, so the labelling queue stops asking for them (the design stays valid: the decided
+    gate's interval holds at the moment it stopped, the others keep their own order)."""
+    from hcat_pipeline.calibration.campaign import DIMENSION_METRICS
+
+    if verdicts is None or "human_pass_decision" not in verdicts.columns:
+        return set()
+    of_metric = {m: d for d, m in DIMENSION_METRICS.items()}
+    rows = verdicts.filter(pl.col("human_pass_decision").is_not_null() & (pl.col("table") == "metric_tables"))
+    out: dict[tuple[str, str], bool] = {}
+    for r in rows.iter_rows(named=True):
+        dim = of_metric.get(r["metric"])
+        if dim is not None:
+            key = (r["system_id"], dim)
+            out[key] = out.get(key, True) and r["human_pass_decision"] != "undecided"
+    return {k for k, done in out.items() if done}
+
+
 def flags_view(warehouse: Path, labels_dir: Path, version: str | None = None, night: str | None = None) -> dict:
     verdicts, name = latest_verdicts(warehouse, version, night)
     reviews = read_flag_reviews(labels_dir)

@@ -12,6 +12,7 @@ from hcat_pipeline.calibration.agreement import agreement, disagreements
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, LABEL_MEANINGS
 from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
+from hcat_pipeline.review.flags import decided_items, latest_verdicts
 from hcat_pipeline.review.items import (
     Item,
     QueueError,
@@ -59,6 +60,7 @@ class Queue:
     path: Path
     frame: pl.DataFrame
     items: list[Item]
+    skipped: int = 0  # queued labels no longer asked for: every gate they could move is decided
 
     @staticmethod
     def resolve(settings: ReviewSettings, name: str | None = None) -> Path:
@@ -70,8 +72,18 @@ class Queue:
 
     @classmethod
     def load(cls, settings: ReviewSettings, path: Path) -> Queue:
+        """The queue, less the answers whose gates are decided (``review.flags.decided_items``: nobody is asked for a
+        label that can no longer move a verdict; ``skipped`` counts them)."""
         frame = load_queue(path)
-        return cls(path, frame, build_items(frame, metric_tables_for(path, settings.warehouse), paired_answers(path, settings.warehouse)))
+        decided: set[tuple[str, str]] = set()
+        if path.suffix == ".parquet":
+            verdicts, _ = latest_verdicts(settings.warehouse, path.parent.name, path.stem)
+            decided = decided_items(verdicts)
+        keep = frame.filter(~pl.struct("system_id", "dimension").map_elements(lambda r: (r["system_id"], r["dimension"]) in decided,
+                                                                               return_dtype=pl.Boolean)) if decided else frame  # fmt: skip
+        queue = cls(path, keep, build_items(keep, metric_tables_for(path, settings.warehouse), paired_answers(path, settings.warehouse)))
+        queue.skipped = frame.height - keep.height
+        return queue
 
     @property
     def param(self) -> str:
@@ -128,7 +140,7 @@ def label_view(queue: Queue, labels: pl.DataFrame, rater: str, index: int | None
         index = todo[0] if todo else 0
     index = max(0, min(index, len(queue.items) - 1)) if queue.items else 0
     view = {"queue": queue.name, "queue_param": queue.param, "n_items": len(queue.items), "index": index, "todo": len(todo), "item": None, "rater": rater,
-            "progress": progress(queue.frame, labels, rater)}  # fmt: skip
+            "progress": progress(queue.frame, labels, rater), "skipped": queue.skipped}  # fmt: skip
     if not queue.items:
         return view
     it = queue.items[index]
