@@ -121,6 +121,7 @@ class PIIDetector(dg.ConfigurableResource):
     entity_types: list[str] = Field(default_factory=lambda: list(DEFAULT_ENTITIES))  # empty: all presidio types
     score_threshold: float = 0.35  # presidio scores phone numbers without context words at 0.4
     single_word_person: bool = False  # count one-word PERSON hits ("Jane") as PII too
+    person_checks: bool = True  # drop option letters ("B. False") and hits whose words are not all proper nouns (titles)
 
     def analyzer(self):
         return _analyzer(self.spacy_model, self.language)
@@ -136,6 +137,8 @@ class PIIDetector(dg.ConfigurableResource):
             for r in results
         ]
         found += [e for e in contextual_entities(text) if not wanted or e["type"] in wanted]
+        if not self.person_checks:  # the detector before issue 57 (benchmarks/detector_false_positives.py)
+            return _resolve_overlaps([f for f in found if f["type"] != "PERSON" or self.person_name_shaped(f["text"])])
         found = [f for f in found if f["type"] != "PERSON" or self.person_name_shaped(_option_stripped(text, f["start"], f["text"]))]
         people = [f for f in found if f["type"] == "PERSON"]
         if people:  # a film title ("Spirited Away": ADJ ADV) is no name: every word of a name is a proper noun
