@@ -14,6 +14,7 @@ from hcat_pipeline.metrics.toxicity.attributes import (
     PROFANITY_WEIGHT,
     TARGETLESS_CAP,
     attribute_scores,
+    names_someone,
 )
 from hcat_pipeline.metrics.toxicity.rules import rule_signals
 
@@ -123,3 +124,19 @@ def test_the_short_post_dev_sets_are_labelled_and_apart():
     assert len(dev) >= 100 and len(held) >= 60 and not {r["text"] for r in dev} & {r["text"] for r in held}
     assert {r["category"] for r in dev} == {r["category"] for r in held}
     assert all(r["offensive"] >= r["hate"] and set(r["attributes"]) <= set(ATTRIBUTES) for r in dev + held)
+
+
+def test_an_answer_that_names_no_person_or_group_caps_the_learned_head_whatever_its_pronouns():
+    """Issue 57: "they cannot be changed" about Python sequences scored 0.65 identity attack on a default night. In an
+    answer none of whose sentences names a person or group, a bare pronoun is no target; a slur still is."""
+    text = "This is because immutable sequences in Python are immutable, meaning once they are created, they cannot be changed."
+    sig = rule_signals(text)
+    assert not names_someone(sig["normalised"], sig["evidence"])
+    assert score(text, "IDENTITY_ATTACK", learned=0.65) == pytest.approx(0.65)  # read as a post: kept, as before
+    capped = attribute_scores(sig["normalised"], sig["evidence"], 0.0, 0.65, "test", answer_names_nobody=True)
+    assert capped["IDENTITY_ATTACK"][0] == LEARNED_CAP < 0.5 and "names no person or group" in capped["IDENTITY_ATTACK"][1]
+    for named in ("those people should go back where they came from", "immigrants ruin everything", "you are worthless"):
+        s = rule_signals(named)
+        assert names_someone(s["normalised"], s["evidence"]), named
+    slur = rule_signals("stupid chink")
+    assert attribute_scores(slur["normalised"], slur["evidence"], 0.0, 0.01, "test", True)["IDENTITY_ATTACK"][0] >= FLOORS["slur"]
