@@ -3,7 +3,8 @@ metric first, §5.5)."""
 
 import polars as pl
 
-from hcat_pipeline.calibration.campaign import judge_review_flags, select_review_items
+from hcat_pipeline.calibration.campaign import design_queue, judge_review_flags
+from hcat_pipeline.calibration.design import DesignConfig
 from hcat_pipeline.gates import evaluate_gates
 from hcat_pipeline.gates.spec import GateSpec
 from hcat_pipeline.judge.scoring import judge_gate_table
@@ -32,7 +33,7 @@ def test_only_validated_judge_rows_decide_a_gate():
     assert "not available" in missing["error"]
 
 
-def test_unsure_or_disagreeing_judge_sends_items_to_humans_first():
+def test_unsure_or_disagreeing_judge_makes_items_likelier_to_be_asked_never_certain():
     calibrated = pl.DataFrame({
         "case_id": [f"c{i}" for i in range(12)], "system_id": ["s"] * 12, "dimension": ["groundedness"] * 12,
         "raw_score": [0.9] * 12, "calibrated_probability": [0.9] * 12, "prediction_set": ["{1}"] * 12,
@@ -43,6 +44,9 @@ def test_unsure_or_disagreeing_judge_sends_items_to_humans_first():
     assert set(reasons) == {"c3", "c11"}
     assert reasons["c11"].startswith("judge disagrees with the metric: judge 1/5 (fail) vs metric pass")
     assert reasons["c3"].startswith("judge unsure: low confidence")
-    picked = select_review_items(calibrated.join(flags, on=["case_id", "system_id", "dimension"], how="left"), 3)
-    assert set(picked["case_id"].head(2)) == {"c3", "c11"} and picked["reason"][0].startswith("judge")
+    drawn = design_queue(calibrated.join(flags, on=["case_id", "system_id", "dimension"], how="left"), DesignConfig(budget=3))
+    pi = dict(zip(drawn["case_id"], drawn["inclusion_probability"], strict=True))
+    assert pi["c3"] == pi["c11"] > pi["c0"] > 0 and max(pi.values()) < 1  # raised, not made certain
+    why = dict(zip(drawn["case_id"], drawn["reason"], strict=True))
+    assert "(raised: judge unsure" in why["c3"] and "(raised: judge disagrees" in why["c11"] and "raised" not in why["c0"]
     assert judge_review_flags(None, calibrated).height == 0
