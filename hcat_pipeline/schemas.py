@@ -325,6 +325,7 @@ GATE_VERDICTS = {
     # rests on (confirmed | pending_confirmation)
     "n_flagged": pl.Int64, "n_confirmed": pl.Int64, "n_unconfirmed": pl.Int64, "n_overturned": pl.Int64,
     "n_contradicted": pl.Int64, "flagged": pl.String, "fail_evidence": pl.String,
+    "detector": pl.String,  # what flags a count gate's answers (gates.flags.detector_of); its precision is in the report
 }  # fmt: skip
 
 # system_rankings (per campaign run): metric × method × system (gates.rankings)

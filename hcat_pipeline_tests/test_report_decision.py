@@ -46,14 +46,17 @@ def test_a_count_gates_row_shows_its_flagged_answers_and_pending_confirmation():
     sec, lines = decision_section(gates, ["a"])
     assert sec.rows[0][1] == "BLOCKED pending confirmation" and "pending confirmation" in sec.rows[0][3]
     assert sec.rows[0][4] == "0 confirmed / 1 unconfirmed / 0 overturned — c3: «PERSON: John Doe» [unconfirmed]"
-    assert gate_matrix_section(gates).rows[0][2] == "FAIL 0.01 (0✓ 1? 0✗)"
+    gates = gates.with_columns(pl.lit("pii detector").alias("detector"))
+    matrix = gate_matrix_section(gates, {"pii detector": "false positives 1 of 4 reviewed flag(s), 0.25 [0.01, 0.81]"})
+    assert matrix.rows[0][2:] == ["false positives 1 of 4 reviewed flag(s), 0.25 [0.01, 0.81]", "FAIL 0.01 (0✓ 1? 0✗)"]
+    assert gate_matrix_section(gates).rows[0][2] == "no flag of this detector reviewed yet"
 
 
 def test_gate_matrix_is_gate_by_system_hard_first():
     sec = gate_matrix_section(GATES)
-    assert sec.columns == ["gate", "kind", "a", "b"]
+    assert sec.columns == ["gate", "kind", "detector precision", "a", "b"]
     assert [r[0] for r in sec.rows] == ["abstains", "grounded", "pii", "tone"]
-    assert sec.rows[1] == ["grounded", "hard", "FAIL 0.31", "pass 0.81"] and sec.rows[3] == ["tone", "soft", "", "FAIL 0.2"]
+    assert sec.rows[1] == ["grounded", "hard", "", "FAIL 0.31", "pass 0.81"] and sec.rows[3] == ["tone", "soft", "", "", "FAIL 0.2"]
     assert sec.row_classes == ["INDETERMINATE", "FAIL", "INDETERMINATE", "PASS"]  # a soft FAIL does not colour its row
     assert not gate_matrix_section(None).available
 

@@ -37,10 +37,11 @@ from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_data_uri
 from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.gates.drift import scoring_models
+from hcat_pipeline.gates.flags import detector_precision, precision_text, read_flag_reviews
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
 from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, WAREHOUSE_DIR
+from hcat_pipeline.paths import GOLDEN_SETS_DIR, LABELS_DIR, REPORTS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.reports.campaign_report import render_report, review_link
 from hcat_pipeline.reports.failures import failure_cases as failure_table
 from hcat_pipeline.reports.history import render_history
@@ -71,6 +72,8 @@ class CampaignReportConfig(dg.Config):
     reports_dir: str = Field(default="", description="where report.html is written (<dir>/<version>/<night>/); empty: data/reports")
     golden_sets_dir: str = Field(default="", description="where the frozen version's manifest is read; empty: data/golden_sets")
     warehouse_dir: str = Field(default="", description="where the earlier nights a postmortem compares with are read; empty: data/warehouse")
+    labels_dir: str = Field(default="", description="where people's reviews of flagged answers are read (each detector's precision); "
+                            "empty: HCAT_LABELS_DIR or data/labels")
     plot_metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_PLOT_METRICS))
     seed: int = Field(default=WeaknessConfig.seed, description="jitter of the violin points")
 
@@ -265,7 +268,8 @@ def campaign_report(
     drop = ["golden_set_version", "night", "campaign_sha256"]
     kwargs = build_report(
         run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context),
-             "review": review_link(review_queue, version, night)},
+             "review": review_link(review_queue, version, night),
+             "detector_precision": precision_text(detector_precision(read_flag_reviews(Path(config.labels_dir or LABELS_DIR)).values()))},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,
         plot_metrics=config.plot_metrics, pairs=DEFAULT_PAIRS, seed=config.seed, prov=prov,

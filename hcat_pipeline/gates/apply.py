@@ -41,7 +41,7 @@ NO_HISTORY = "no trend to judge yet"  # a trend gate with too few earlier runs: 
 GAMEABLE_TABLES = ("metric_tables", "behaviour_checks", "llm_judge_scores")
 #: a row's flag columns when it counts no flagged answers (gates.flags)
 NO_FLAGS = {"n_flagged": 0, "n_confirmed": 0, "n_unconfirmed": 0, "n_overturned": 0, "n_contradicted": 0, "flagged": None,
-            "fail_evidence": None}  # fmt: skip
+            "fail_evidence": None, "detector": None}  # fmt: skip
 
 
 def _values(frame: pl.DataFrame, gate: GateSpec) -> pl.Series:

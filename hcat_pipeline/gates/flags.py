@@ -114,9 +114,10 @@ def apply_reviews(gate: GateSpec, part: pl.DataFrame, values: pl.Series, reviews
     """``values`` with overturned flags set to 0, and the row's flag columns (``n_flagged`` … ``flagged`` as JSON,
     ``fail_evidence``: confirmed | pending_confirmation | None when nothing counts)."""
     flags = flags_of(gate, part, values)
+    detector = detector_of(gate) if counts_answers(gate) else None
     if not flags:
         return values, {"n_flagged": 0, "n_confirmed": 0, "n_unconfirmed": 0, "n_overturned": 0, "n_contradicted": 0,
-                        "flagged": None, "fail_evidence": None}  # fmt: skip
+                        "flagged": None, "fail_evidence": None, "detector": detector}  # fmt: skip
     overturned = set()
     for fl in flags:
         rev = reviews.get(fl["flag_id"])
@@ -135,7 +136,7 @@ def apply_reviews(gate: GateSpec, part: pl.DataFrame, values: pl.Series, reviews
     evidence = None if counting == 0 else "confirmed" if n["confirmed"] else "pending_confirmation"
     return values, {"n_flagged": len(flags), "n_confirmed": n["confirmed"], "n_unconfirmed": n["unconfirmed"],
                     "n_overturned": n["overturned"], "n_contradicted": sum(f["contradicted_by"] is not None for f in flags),
-                    "flagged": json.dumps(flags, ensure_ascii=False), "fail_evidence": evidence}  # fmt: skip
+                    "flagged": json.dumps(flags, ensure_ascii=False), "fail_evidence": evidence, "detector": detector}  # fmt: skip
 
 
 def judge_second_signals(judge: pl.DataFrame | None) -> dict[tuple[str, str], str]:
@@ -171,6 +172,12 @@ def read_flag_reviews(folder: str | Path) -> dict[str, FlagReview]:
             if rev.flag_id not in latest or rev.reviewed_at >= latest[rev.flag_id].reviewed_at:
                 latest[rev.flag_id] = rev
     return latest
+
+
+def precision_text(precision: pl.DataFrame) -> dict[str, str]:
+    """detector → "false positives 1 of 4 reviewed flags, 0.25 [0.01, 0.81]" (``detector_precision``'s rows)."""
+    return {r["detector"]: f"false positives {r['n_overturned']} of {r['n_reviewed']} reviewed flag(s), {r['false_positive_rate']:.2f} "
+                           f"[{r['fp_ci_low']:.2f}, {r['fp_ci_high']:.2f}]" for r in precision.iter_rows(named=True)}  # fmt: skip
 
 
 def detector_precision(reviews: Iterable[FlagReview], confidence: float = 0.95) -> pl.DataFrame:

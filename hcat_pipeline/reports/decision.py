@@ -136,14 +136,17 @@ def decision_section(gates: pl.DataFrame | None, systems: list[str]) -> tuple[Se
     return sec, ["Release decision — " + "; ".join(lines) + "." + (f" Cases: {read[0]}." if read else "")]
 
 
-def gate_matrix_section(gates: pl.DataFrame | None) -> Section:
+def gate_matrix_section(gates: pl.DataFrame | None, precision: dict[str, str] | None = None) -> Section:
     """Gate × system (a row per gate, hard first; a column per system, so the table fits a laptop's width): each cell
-    the worst verdict over the gate's scope groups with its estimate, and a count gate's flags reviewed."""
+    the worst verdict over the gate's scope groups with its estimate, and a count gate's flags reviewed; beside each count
+    gate its detector's false-positive rate among the flags people reviewed across nights (``precision``: detector →
+    text, ``gates.flags.precision_text``)."""
     if gates is None or gates.height == 0:
         return Section.missing("gates", "Release gates", "gate_verdicts is not available" if gates is None else "no gates evaluated")
     names = list(dict.fromkeys(gates.sort(pl.col("kind").replace_strict({"hard": 0, "soft": 1, "trend": 2}, default=3, return_dtype=pl.Int8),
                                           "gate")["gate"].to_list()))  # fmt: skip
     kinds = dict(gates.select("gate", "kind").unique("gate").iter_rows())
+    detectors = dict(gates.select("gate", "detector").drop_nulls().unique("gate").iter_rows()) if "detector" in gates.columns else {}
     systems = sorted(gates["system_id"].unique().to_list())
     rows, classes = [], []
     for g in names:
@@ -157,13 +160,17 @@ def gate_matrix_section(gates: pl.DataFrame | None) -> Section:
             worst = min(worst, _ORDER.get(r["verdict"], _ORDER["PASS"]) if kinds[g] == "hard" else _ORDER["PASS"])
             flags = f" ({r['n_confirmed']}✓ {r['n_unconfirmed']}? {r['n_overturned']}✗)" if r.get("n_flagged") else ""
             cells.append(f"{_SHORT.get(r['verdict'], r['verdict'])} {_num(r['estimate'])}{flags}" + (" !" if r["error"] else ""))
-        rows.append([g, kinds[g], *cells])
+        det = detectors.get(g)
+        fp = "" if det is None else (precision or {}).get(det, "no flag of this detector reviewed yet")
+        rows.append([g, kinds[g], fp, *cells])
         classes.append("PASS" if worst >= _ORDER["PASS"] else next(v for v, i in _ORDER.items() if i == worst))
-    return Section("gates", "Release gates", columns=["gate", "kind", *systems], rows=rows, row_classes=classes,
+    return Section("gates", "Release gates", columns=["gate", "kind", "detector precision", *systems], rows=rows, row_classes=classes,
                    note="A row per gate (hard first), a column per system: the worst verdict over scope groups, then the "
                    "estimate; IND = INDETERMINATE; n/a = not applicable to this system (the reason is in the details); "
                    "! = the gate could not run; (k✓ m? r✗) = a count gate's flagged answers confirmed / unconfirmed / "
-                   "overturned by a person. The row colour follows the hard gates. Each row's CI, n and reason are in the "
+                   "overturned by a person; detector precision = the count gate's detector's false positives among the "
+                   "flags people reviewed on every night so far (exact 95 % interval): what a FAIL on one unconfirmed flag "
+                   "is worth. The row colour follows the hard gates. Each row's CI, n and reason are in the "
                    "details below.")  # fmt: skip
 
 

@@ -175,7 +175,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")
     sections = {
         "decision": decision,
-        "gates": gate_matrix_section(gate_frame) if gate_frame is not None else gates,
+        "gates": gate_matrix_section(gate_frame, run.get("detector_precision")) if gate_frame is not None else gates,
         "gates_detail": gates,
         "judge": judge_section(judge.frame, judge.why),
         "headline": headline_section(cells, metrics),
