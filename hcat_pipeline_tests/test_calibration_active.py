@@ -48,7 +48,8 @@ def test_a_perfect_machine_gives_the_exact_rate_and_labels_alone_are_horvitz_tho
     order, queued = draw([str(i) for i in range(300)], np.full(300, 0.3), seed=1)
     seen = np.where(queued, y, np.nan)
     exact = active_ppi(y, np.full(300, 0.3), order, queued, seen)
-    assert exact.estimate == pytest.approx(y.mean()) and exact.sd == pytest.approx(0.0, abs=1e-12)
+    guard = np.sqrt(2 * (1 / 0.3) ** 2 * 0.25 / (300 - 1 + 2 / 0.3))  # only the two pseudo-labels' spread is left
+    assert exact.estimate == pytest.approx(y.mean()) and exact.sd == pytest.approx(guard)
     ht = active_ppi(np.zeros(300), np.full(300, 0.3), order, queued, seen, power_tuning=False)
     assert ht.estimate == pytest.approx(np.nansum(seen) / 0.3 / 300)
     with pytest.raises(ValueError, match="inclusion probabilities"):
@@ -110,3 +111,16 @@ def test_the_design_covers_the_true_rate_and_the_old_queue_order_did_not(method)
         assert coverage(regime, method, 200, seed=11)["coverage"] >= 0.91
     old = coverage("queue_order", method, 200, seed=11)
     assert old["coverage"] < 0.85 and old["bias"] > 0.03
+
+
+def test_answers_a_frozen_design_lacks_join_it_at_their_dimensions_mean_probability():
+    from hcat_pipeline.calibration.campaign import extend_design
+
+    cand = pl.DataFrame({"case_id": [f"c{i}" for i in range(40)], "system_id": ["s"] * 40, "dimension": ["groundedness"] * 40,
+                         "calibrated_probability": [0.5, 0.9] * 20, "prediction_set": ["{0,1}", "{1}"] * 20, "raw_score": [0.4] * 40})  # fmt: skip
+    frozen = design_queue(cand.head(30), DesignConfig(budget=10, seed=3), "gs-1|2026-11-28", "2026-11-28T01:00:00+00:00")
+    added = extend_design(frozen, cand.tail(10), DesignConfig(budget=10, seed=3), "gs-1|2026-11-28", "2026-11-28T09:00:00+00:00")
+    assert added.height == 10 and added["inclusion_probability"].to_list() == pytest.approx([10 / 30] * 10)
+    assert set(added["drawn_at"]) == {"2026-11-28T09:00:00+00:00"} and added["design_order"].is_between(0, 1).all()
+    other_night = design_queue(cand.head(30), DesignConfig(budget=10, seed=3), "gs-1|2026-11-29", "")
+    assert not np.array_equal(frozen.sort("case_id")["design_order"].to_numpy(), other_night.sort("case_id")["design_order"].to_numpy())

@@ -116,13 +116,14 @@ def test_a_required_human_pass_rate_decides_the_gate_and_says_how_many_labels_ar
     gate = GROUNDED.model_copy(update={"human_pass_at_least": 0.5})
     out = {r["system_id"]: r for r in evaluate_gates([gate], {"metric_tables": metrics}, calibrations=cals).to_dicts()}
     assert out["middling"]["human_pass_decision"] == "below" and out["middling"]["verdict"] == "FAIL"
+    assert out["middling"]["certificate"].startswith("human-pass rate") and "< 0.5 (anytime-valid" in out["middling"]["certificate"]
     assert out["solid"]["human_pass_decision"] == "above" and out["solid"]["verdict"] == "PASS"
     assert out["solid"]["labels_to_decide"] == 0
     first = design.filter(pl.col("queued")).sort("design_order").head(3)  # the reviewer labelled the queue's first three
     few = _labels(metrics, design=first)  # no decision on three labels, and the row says what is missing
     cals = human_calibrations([res], calibrated, few, design=design)
     row = evaluate_gates([gate], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "solid").row(0, named=True)
-    assert row["human_pass_decision"] == "undecided" and row["verdict"] == "INDETERMINATE" and row["blocking"]
+    assert row["human_pass_decision"] == "undecided" and row["verdict"] == "PASS" and not row["blocking"]  # asked for, not required
     assert row["labels_to_decide"] >= 7 and f"about {row['labels_to_decide']} more label(s) would decide it" in row["reason"]
 
 
@@ -182,3 +183,20 @@ def test_ppi_refuses_what_it_cannot_estimate():
         ppi_mean([1.0], [0.9], [0.5, 0.6])
     with pytest.raises(ValueError, match="finite"):
         ppi_mean([1.0, 0.0], [0.9, np.nan], [0.5])
+
+
+def test_a_label_given_before_the_design_was_drawn_speaks_of_an_earlier_answer_and_waits():
+    from datetime import UTC, datetime
+
+    metrics = _night()
+    res = _strict_humans()
+    calibrated = _calibrated(res, metrics)
+    design = _design(calibrated).with_columns(pl.lit("2026-11-29T00:00:00+00:00").alias("drawn_at"))
+    old = _labels(metrics, design=design).with_columns(pl.lit(datetime(2026, 11, 28, tzinfo=UTC)).cast(pl.Datetime("us", "UTC")).alias("labelled_at"))
+    cals = human_calibrations([res], calibrated, old, design=design)
+    row = evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "solid").row(0, named=True)
+    assert row["human_pass_rate"] is None and "given before tonight's design was drawn" in row["labels_note"]
+    new = old.with_columns(pl.lit(datetime(2026, 11, 29, 9, tzinfo=UTC)).cast(pl.Datetime("us", "UTC")).alias("labelled_at"))
+    cals = human_calibrations([res], calibrated, new, design=design)
+    row = evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "solid").row(0, named=True)
+    assert row["human_pass_rate"] == pytest.approx(1.0, abs=0.05) and row["n_labels_excluded"] == 0

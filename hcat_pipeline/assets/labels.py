@@ -17,6 +17,7 @@
 """
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Optional
 
@@ -31,10 +32,11 @@ from hcat_pipeline.calibration.campaign import (
     LABEL_MEANINGS,
     design_queue,
     explanation_text,
+    extend_design,
     judge_review_flags,
     queue_columns,
 )
-from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig, design_file
+from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig, design_file, drawn_seconds
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.configs import config_from, to_core
@@ -108,21 +110,34 @@ ReviewQueueConfig = config_from(DesignConfig, "ReviewQueueConfig",
                                 export=(bool, True))  # write <labels_dir>/review_queue.csv
 
 
-def _frozen_design(cand: pl.DataFrame, path: Path, cfg: DesignConfig) -> pl.DataFrame:
-    """The night's design: read back when frozen, else drawn now and frozen (``calibration.design.design_file``)."""
+def _frozen_design(cand: pl.DataFrame, path: Path, cfg: DesignConfig, salt: str) -> tuple[pl.DataFrame, int]:
+    """The night's design: read back when frozen (answers it lacks are added with ``extend_design`` and frozen too), else
+    drawn now and frozen (``calibration.design.design_file``); and how many answers were added to a frozen design."""
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    key = ["case_id", "system_id", "dimension"]
+    added = 0
     if path.is_file():
         frozen = pl.read_parquet(path)
-        return queue_columns(cand.join(frozen, on=["case_id", "system_id", "dimension"], how="inner"))
-    drawn = design_queue(cand, cfg)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    drawn.select(DESIGN_COLUMNS).write_parquet(tmp)
-    os.replace(tmp, path)
-    return drawn
+        new = cand.join(frozen.select(key), on=key, how="anti")
+        if new.height:
+            extra = extend_design(frozen, new, cfg, salt, now)
+            frozen, added = pl.concat([frozen, extra.select(DESIGN_COLUMNS)], how="diagonal_relaxed"), extra.height
+            _write(frozen, path)
+        return queue_columns(cand.join(frozen, on=key, how="inner")), added
+    drawn = design_queue(cand, cfg, salt, now)
+    _write(drawn.select(DESIGN_COLUMNS), path)
+    return drawn, added
 
 
 def _explanation(row: dict) -> str:
     return explanation_text(row, EXPLANATION_COLUMNS.get(row.get("metric") or "", ()))
+
+
+def _write(frame: pl.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.write_parquet(tmp)
+    os.replace(tmp, path)
 
 
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
@@ -145,17 +160,21 @@ def review_queue(
     llm_judge_scores: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
-    labelled = human_labels.select("case_id", "system_id", "dimension").unique() if human_labels.height else None
+    labelled = (human_labels.group_by("case_id", "system_id", "dimension").agg((pl.col("labelled_at").max().dt.epoch("ms") / 1000.0).alias("at"))
+                if human_labels.height else None)  # fmt: skip
     scales = dict(human_labels.select("dimension", "scale").unique("dimension").iter_rows()) if human_labels.height else {}
     cases = golden_set.select("case_id", *[c for c in ("stratum", "stratum_label", "query_type") if c in golden_set.columns]).unique("case_id")
     cand = drop_canaries(calibrated_scores).filter(pl.col("raw_score").is_not_null())
     flags = judge_review_flags(llm_judge_scores, calibrated_scores)
     cand = cand.join(cases, on="case_id", how="left").join(flags, on=["case_id", "system_id", "dimension"], how="left")
     labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
-    drawn = _frozen_design(cand, design_file(labels_dir, version, night), to_core(DesignConfig, config))
+    drawn, added = _frozen_design(cand, design_file(labels_dir, version, night), to_core(DesignConfig, config), f"{version}|{night}")
     picked = drawn.filter(pl.col("queued")).sort("design_order")
-    if labelled is not None:  # a queued item someone labelled already is answered: its label counts, nobody is asked again
-        picked = picked.join(labelled, on=["case_id", "system_id", "dimension"], how="anti")
+    if labelled is not None:  # labelled since the design was drawn: answered, nobody is asked again (an older label is of
+        # an earlier night's answer: asked again)
+        since = labelled.join(drawn.select("case_id", "system_id", "dimension", "drawn_at"), on=["case_id", "system_id", "dimension"])
+        since = since.filter(pl.col("at") >= pl.col("drawn_at").map_elements(drawn_seconds, return_dtype=pl.Float64))
+        picked = picked.join(since.select("case_id", "system_id", "dimension"), on=["case_id", "system_id", "dimension"], how="anti")
     expl_cols = sorted({c for cols in EXPLANATION_COLUMNS.values() for c in cols} & set(metric_tables.columns))
     picked = picked.join(metric_tables.select("case_id", "system_id", *expl_cols), on=["case_id", "system_id"], how="left")
     picked = picked.join(rag_responses.select("case_id", "system_id", "query", "answer", "contexts"), on=["case_id", "system_id"], how="left")
@@ -190,9 +209,11 @@ def review_queue(
         "dagster/row_count": queue.height,
         "exported_to": str(path) if config.export else "not exported",
         "candidates": cand.height,
-        "design": dg.MetadataValue.json({"name": drawn["design"][0] if drawn.height else None, "seed": config.seed,
+        "design": dg.MetadataValue.json({"name": drawn["design"][0] if drawn.height else None,
+                                         "seed": int(drawn["design_seed"][0]) if drawn.height else config.seed,
+                                         "drawn_at": drawn["drawn_at"][0] if drawn.height else None,
                                          "queued": int(drawn["queued"].sum()) if drawn.height else 0,
-                                         "expected_labels_per_dimension": config.budget}),
+                                         "added_to_frozen_design": added, "expected_labels_per_dimension": config.budget}),
         "judge_flagged": flags.height,
         "already_labelled_left_out": 0 if labelled is None else labelled.height,
         "raised_by_judge_or_unsure_set": int(queue["reason"].str.contains("raised:").sum()),

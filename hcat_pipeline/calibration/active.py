@@ -16,7 +16,9 @@ because ``ξ_t`` is a coin the design tossed with a probability it recorded, and
 The interval: ``sd(d)/√T`` gives the fixed-time normal interval; ``anytime=True`` (the default) gives the asymptotic
 confidence sequence of Waudby-Smith, Arnold, Wu, Wang & Ramdas ("Time-uniform central limit theory and asymptotic
 confidence sequences", Ann. Statist. 2024), valid at every ``T`` at once, so a reviewer may stop labelling the moment a
-gate decides without that choice biasing the interval (``decision``). ``MIN_LABELS_TO_DECIDE`` labels are needed before
+gate decides without that choice biasing the interval (``decision``). The guarantee is asymptotic, and approximate
+here: the cross-fitted predictions and λ use labels from later in the order too (``benchmarks/ppi_coverage.py`` and
+``benchmarks/labels_to_decision.py`` measure the coverage it reaches). ``MIN_LABELS_TO_DECIDE`` labels are needed before
 any decision, and the spread carries two pseudo-labels at a 0/1 label's largest spread (``_guarded_sd``): an asymptotic
 interval on a handful of labels that happen to agree is no evidence.
 """
@@ -122,8 +124,8 @@ def processed_prefix(order, queued, labelled) -> tuple[np.ndarray, np.ndarray]:
 def active_ppi(f, pi, order, queued, y, *, confidence: float = 0.95, anytime: bool = True,
                t_star: float | None = None, power_tuning: bool = True) -> ActiveEstimate | None:  # fmt: skip
     """The human-pass rate of the ``N`` answers given (module doc). ``f``: cross-fitted predictions; ``pi``: inclusion
-    probabilities; ``order``: the design order key; ``queued``: the design's coin; ``y``: 1 / 0 labels, NaN where none.
-    None when fewer than 2 answers are processed (no spread to measure)."""
+    probabilities; ``order``: the design order key; ``queued``: the design's coin; ``y``: labels in [0, 1] (a tie between
+    raters 0.5), NaN where none. None when fewer than 2 answers are processed or no design label counts yet."""
     f, pi, y = (np.asarray(a, dtype=float) for a in (f, pi, y))
     if not (f.size == pi.size == y.size == len(order) == len(queued)):
         raise ValueError("active_ppi: f, pi, order, queued and y must have one entry per answer")
@@ -131,7 +133,7 @@ def active_ppi(f, pi, order, queued, y, *, confidence: float = 0.95, anytime: bo
         raise ValueError("active_ppi: predictions must be finite and inclusion probabilities in (0, 1]")
     processed, counted = processed_prefix(order, queued, np.isfinite(y))
     t = int(processed.sum())
-    if t < 2:
+    if t < 2 or not counted.any():  # no design label yet: no rate (an estimate of 0 would read as "nobody passes")
         return None
     xi = counted[processed].astype(float)
     w = xi / pi[processed]
@@ -165,17 +167,18 @@ def folds_of(uniforms: np.ndarray, k: int = N_FOLDS) -> np.ndarray:
     return np.minimum((np.asarray(uniforms) * k).astype(int), k - 1)
 
 
-def cross_fit(scores, folds, counted, y, method: Literal["platt", "isotonic"] = "platt", *,
+def cross_fit(scores, folds, trainable, y, method: Literal["platt", "isotonic"] = "platt", *,
               extra_scores: Sequence[float] = (), extra_y: Sequence[float] = ()) -> np.ndarray:  # fmt: skip
-    """Cross-fitted P(human pass) for every answer: answers of fold k get the calibrator fitted on the design labels of
-    the other folds plus every label from outside the design (``extra_*``: they may train, they never rectify). A fold
-    whose training labels hold one outcome only gets their mean (0.5 with none)."""
+    """Cross-fitted P(human pass) for every answer: answers of fold k get the calibrator fitted on the ``trainable``
+    labels (0 / 1) of the *other* folds — design labels and labels from outside the design alike: a label trains, it
+    never predicts its own answer — plus ``extra_*`` labels of answers outside this population. A fold whose training
+    labels hold one outcome only gets their mean (0.5 with none)."""
     s, folds = np.asarray(scores, dtype=float), np.asarray(folds)
-    counted, y = np.asarray(counted, dtype=bool), np.asarray(y, dtype=float)
+    trainable, y = np.asarray(trainable, dtype=bool), np.asarray(y, dtype=float)
     xs, xy = np.asarray(extra_scores, dtype=float), np.asarray(extra_y, dtype=float)
     f = np.empty(s.size)
     for k in np.unique(folds):
-        train = counted & (folds != k)
+        train = trainable & (folds != k)
         ts, ty = np.concatenate([s[train], xs]), np.concatenate([y[train], xy])
         mine = folds == k
         if np.unique(ty).size < 2:

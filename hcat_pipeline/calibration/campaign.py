@@ -35,6 +35,7 @@ __all__ = [
     "explanation_text",
     "long_scores",
     "design_queue",
+    "extend_design",
     "queue_columns",
 ]
 
@@ -204,14 +205,16 @@ def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame) -> 
     return pl.concat([direct, spread.select(*schema)]).unique(["case_id", "system_id", "dimension"], keep="first").sort("case_id", "system_id", "dimension")
 
 
-def design_queue(candidates: pl.DataFrame, cfg: DesignConfig) -> pl.DataFrame:
+def design_queue(candidates: pl.DataFrame, cfg: DesignConfig, salt: str = "", drawn_at: str = "") -> pl.DataFrame:
     """The labelling design over ``candidates`` (calibrated rows with raw scores, joined with ``stratum``,
     ``query_type`` and optionally ``judge_reason`` from ``judge_review_flags``): per dimension, every row's inclusion
     probability, order key and coin (``calibration.design``), a judge flag or an unsure conformal set (∅ / {0,1}) raising
-    π. Returns every candidate with ``inclusion_probability``, ``design_order``, ``queued``, ``design``, ``design_seed``,
-    ``reason``; the queue is the ``queued`` rows in ``design_order`` (``priority`` 1, 2, … over the queued rows)."""
+    π. ``salt`` (the night, ``<version>|<night>``) makes each night's coins and order its own; ``drawn_at`` (ISO time)
+    is stamped on every row: labels given before it speak of an earlier night's answers. Returns every candidate with
+    ``inclusion_probability``, ``design_order``, ``queued``, ``design``, ``design_seed``, ``drawn_at``, ``reason``; the
+    queue is the ``queued`` rows in ``design_order`` (``priority`` 1, 2, … over the queued rows)."""
     extra = {"inclusion_probability": pl.Float64, "design_order": pl.Float64, "queued": pl.Boolean, "design": pl.String,
-             "design_seed": pl.Int64, "reason": pl.String, "priority": pl.Int64}  # fmt: skip
+             "design_seed": pl.Int64, "drawn_at": pl.String, "reason": pl.String, "priority": pl.Int64}  # fmt: skip
     if candidates.height == 0:
         return candidates.with_columns([pl.lit(None, t).alias(c) for c, t in extra.items()])
     if "judge_reason" not in candidates.columns:
@@ -221,11 +224,29 @@ def design_queue(candidates: pl.DataFrame, cfg: DesignConfig) -> pl.DataFrame:
         unsure = (g["judge_reason"].is_not_null() | g["prediction_set"].is_in(["∅", "{0,1}"]).fill_null(False)).to_numpy()
         pi = inclusion_probabilities(g["calibrated_probability"].to_list(), unsure, cfg.budget, uniform_share=cfg.uniform_share,
                                      boost=cfg.boost, cap=cfg.cap)  # fmt: skip
-        keys = [f"{c}|{s}|{dim}" for c, s in zip(g["case_id"].to_list(), g["system_id"].to_list())]
+        keys = [f"{salt}|{c}|{s}|{dim}" for c, s in zip(g["case_id"].to_list(), g["system_id"].to_list())]
         order, queued = draw(keys, pi, cfg.seed)
         parts.append(g.with_columns(pl.Series("inclusion_probability", pi), pl.Series("design_order", order), pl.Series("queued", queued)))
-    out = pl.concat(parts).with_columns(pl.lit(DESIGN).alias("design"), pl.lit(cfg.seed, pl.Int64).alias("design_seed"))
+    out = pl.concat(parts).with_columns(pl.lit(DESIGN).alias("design"), pl.lit(cfg.seed, pl.Int64).alias("design_seed"),
+                                        pl.lit(drawn_at, pl.String).alias("drawn_at"))  # fmt: skip
     return queue_columns(out)
+
+
+def extend_design(frozen: pl.DataFrame, new: pl.DataFrame, cfg: DesignConfig, salt: str, drawn_at: str) -> pl.DataFrame:
+    """Rows for answers a frozen design lacks (a system or case added since it was drawn): each gets its dimension's
+    mean π in the frozen design (its own coin and order key from the same seed and salt, stamped ``drawn_at``), so the
+    frozen rows keep their probabilities; a dimension the design lacks is drawn afresh (``design_queue``)."""
+    mean_pi = dict(frozen.group_by("dimension").agg(pl.col("inclusion_probability").mean()).iter_rows())
+    known, fresh = new.filter(pl.col("dimension").is_in(list(mean_pi))), new.filter(~pl.col("dimension").is_in(list(mean_pi)))
+    parts = [design_queue(fresh, cfg, salt, drawn_at)] if fresh.height else []
+    if known.height:
+        pi = np.array([mean_pi[d] for d in known["dimension"].to_list()])
+        keys = [f"{salt}|{c}|{s}|{d}" for c, s, d in known.select(*ITEM, "dimension").iter_rows()]
+        order, queued = draw(keys, pi, cfg.seed)
+        parts.append(queue_columns(known.with_columns(
+            pl.Series("inclusion_probability", pi), pl.Series("design_order", order), pl.Series("queued", queued),
+            pl.lit(DESIGN).alias("design"), pl.lit(cfg.seed, pl.Int64).alias("design_seed"), pl.lit(drawn_at, pl.String).alias("drawn_at"))))  # fmt: skip
+    return pl.concat(parts, how="diagonal_relaxed") if parts else new.head(0)
 
 
 def queue_columns(drawn: pl.DataFrame) -> pl.DataFrame:

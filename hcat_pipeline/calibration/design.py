@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -105,10 +106,20 @@ def draw(keys: list[str], pi: np.ndarray, seed: int) -> tuple[np.ndarray, np.nda
 
 DESIGNS_SUBDIR = "_designs"
 #: the columns of a frozen design: one row per answer × dimension of the night's population
-DESIGN_COLUMNS = ("case_id", "system_id", "dimension", "inclusion_probability", "design_order", "queued", "design", "design_seed")
+DESIGN_COLUMNS = ("case_id", "system_id", "dimension", "inclusion_probability", "design_order", "queued", "design", "design_seed",
+                  "drawn_at")
 
 
 def design_file(labels_dir: str | Path, version: str, night: str) -> Path:
     """Where a night's design is frozen at its first draw (``<labels_dir>/_designs/<version>/<night>.parquet``): a re-run
     of the night after labelling reads it back, so the probabilities the labels were drawn with never change."""
     return Path(labels_dir) / DESIGNS_SUBDIR / version / f"{night}.parquet"
+
+
+def drawn_seconds(drawn_at: str | None) -> float:
+    """A design's ``drawn_at`` (ISO 8601) as seconds since 1970 UTC; −inf when unknown (a design frozen before the field
+    existed: every label counts)."""
+    if not drawn_at:
+        return float("-inf")
+    when = datetime.fromisoformat(drawn_at)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()

@@ -80,8 +80,10 @@ def _active(rng, night: Night, method: Method, pi: np.ndarray, *, extra: np.ndar
     order, queued = draw(keys, pi, seed)
     y = np.where(queued, night.labels, np.nan)  # the reviewer answered the whole queue
     folds = folds_of(rng.random(night.scores.size))
-    ex = np.arange(0) if extra is None else extra
-    f = cross_fit(night.scores, folds, queued, night.labels, method, extra_scores=night.scores[ex], extra_y=night.labels[ex])
+    trainable = queued.copy()
+    if extra is not None:  # labels a reviewer gave while browsing: they train (other folds), never rectify
+        trainable[extra] = True
+    f = cross_fit(night.scores, folds, trainable, night.labels, method)
     est = active_ppi(f, pi, order, queued, y, confidence=confidence, anytime=anytime)
     t = night.truth
     return Outcome(est.ci_low <= t <= est.ci_high, est.width, est.estimate, t, est.n_labelled)

@@ -217,29 +217,31 @@ def evaluate_gate_spec(gate: GateSpec, frame: pl.DataFrame | None, cases: pl.Dat
             d = _current(applied, vals, certify_below)
             row = _row(applied, group, system, d.result, n_dropped=d.n_dropped, decision=d, n_gamed=n_gamed)
             row = _with_human_decision(gate, row, cal_cols)
-            if row["verdict"] != "FAIL":
+            if row["verdict"] != "FAIL" or row.pop("human_failed", False):  # a FAIL on the human-pass rate rests on no flag
                 flag_cols["fail_evidence"] = None
             rows.append({**row, **cal_cols, **flag_cols})
     return rows
 
 
-_HUMAN_VERDICT = {"above": "PASS", "below": "FAIL", "undecided": "INDETERMINATE"}
-
-
 def _with_human_decision(gate: GateSpec, row: dict, cal_cols: dict) -> dict:
-    """A gate with ``human_pass_at_least`` on a human-calibrated dimension: the worse of the machine's verdict and the
-    human-pass rate's decision (``gates.calibrated``), the reason saying which decided."""
+    """A gate with ``human_pass_at_least`` on a human-calibrated dimension: a human-pass rate certified below the level
+    FAILs the gate whatever the machine's verdict (the certificate says so); certified above, or not yet decided, leaves
+    the machine's verdict, the reason saying which (and about how many more labels would decide it). An undecided rate
+    never blocks on its own: labels are asked for, not required."""
     decision = cal_cols.get("human_pass_decision")
     if decision is None or row["verdict"] == "NOT_APPLICABLE":
         return row
-    human = _HUMAN_VERDICT[decision]
-    verdict = worst([row["verdict"], human])
     more = cal_cols.get("labels_to_decide")
     said = {"above": "certified at or above", "below": "certified below", "undecided": "not yet decided against"}[decision]
     tail = f"; about {more} more label(s) would decide it" if decision == "undecided" and more else ""
-    reason = f"{row['reason']}; human-pass rate {said} the required level ({cal_cols.get('labels_note')}){tail}"
-    blocking = gate.kind == "hard" and (verdict == "FAIL" or (verdict == "INDETERMINATE" and gate.on_indeterminate == "fail"))
-    return {**row, "verdict": verdict, "reason": reason, "blocking": blocking}
+    level = f"the required {gate.human_pass_at_least:g}"
+    reason = f"{row['reason']}; human-pass rate {said} {level} ({cal_cols.get('labels_note')}){tail}"
+    if decision != "below":
+        return {**row, "reason": reason}
+    cert = (f"human-pass rate {cal_cols['human_pass_rate']:.3g} [{cal_cols['human_pass_ci_low']:.3g}, "
+            f"{cal_cols['human_pass_ci_high']:.3g}] < {gate.human_pass_at_least:g} (anytime-valid, {cal_cols['n_labelled']} design labels)")  # fmt: skip
+    return {**row, "verdict": "FAIL", "reason": reason, "blocking": gate.kind == "hard", "certificate": cert, "n_more": None,
+            "human_failed": True}  # fmt: skip
 
 
 def _trend_row(gate: GateSpec, group: str, system: str, part: pl.DataFrame, past: Sequence[tuple[str, pl.DataFrame]]) -> dict:

@@ -36,7 +36,7 @@ from hcat_pipeline.calibration.active import (
     processed_prefix,
 )
 from hcat_pipeline.calibration.agreement import consensus_labels
-from hcat_pipeline.calibration.design import design_uniforms
+from hcat_pipeline.calibration.design import design_uniforms, drawn_seconds
 from hcat_pipeline.calibration.fitting import CalibrationResult
 from hcat_pipeline.calibration.ppi import crossing_score
 from hcat_pipeline.gates.spec import GateSpec
@@ -63,7 +63,7 @@ class HumanCalibration:
     level: float
     threshold: float | None  # raw score where P(human pass) reaches ``level`` (None: never, or not a raw score)
     probs: pl.DataFrame  # case_id, system_id, p, raw: this night's calibrated P(human pass) and raw score
-    labels: pl.DataFrame  # case_id, system_id, y: the campaign's consensus labels (1 = pass)
+    labels: pl.DataFrame  # case_id, system_id, y, labelled_at: consensus labels (1 = pass; a tie between raters 0.5), latest time
     design: pl.DataFrame | None = None  # case_id, system_id, inclusion_probability, design_order, queued, design_seed
     method: str = "platt"  # the calibrator cross-fitted for the rate (platt | isotonic; ordinal scales read as platt)
 
@@ -77,12 +77,24 @@ def _pass_probability(res: CalibrationResult):
     return lambda xs: res.predict(xs)[0][:, passing].sum(axis=1)
 
 
+def _consensus_with_time(labels: pl.DataFrame) -> pl.DataFrame:
+    """``consensus_labels`` (ties kept: a rate reads a tie between raters as 0.5) with each item's latest ``labelled_at``
+    (seconds since 1970, null when unknown): a label counts for a night's design only when given after the design was
+    drawn."""
+    cons = consensus_labels(labels)
+    if "labelled_at" not in labels.columns or labels["labelled_at"].dtype == pl.Null:
+        return cons.with_columns(pl.lit(None, pl.Float64).alias("labelled_at"))
+    when = labels.group_by("case_id", "system_id", "dimension").agg(
+        (pl.col("labelled_at").max().dt.epoch("ms") / 1000.0).alias("labelled_at"))  # seconds since 1970, UTC
+    return cons.join(when, on=["case_id", "system_id", "dimension"], how="left")
+
+
 def human_calibrations(active: Sequence[CalibrationResult], calibrated: pl.DataFrame | None, labels: pl.DataFrame | None,
                        level: float = DEFAULT_LEVEL, design: pl.DataFrame | None = None) -> dict[str, HumanCalibration]:  # fmt: skip
     """One ``HumanCalibration`` per dimension with an active fitted calibrator; ``design``: the night's frozen labelling
     design (``calibration.design.design_file``), None before one was drawn."""
     out: dict[str, HumanCalibration] = {}
-    cons = consensus_labels(labels).filter(~pl.col("tie")) if labels is not None and labels.height else None
+    cons = _consensus_with_time(labels) if labels is not None and labels.height else None
     for res in active:
         if res.status != "fitted" or res.calibrator is None:
             continue
@@ -93,10 +105,12 @@ def human_calibrations(active: Sequence[CalibrationResult], calibrated: pl.DataF
             probs = calibrated.filter((pl.col("dimension") == res.dimension) & pl.col("calibrated_probability").is_not_null()
                                       & pl.col("raw_score").is_not_null()).select(
                 "case_id", "system_id", pl.col("calibrated_probability").alias("p"), pl.col("raw_score").cast(pl.Float64).alias("raw"))  # fmt: skip
-        ys = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "y": pl.Float64})
+        ys = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "y": pl.Float64, "labelled_at": pl.Float64})
         if cons is not None and res.label_source == "campaign":
             mine = cons.filter(pl.col("dimension") == res.dimension)
-            ys = mine.select("case_id", "system_id", pl.col("label_index").is_in(sorted(res.passing)).cast(pl.Float64).alias("y"))
+            ys = mine.select("case_id", "system_id",
+                             pl.when(pl.col("tie")).then(0.5).otherwise(pl.col("label_index").is_in(sorted(res.passing)).cast(pl.Float64)).alias("y"),
+                             "labelled_at")  # fmt: skip
         mine_design = None if design is None else design.filter(pl.col("dimension") == res.dimension).drop("dimension")
         method = res.method if res.method in ("platt", "isotonic") else "platt"
         out[res.dimension] = HumanCalibration(res.dimension, res.metric, res.label_source, level, threshold, probs, ys,
@@ -131,7 +145,9 @@ class RateOfLabels:
 
 def ppi_of(cal: HumanCalibration, part: pl.DataFrame) -> RateOfLabels:
     """The human-pass rate of the answers in ``part`` (case_id, system_id) by active inference over the night's design
-    (module doc); its estimate is None with no design yet or fewer than 2 answers worked through."""
+    (module doc); its estimate is None with no design yet, no design label yet, or fewer than 2 answers worked through.
+    A label given before the design was drawn (``drawn_at``) speaks of an earlier night's answer: it trains the
+    calibrator and the queued answer waits for a label of tonight's."""
     keys = part.select("case_id", "system_id").unique()
     scored = keys.join(cal.probs, on=["case_id", "system_id"], how="inner").join(cal.labels, on=["case_id", "system_id"], how="left")
     n_labels = int(scored["y"].is_not_null().sum())
@@ -140,25 +156,31 @@ def ppi_of(cal: HumanCalibration, part: pl.DataFrame) -> RateOfLabels:
                                             "calibrator and enter no rate")  # fmt: skip
     both = scored.join(cal.design, on=["case_id", "system_id"], how="inner").sort("design_order")
     outside_population = scored.height - both.height
-    y = both["y"].fill_null(float("nan")).to_numpy()
+    if both.height < 2:
+        return RateOfLabels(None, n_labels, f"{both.height} of the gate's {scored.height} answer(s) in the night's design")
+    drawn_at = drawn_seconds(both["drawn_at"][0] if "drawn_at" in both.columns else None)
+    y_any = both["y"].fill_null(float("nan")).to_numpy()
+    stale = np.isfinite(y_any) & (both["labelled_at"].fill_null(float("inf")).to_numpy() < drawn_at)
+    y = np.where(stale, np.nan, y_any)  # a label of an earlier night's answer is no label of tonight's
     queued, order = both["queued"].to_numpy(), both["design_order"].to_numpy()
     _, counted = processed_prefix(order, queued, np.isfinite(y))
-    labelled = np.isfinite(y)
-    after_gap = int((labelled & queued & ~counted).sum())
+    labelled = np.isfinite(y_any)
+    after_gap = int((np.isfinite(y) & queued & ~counted).sum())
+    earlier = int((stale & queued).sum())
     outside = int((labelled & ~queued).sum()) + int(scored.join(both.select("case_id", "system_id"), on=["case_id", "system_id"],
                                                                  how="anti")["y"].is_not_null().sum())  # fmt: skip
     keys_ = [f"{c}|{s_}|{cal.dimension}" for c, s_ in zip(both["case_id"].to_list(), both["system_id"].to_list())]
     folds = folds_of(design_uniforms(keys_, int(both["design_seed"][0]), "fold"))
-    extra = labelled & ~counted  # labels outside the design (or waiting behind a gap) train every fold, never rectify
-    f = cross_fit(both["raw"].to_numpy(), folds, counted, np.nan_to_num(y), cal.method,
-                  extra_scores=both["raw"].to_numpy()[extra], extra_y=y[extra])  # fmt: skip
+    trainable = labelled & np.isin(y_any, (0.0, 1.0))  # every 0/1 label trains the other folds' calibrators; ties do not
+    f = cross_fit(both["raw"].to_numpy(), folds, trainable, np.nan_to_num(y_any), cal.method)
     est = active_ppi(f, both["inclusion_probability"].to_numpy(), order, queued, y)
     why = [f"{outside} outside the design (not drawn by it: they train the calibrator only)" if outside else "",
            f"{after_gap} after an unanswered queued item (they count once it is labelled)" if after_gap else "",
+           f"{earlier} given before tonight's design was drawn (an earlier answer: label it again)" if earlier else "",
            f"{outside_population} answer(s) not in the design's population" if outside_population else ""]  # fmt: skip
     used = 0 if est is None else est.n_labelled
     note = f"{used} design label(s) used" + ("; left out: " + "; ".join(w for w in why if w) if any(why) else "")
-    return RateOfLabels(est, outside + after_gap, note)
+    return RateOfLabels(est, outside + after_gap + earlier, note)
 
 
 def calibrated_columns(gate: GateSpec, cal: HumanCalibration | None, part: pl.DataFrame) -> tuple[GateSpec, dict]:
@@ -181,6 +203,8 @@ def calibrated_columns(gate: GateSpec, cal: HumanCalibration | None, part: pl.Da
         level = gate.human_pass_at_least
         cols.update(human_pass_decision="undecided" if est is None else est.decision(level),
                     labels_to_decide=MIN_LABELS_TO_DECIDE if est is None else est.labels_to_decide(level))
+        if est is None and (cal.design is None or cal.design.height == 0):
+            cols.update(human_pass_decision=None, labels_to_decide=None)  # no design yet: nothing to judge, nothing to ask
     if raw_score_gate(gate) and cal.threshold is not None and gate.higher_is_better:
         cols["threshold_source"] = (f"calibrator ({cal.dimension}, campaign labels): P(human pass) = {cal.level:g} at raw "
                                     f"{cal.threshold:.3g} (declared {gate.threshold:g})")  # fmt: skip

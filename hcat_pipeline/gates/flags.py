@@ -85,7 +85,7 @@ def _span(row: Mapping, gate: GateSpec) -> str:
         abuse = [r for r in row["toxicity_attribute_reasons"] if r.split(" ", 1)[0] in ("INSULT", "THREAT", "PROFANITY")]
         return " | ".join(abuse or row["toxicity_attribute_reasons"])
     if gate.metric == "toxicity" and row.get("toxicity_top_sentence"):
-        return f"{row['toxicity_top_sentence']} ({row.get('toxicity', 0):.2f})"
+        return str(row["toxicity_top_sentence"])  # the score is the flag's ``score``: a re-scored night keeps the flag id
     if row.get("evidence"):
         return str(row["evidence"])
     return str(row.get("answer") or "")
@@ -99,13 +99,16 @@ def flags_of(gate: GateSpec, part: pl.DataFrame, values: pl.Series) -> list[dict
     """The flags of ``part`` (one gate, one system, one group): rows whose value is 1, with detector and span."""
     if not counts_answers(gate) or part.height == 0 or "case_id" not in part.columns:
         return []
-    hit = values.fill_null(0.0).cast(pl.Float64) > 0
+    hit = (values.fill_null(0.0).cast(pl.Float64) > 0).to_list()
     out, detector = [], detector_of(gate)
-    for row in part.filter(hit).iter_rows(named=True):
+    for i, row in enumerate(part.iter_rows(named=True)):
+        if not hit[i]:
+            continue
         span = _span(row, gate)[:SPAN_CHARS]
-        out.append({"flag_id": flag_id(gate.name, row["case_id"], row["system_id"], span), "gate": gate.name,
+        score = row.get(gate.metric)
+        out.append({"flag_id": flag_id(gate.name, row["case_id"], row["system_id"], span), "gate": gate.name, "row": i,
                     "case_id": row["case_id"], "system_id": row["system_id"], "detector": detector, "span": span,
-                    "answer": str(row.get("answer") or "")[:400]})  # fmt: skip
+                    "score": float(score) if isinstance(score, int | float) else None, "answer": str(row.get("answer") or "")[:400]})  # fmt: skip
     return out
 
 
@@ -118,18 +121,18 @@ def apply_reviews(gate: GateSpec, part: pl.DataFrame, values: pl.Series, reviews
     if not flags:
         return values, {"n_flagged": 0, "n_confirmed": 0, "n_unconfirmed": 0, "n_overturned": 0, "n_contradicted": 0,
                         "flagged": None, "fail_evidence": None, "detector": detector}  # fmt: skip
-    overturned = set()
+    overturned: set[int] = set()  # rows of ``part`` (a flag is one row: the one a person said is not a failure)
     for fl in flags:
         rev = reviews.get(fl["flag_id"])
         fl["status"] = rev.decision if rev else "unconfirmed"
         if rev:
             fl.update(reviewer=rev.reviewer, reviewed_at=rev.reviewed_at, reason=rev.reason)
         if rev is not None and rev.decision == "overturned":
-            overturned.add((fl["case_id"], fl["system_id"]))
+            overturned.add(fl["row"])
         contra = (second or {}).get((fl["case_id"], fl["system_id"])) if gate.metric in JUDGE_CONTRADICTS else None
         fl["contradicted_by"] = contra if fl["status"] == "unconfirmed" else None
     if overturned:
-        drop = pl.Series([(c, s) in overturned for c, s in zip(part["case_id"].to_list(), part["system_id"].to_list())])
+        drop = pl.Series([i in overturned for i in range(part.height)])
         values = pl.select(pl.when(drop).then(0.0).otherwise(values.cast(pl.Float64))).to_series()
     n = {s: sum(f["status"] == s for f in flags) for s in ("confirmed", "unconfirmed", "overturned")}
     counting = n["confirmed"] + n["unconfirmed"]

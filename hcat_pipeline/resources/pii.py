@@ -82,13 +82,18 @@ _INITIAL = re.compile(r"^[A-Z]\.$")
 _OPTION_WORDS = frozenset({"true", "false", "yes", "no", "none", "both", "neither", "all"})
 
 
+_OPTION_LINES = re.compile(r"(?m)^\s*[A-H][.)]\s+\S")
+
+
 def _option_stripped(text: str, start: int, name: str) -> str:
-    """``name`` without a leading option letter when the hit opens the text or a line (or follows a colon), or when
-    what follows the letter is an option word ("The answer is B. False")."""
-    before = text[:start].rstrip(" \t")
+    """``name`` without a leading option letter when what follows the letter is an option word ("The answer is B.
+    False"), or when the hit opens the text or a line (or follows a colon) of an answer that lists options ("A. …" on two
+    lines or more); an initial opening a name ("A. Johnson called") stays."""
     if _OPTION.match(name):
         rest = _OPTION.sub("", name)
-        if not before or before.endswith(("\n", ":")) or rest.strip(" .").casefold() in _OPTION_WORDS:
+        before = text[:start].rstrip(" \t")
+        listed = len(_OPTION_LINES.findall(text)) >= 2 or len(text.strip()) <= len(name) + 2
+        if rest.strip(" .").casefold() in _OPTION_WORDS or (listed and (not before or before.endswith(("\n", ":")))):
             return rest
     return name
 
@@ -146,18 +151,20 @@ class PIIDetector(dg.ConfigurableResource):
             found = [f for f in found if f["type"] != "PERSON" or self._all_proper(f, proper)]
         return _resolve_overlaps(found)
 
-    def _proper_noun_spans(self, text: str) -> set[tuple[int, int]]:
-        """(start, end) of the tokens spaCy's tagger reads as proper nouns in ``text`` (the model presidio runs)."""
+    def _proper_noun_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """(start, end, part of speech) of ``text``'s tokens by spaCy's tagger (the model presidio runs)."""
         nlp = self.analyzer().nlp_engine.nlp[self.language]
-        return {(t.idx, t.idx + len(t.text)) for t in nlp(text) if t.pos_ == "PROPN"}
+        return [(t.idx, t.idx + len(t.text), t.pos_) for t in nlp(text)]
 
     @staticmethod
-    def _all_proper(hit: dict, proper: set[tuple[int, int]]) -> bool:
-        """Every word of the PERSON hit (initials aside) a proper noun in its sentence."""
+    def _all_proper(hit: dict, tokens: list[tuple[int, int, str]]) -> bool:
+        """Every word of the PERSON hit (initials aside) is proper nouns in its sentence: each token inside the word a
+        proper noun or punctuation ("Jean-Luc" is three tokens)."""
         for m in re.finditer(r"\S+", hit["text"]):
             word = m.group(0).rstrip(",;")
             start = hit["start"] + m.start()
-            if _INITIAL.match(word) or (start, start + len(word)) in proper:
+            inside = [pos for a, b, pos in tokens if a >= start and b <= start + len(word)]
+            if _INITIAL.match(word) or (inside and all(p in ("PROPN", "PUNCT") for p in inside) and "PROPN" in inside):
                 continue
             return False
         return True
