@@ -36,7 +36,7 @@ from hcat_pipeline.calibration.campaign import (
     judge_review_flags,
     queue_columns,
 )
-from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig, design_file, drawn_seconds
+from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig, design_file, drawn_seconds, night_start
 from hcat_pipeline.calibration.labels import ERROR_SCHEMA, SUFFIXES, read_label_file
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.configs import config_from, to_core
@@ -110,10 +110,11 @@ ReviewQueueConfig = config_from(DesignConfig, "ReviewQueueConfig",
                                 export=(bool, True))  # write <labels_dir>/review_queue.csv
 
 
-def _frozen_design(cand: pl.DataFrame, path: Path, cfg: DesignConfig, salt: str) -> tuple[pl.DataFrame, int]:
+def _frozen_design(cand: pl.DataFrame, path: Path, cfg: DesignConfig, salt: str, night: str) -> tuple[pl.DataFrame, int]:
     """The night's design: read back when frozen (answers it lacks are added with ``extend_design`` and frozen too), else
-    drawn now and frozen (``calibration.design.design_file``); and how many answers were added to a frozen design."""
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    drawn now and frozen (``calibration.design.design_file``); and how many answers were added to a frozen design. Its
+    ``drawn_at`` is the start of the night's date (a label dated that day or later is of this night's answers)."""
+    now = night_start(night) or datetime.now(UTC).isoformat(timespec="seconds")
     key = ["case_id", "system_id", "dimension"]
     added = 0
     if path.is_file():
@@ -168,7 +169,7 @@ def review_queue(
     flags = judge_review_flags(llm_judge_scores, calibrated_scores)
     cand = cand.join(cases, on="case_id", how="left").join(flags, on=["case_id", "system_id", "dimension"], how="left")
     labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
-    drawn, added = _frozen_design(cand, design_file(labels_dir, version, night), to_core(DesignConfig, config), f"{version}|{night}")
+    drawn, added = _frozen_design(cand, design_file(labels_dir, version, night), to_core(DesignConfig, config), f"{version}|{night}", night)
     picked = drawn.filter(pl.col("queued")).sort("design_order")
     if labelled is not None:  # labelled since the design was drawn: answered, nobody is asked again (an older label is of
         # an earlier night's answer: asked again)

@@ -123,3 +123,12 @@ def drawn_seconds(drawn_at: str | None) -> float:
         return float("-inf")
     when = datetime.fromisoformat(drawn_at)
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def night_start(night: str) -> str | None:
+    """``2026-11-28`` → ``2026-11-28T00:00:00+00:00`` (the design's ``drawn_at``: labels from that day on are of the
+    night's answers, a CSV dated that day included); None when the night is not a date."""
+    try:
+        return datetime.fromisoformat(night[:10]).replace(tzinfo=UTC).isoformat()
+    except ValueError:
+        return None
