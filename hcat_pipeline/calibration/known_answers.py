@@ -146,10 +146,13 @@ class Review:
 
 
 def _exact(y: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    from hcat_pipeline.gates.certificate import clopper_pearson
+    """The labels' mean and its two-sided Clopper-Pearson interval (the gates' exact bound, ``gates.certificate``)."""
+    from scipy.stats import beta
 
     k, n = int(np.nansum(y)), int(np.isfinite(y).sum())
-    low, high = clopper_pearson(k, n, 0.5 + confidence / 2)
+    a = (1 - confidence) / 2
+    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
     return k / n, low, high
 
 
