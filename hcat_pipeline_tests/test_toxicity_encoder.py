@@ -144,8 +144,9 @@ def test_the_toxicity_metric_runs_its_encoder_on_the_device_score_frame_is_given
 
     seen = []
 
-    def scorer(rows, layers, embed_aux=None, device="cpu"):
+    def scorer(rows, layers, embed_aux=None, device="cpu", answers=False):
         seen.append(device)
+        assert answers  # the campaign metric scores answers: one that names nobody caps the learned head
         return [{} for _ in rows]
 
     class Encoder:  # stand-in multilingual encoder (the probe encodes one sentence)
