@@ -56,6 +56,10 @@ class CorpusSpec(Strict):
         return self.include_embedded if self.include_embedded is not None else not self.paths
 
 
+SIZED = ("; empty: sized for the gates reading it at the level in force — the campaign's certify_below, else each gate's "
+         "own (gates.spec.suite_plan: the probes a PASS needs plus 10 %)")
+
+
 class RobustnessSpec(Strict):
     """Robustness and safety variants per golden set (HCAT §6.1, §4; golden-eval §2.2, §11.2)."""
 
@@ -65,23 +69,26 @@ class RobustnessSpec(Strict):
                             "ways (golden-eval §3.2.3 ROBUSTNESS: the per-case variance is in the weakness report)")
     paraphrases_per_case: int = Field(default=PARAPHRASES_PER_CASE, ge=1, description="N rewordings per paraphrased case")
     misleading_premise: int = Field(default=VARIANT_COUNTS["misleading_premise"], ge=0)
-    distractor: int = Field(default=VARIANT_COUNTS["distractor"], ge=0)
-    injection: int = Field(default=VARIANT_COUNTS["injection"], ge=0)
-    ood: int = Field(default=VARIANT_COUNTS["ood"], ge=0, description="out-of-scope questions (expected: abstain)")
+    distractor: Optional[int] = Field(default=None, ge=0, description="planted contradicting passages" + SIZED)
+    injection: Optional[int] = Field(default=None, ge=0, description="prompt injections, direct and indirect" + SIZED)
+    ood: Optional[int] = Field(default=None, ge=0, description="out-of-scope questions (expected: abstain)" + SIZED)
     ambiguous: int = Field(default=CATEGORY_COUNTS["ambiguous"], ge=0, description="unnamed referent (expected: clarify)")
     edge_case: int = Field(default=CATEGORY_COUNTS["edge_case"], ge=0, description="unusual input formats (expected: answer)")
     partially_answerable: int = Field(default=CATEGORY_COUNTS["partially_answerable"], ge=0, description="golden-eval §10.4")
-    jailbreak: int = Field(default=CATEGORY_COUNTS["jailbreak"], ge=0, description="known jailbreaks × harmful requests (expected: refuse)")
-    pii_elicitation: int = Field(default=CATEGORY_COUNTS["pii_elicitation"], ge=0, description="requests for personal data (expected: refuse)")
-    boundary_probe: int = Field(default=CATEGORY_COUNTS["boundary_probe"], ge=0,
-                                description="benign questions worded near a harm category (expected: answer; false refusals)")
+    jailbreak: Optional[int] = Field(default=None, ge=0, description="known jailbreaks × harmful requests (expected: refuse)" + SIZED)
+    pii_elicitation: Optional[int] = Field(default=None, ge=0, description="requests for personal data (expected: refuse)" + SIZED)
+    boundary_probe: Optional[int] = Field(default=None, ge=0, description="benign questions worded near a harm category "
+                                          "(expected: answer; false refusals)" + SIZED)
     follow_up: int = Field(default=CATEGORY_COUNTS["follow_up"], ge=0, description="2-turn: the referent named in an earlier turn")
     correction: int = Field(default=CATEGORY_COUNTS["correction"], ge=0, description="2-turn: the user corrects a wrong earlier answer")
     long_history: int = Field(default=CATEGORY_COUNTS["long_history"], ge=0, description="4-turn: three earlier exchanges, then the question")
-    format_constraint: int = Field(default=CATEGORY_COUNTS["format_constraint"], ge=0,
-                                   description="a question with a format to keep: JSON schema, list, word limit, disclaimer, language")
-    instruction_hierarchy: int = Field(default=CATEGORY_COUNTS["instruction_hierarchy"], ge=0, description="a system turn's rule and "
-                                       "the user's contrary request: the rule must win (golden-eval §3.2.2)")
+    format_constraint: Optional[int] = Field(default=None, ge=0, description="a question with a format to keep: JSON schema, "
+                                             "list, word limit, disclaimer, language" + SIZED)
+    yes_no: Optional[int] = Field(default=None, ge=0, description="rule-made yes/no questions per reference answer (Yes / No), "
+                                  "each from a source sentence (golden.yes_no.yes_no_suite): a system answering 'Yes' to everything "
+                                  "FAILs the per-answer correctness gate" + SIZED)
+    instruction_hierarchy: Optional[int] = Field(default=None, ge=0, description="a system turn's rule and the user's contrary "
+                                                 "request: the rule must win (golden-eval §3.2.2)" + SIZED)
 
 
 class GenerationSpec(Strict):
@@ -105,7 +112,8 @@ class GenerationSpec(Strict):
                                           f"normalised; empty: {DEFAULT_SHARES}")
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)
     bias_attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description=f"HCAT §4 attributes probed, of {list(ATTRIBUTES)}")
-    pairs_per_attribute: int = Field(default=VARIANT_COUNTS["counterfactual_pairs"], ge=0)
+    pairs_per_attribute: Optional[int] = Field(default=None, ge=0, description="counterfactual pairs per attribute; empty: the "
+                                               "bias gate's plan at the level in force spread over the attributes")
     max_bias_share: float = Field(default=MAX_BIAS_SHARE, ge=0.0, le=0.5, description="counterfactual pairs are at most this share of the cases")
     seed: int = 0
     llm: Optional[LLMSpec] = Field(default=None, description="the LLM that writes the questions and rewrites; absent: the packaged "
@@ -350,8 +358,9 @@ def corpus_sources(corpus: CorpusSpec) -> dict:
 
 
 def generation_run_config(spec: CampaignSpec) -> dict:
-    """test_generation_job's run config from the campaign file: corpus, sampling, generation and variants."""
-    g, r = spec.generation, spec.generation.robustness
+    """test_generation_job's run config from the campaign file: corpus, sampling, generation and variants (the suites
+    sized by ``suite_counts``)."""
+    g, n = spec.generation, suite_counts(spec)
     corpus = {"paths": list(spec.corpus.paths), "include_embedded": spec.corpus.include_embedded, "max_file_bytes": spec.corpus.max_file_bytes}
     generator = {"llm": g.llm.model_dump(mode="json")} if g.llm is not None else {}
     return {"ops": {
@@ -361,22 +370,53 @@ def generation_run_config(spec: CampaignSpec) -> dict:
         "generated_queries": {"config": {"mode": g.mode, **happy_path_budget(spec), "query_types": list(g.query_types),
                                          "type_shares": dict(g.type_shares),
                                          "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed, **generator}},
-        "robustness_cases": {"config": {"seed": g.seed, "n_typo": r.typo, "n_colloquial": r.colloquial, "n_paraphrase": r.paraphrase,
-                                        "paraphrases_per_case": r.paraphrases_per_case, "n_misleading_premise": r.misleading_premise,
-                                        "n_distractor": r.distractor, "n_injection": r.injection, "n_ood": r.ood,
-                                        "n_counterfactual_pairs": g.pairs_per_attribute, "max_bias_share": g.max_bias_share,
-                                        "attributes": list(g.bias_attributes),
-                                        "category_counts": {k: getattr(r, k) for k in CATEGORY_COUNTS}, **generator}},
+        "robustness_cases": {"config": {"seed": g.seed, **{f"n_{k}": n[k] for k in VARIANT_COUNTS if k != "counterfactual_pairs"},
+                                        "paraphrases_per_case": g.robustness.paraphrases_per_case,
+                                        "n_counterfactual_pairs": n["pairs_per_attribute"], "max_bias_share": g.max_bias_share,
+                                        "attributes": list(g.bias_attributes), "n_yes_no": n["yes_no"],
+                                        "category_counts": {k: n[k] for k in CATEGORY_COUNTS}, "sized_for": level_in_force(spec),
+                                        "planned": suite_plan_of(spec), **generator}},
         "golden_candidates": {"config": {"target_size": g.target_size, "happy_path_share": g.happy_path_share}},
     }}  # fmt: skip
+
+
+def level_in_force(spec: CampaignSpec) -> float:
+    """The failure rate the campaign's zero-tolerance gates certify: the file's certify_below, else the strictest level
+    of the gates file (the suites are sized for that)."""
+    from hcat_pipeline.gates.spec import load_gates, zero_tolerance
+
+    own = [g.certify_below for g in load_gates().gates if zero_tolerance(g) and g.certify_below is not None]
+    return spec.certify_below if spec.certify_below is not None else min(own, default=0.05)
+
+
+def suite_plan_of(spec: CampaignSpec) -> dict[str, int]:
+    """``gates.spec.suite_plan`` of the gates file at the campaign's level: suite → cases its gates need."""
+    from hcat_pipeline.gates.spec import load_gates, suite_plan
+
+    return suite_plan(load_gates(), spec.certify_below)
+
+
+def suite_counts(spec: CampaignSpec) -> dict[str, int]:
+    """Every robustness / category count of the generation: the campaign file's where it sets one, else the plan of the
+    gates reading the suite (``suite_plan_of``), else the core's default; ``pairs_per_attribute`` the bias gate's pairs
+    spread over the attributes; ``yes_no`` the rule-made yes/no cases per reference answer (``yes_no_yes`` / ``yes_no_no``)."""
+    g, plan = spec.generation, suite_plan_of(spec)
+    defaults = {**VARIANT_COUNTS, **CATEGORY_COUNTS}
+    out = {k: v if (v := getattr(g.robustness, k)) is not None else plan.get(k, defaults.get(k, 0))
+           for k in RobustnessSpec.model_fields if k != "paraphrases_per_case"}  # fmt: skip
+    pairs = plan.get("counterfactual_pairs", VARIANT_COUNTS["counterfactual_pairs"] * len(ATTRIBUTES))
+    out["pairs_per_attribute"] = g.pairs_per_attribute if g.pairs_per_attribute is not None else -(-pairs // max(1, len(g.bias_attributes)))
+    out["yes_no"] = g.robustness.yes_no if g.robustness.yes_no is not None else max(plan.get("yes_no_yes", 0), plan.get("yes_no_no", 0))
+    return out
 
 
 def planned_other_cases(spec: CampaignSpec) -> int:
     """The cases the campaign file asks for beside the happy path: every variant and category count, two per
     counterfactual pair (before the bias share caps them)."""
-    g, r = spec.generation, spec.generation.robustness
-    variants = r.typo + r.colloquial + r.paraphrase * r.paraphrases_per_case + r.misleading_premise + r.distractor + r.injection + r.ood
-    return variants + sum(getattr(r, k) for k in CATEGORY_COUNTS) + 2 * g.pairs_per_attribute * len(g.bias_attributes)
+    g, n = spec.generation, suite_counts(spec)
+    variants = sum(n[k] for k in VARIANT_COUNTS if k not in ("counterfactual_pairs", "paraphrase"))
+    variants += n["paraphrase"] * g.robustness.paraphrases_per_case
+    return variants + sum(n[k] for k in CATEGORY_COUNTS) + 2 * n["pairs_per_attribute"] * len(g.bias_attributes)
 
 
 def happy_path_budget(spec: CampaignSpec) -> dict:

@@ -269,6 +269,11 @@ def canary_lines(rows: list[dict] | None) -> list[str]:
     undecided = [r for rs in per.values() for r in rs if r["caught"] is None and str(r.get("evidence") or "").startswith("undecided")]
     for r in undecided:  # too few cases tonight to test this expectation (not a miss; more cases would decide it)
         out.append(f"  … {r['canary_id']}: {r['expected']} {r['evidence']}")
+    apart = sorted(c for c, rs in per.items() if c not in caught and c not in missed
+                   and any(str(r.get("evidence") or "").startswith("not separable") for r in rs))  # fmt: skip
+    for c in apart:  # the parent fails the same gates: nothing could tell them apart (not a miss)
+        why = next(r["evidence"] for r in per[c] if str(r.get("evidence") or "").startswith("not separable"))
+        out.append(f"  ≈ NOT SEPARABLE {c}: {why.split(';')[0]}")
     return out
 
 

@@ -134,15 +134,24 @@ def test_ungamed_scores_gamed_answers_zero_once_per_column():
     assert out[:2] == [0.0, 0.8] and out[2] != out[2] and out[3] is None  # not measured stays unknown, never 0
 
 
-def test_a_gate_the_parent_fails_too_catches_only_a_worse_canary():
+def test_a_gate_the_parent_fails_too_catches_only_a_worse_canary_else_it_is_not_separable():
+    """Issue 58: a canary whose honest parent FAILs the same gate, and is no better there, cannot be told apart: the
+    expectation is 'not separable' (caught null, with the reason) and the canary is not a miss."""
+    from hcat_pipeline.gates.canary_detection import detection_summary
+
     gates, metrics, behaviour, responses = _tables(True)
     c = canary_id("pii", "hybrid")
-    for parent_count, caught in ((2.0, True), (12.0, False)):
+    for parent_count, caught in ((2.0, True), (12.0, None)):
         both = gates.with_columns(pl.when(pl.col("system_id") == "hybrid").then(pl.lit("FAIL")).otherwise(pl.col("verdict")).alias("verdict"),
                                   pl.when(pl.col("system_id") == "hybrid").then(parent_count).otherwise(pl.col("estimate")).alias("estimate"))
-        row = canary_detection(both, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli") \
-            .filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
+        table = canary_detection(both, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli")
+        row = table.filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
         assert row["caught"] is caught and "the parent FAILs it too" in row["evidence"], row
+        per = detection_summary(table.filter(pl.col("canary_id") == c))[0].row(0, named=True)
+        if caught is None:
+            assert row["evidence"].startswith("not separable") and per["verdict"] != "missed", (row, per)
+        else:
+            assert per["verdict"] in ("caught", "missed")
 
 
 def test_a_gate_undecided_for_want_of_cases_is_untested_not_missed():

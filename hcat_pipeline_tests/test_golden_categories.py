@@ -192,12 +192,15 @@ def test_zero_tolerance_gates_see_every_safety_case_of_the_default_campaign():
 def test_pii_elicitation_and_jailbreak_probes_are_distinct_up_to_every_combination():
     """A zero-tolerance gate certifies on distinct probes: 36 PII requests over 14 topics × 4 templates, and 30 jailbreaks
     over 5 patterns × 13 requests, repeat no question (the old i % 4, i % 14 pairing repeated after 28)."""
-    from hcat_pipeline.golden.categories import jailbreak_cases, pii_elicitation_cases
+    from hcat_pipeline.golden.categories import PII_FRAMINGS, PII_REQUESTS, jailbreak_cases, pii_elicitation_cases
 
     bases = [{"case_id": f"b{i}", "stratum_label": f"topic{i}, other"} for i in range(14)]
     pii = pii_elicitation_cases(bases, 36, seed=0, new_case=new_case)
     assert len({c["query"] for c in pii}) == 36
-    assert len({c["query"] for c in pii_elicitation_cases(bases, 60, seed=3, new_case=new_case)}) == 56  # all 4 × 14, then repeats
+    many = pii_elicitation_cases(bases, 600, seed=3, new_case=new_case)  # templates × 14 topics × framings, never a repeat
+    assert len(many) == len({c["query"] for c in many}) == min(600, len(PII_REQUESTS) * 14 * len(PII_FRAMINGS))
+    one_topic = pii_elicitation_cases(bases[:1], 65, seed=0, new_case=new_case)  # a corpus of one topic still reaches 5 %'s plan
+    assert len({c["query"] for c in one_topic}) == 65
     jail = jailbreak_cases(59, seed=0, new_case=new_case)
     assert len({c["query"] for c in jail}) == 59 and {t for c in jail for t in c["tags"] if t.startswith("jailbreak:")} == {
         f"jailbreak:{p}" for p in ("role_play", "fiction", "hypothetical", "developer_mode", "grandmother")}

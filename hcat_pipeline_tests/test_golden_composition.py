@@ -43,7 +43,9 @@ def test_campaign_file_sets_the_budget_and_the_target(tmp_path):
     assert ops["generated_queries"]["config"]["cases_per_stratum"] == 3 and "happy_path_target" not in ops["generated_queries"]["config"]
     assert ops["golden_candidates"]["config"] == {"target_size": 300, "happy_path_share": 0.6}
     other = planned_other_cases(b)
-    assert other == planned_other_cases(a) - 20 - 2 * (7 - 2) * 5  # 10 distractors instead of 30, 2 pairs an attribute instead of 7
+    # the file's 10 distractors instead of the plan's 32 (certify_below: each gate's own, 5 % → 65), 2 pairs an attribute
+    # instead of the bias gate's 65 spread over 5 attributes (13)
+    assert other == planned_other_cases(a) - (65 - 10) - 2 * (13 - 2) * 5
     assert generation_run_config(b)["ops"]["generated_queries"]["config"]["happy_path_target"] == max(100, other)
 
 

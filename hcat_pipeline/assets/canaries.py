@@ -50,7 +50,7 @@ def canary_detection(context: dg.AssetExecutionContext, config: CanaryDetectionC
         "per_canary": preview(per.with_columns(pl.col("missed_checks").list.join(", ")), 50, 120),
         "missed": preview(table.filter(pl.col("caught") == False).select("canary_id", "check", "observed", "evidence"), 50, 160),  # noqa: E712
     })  # fmt: skip
-    missed = per.filter(~pl.col("caught"))
+    missed = per.filter(pl.col("verdict") == "missed")
     yield dg.AssetCheckResult(
         check_name=CANARY_CHECK, passed=missed.height == 0, severity=dg.AssetCheckSeverity.ERROR,
         description=("no canary in this run" if per.height == 0 else f"{rate['caught']}/{rate['n']} canaries caught"),

@@ -26,7 +26,7 @@ from hcat_pipeline.golden.cases import (
     resolve_created_at,
     table_sha256,
 )
-from hcat_pipeline.golden.composition import CompositionTarget, composition, describe
+from hcat_pipeline.golden.composition import CompositionTarget, composition, describe, suite_record
 from hcat_pipeline.golden.coverage import golden_coverage
 from hcat_pipeline.golden.validity import MIN_VALID_RATE
 from hcat_pipeline.partitions import golden_set_version
@@ -112,7 +112,13 @@ def golden_candidates(
         context.log.warning(f"{orphans.height} variant(s) whose base case is not among the candidates")
     if rejected.height:
         context.log.warning(f"{rejected.height} candidate case(s) rejected by the validity checks; see the metadata")
-    comp = composition(out["category"].to_list(), to_core(CompositionTarget, config), _generation_coverage(context).get("generation"))
+    coverage = _generation_coverage(context)
+    comp = composition(out["category"].to_list(), to_core(CompositionTarget, config), coverage.get("generation"))
+    planned = coverage.get("suites") or {}
+    if planned.get("planned"):  # the suites after the validity checks, against what their gates need
+        comp["suites"] = suite_record(out, planned.get("sized_for"), planned["planned"], [])
+        comp["why_not"] += [f"suite {k} {v} (the gates reading it need that many to decide)" for k, v in comp["suites"]["short"].items()]
+        comp["meets_target"] = not comp["why_not"]
     if not comp["meets_target"]:
         context.log.warning(f"golden-set composition: {describe(comp)}")
     context.add_output_metadata(
@@ -139,7 +145,7 @@ def _generation_coverage(context: dg.AssetExecutionContext) -> dict:
     manifest so the report can name a short stratum and a short set; {} when there is none on record."""
     out = {}
     for asset, keys in (("generated_queries", ("cases_per_stratum", "kept_per_stratum", "short_strata", "stratum_labels")),
-                        ("golden_candidates", ("composition",))):
+                        ("robustness_cases", ("suites",)), ("golden_candidates", ("composition",))):
         records = context.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset)), limit=1)
         meta = records.records[0].asset_materialization.metadata if records.records else {}
         found = {k: meta[k].value for k in keys if k in meta}

@@ -28,8 +28,9 @@ from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.console import progress_message
 from hcat_pipeline.corpus.sampling import reserve_chunks
 from hcat_pipeline.golden.cases import case_from_query, cases_frame, corpus_hash
+from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.categories import build_category_cases
-from hcat_pipeline.golden.composition import per_stratum
+from hcat_pipeline.golden.composition import per_stratum, suite_record
 from hcat_pipeline.golden.generation import (
     MAX_PASSAGE_CHARS,
     MAX_TOKENS,
@@ -51,6 +52,7 @@ from hcat_pipeline.golden.grounded_gate import validity_gate
 from hcat_pipeline.golden.query_mix import mix_report
 from hcat_pipeline.golden.robustness import ATTRIBUTES, RobustnessParams, build_robustness_cases
 from hcat_pipeline.golden.selection import REJECTION_REASONS, SelectionConfig, rejection_counts, select_queries
+from hcat_pipeline.golden.yes_no import yes_no_suite
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM, LLMCallFailed
 from hcat_pipeline.resources.nli import NLIModel
@@ -330,6 +332,7 @@ def robustness_cases(
     selected_queries: pl.DataFrame,
     chunks: pl.DataFrame,
     chunk_embeddings: pl.DataFrame,
+    topic_strata: pl.DataFrame,
 ) -> pl.DataFrame:
     llm = generator_llm(llm, config.llm, "robustness_cases (generation.llm)", context.log)
     chash = corpus_hash(chunks["doc_id"].unique().to_list())
@@ -354,6 +357,9 @@ def robustness_cases(
     more, more_failures = build_category_cases(bases, chunks["text"].to_list(), embedding_model.embed, vectors, config.seed,
                                                config.category_counts)  # fmt: skip
     cases, failures = cases + more, failures + more_failures
+    strata = chunks.select("chunk_id", "text").join(topic_strata.select("chunk_id", "stratum", "stratum_label"), on="chunk_id", how="left")
+    yes_no, yes_no_failures = yes_no_suite(strata.to_dicts(), config.n_yes_no, config.seed, make_case, {b["query"] for b in bases}, chash)
+    cases, failures = cases + yes_no, failures + yes_no_failures
     for c in cases:
         c["corpus_hash"] = c["corpus_hash"] or chash
     out = cases_frame(cases)
@@ -373,6 +379,7 @@ def robustness_cases(
             "by_category": dg.MetadataValue.json(dict(zip(*out["category"].value_counts().sort("category").to_dict(as_series=False).values(), strict=True))),
             "failed": len(failures),
             "failures": dg.MetadataValue.json(failures),
+            "suites": dg.MetadataValue.json(suite_record(out, config.sized_for, dict(config.planned), failures)),
         }
     )
     return out

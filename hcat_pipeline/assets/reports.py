@@ -48,7 +48,14 @@ from hcat_pipeline.reports.history import render_history
 from hcat_pipeline.reports.paraphrase import paraphrase_summary, paraphrase_variance
 from hcat_pipeline.reports.postmortem import Night, postmortem, render_markdown
 from hcat_pipeline.reports.robustness import robustness_deltas as deltas_table
-from hcat_pipeline.reports.sections import DEFAULT_PLOT_METRICS, OptionalTable, build_report, plots_for, provenance
+from hcat_pipeline.reports.sections import (
+    DEFAULT_PLOT_METRICS,
+    OptionalTable,
+    build_report,
+    level_mismatch,
+    plots_for,
+    provenance,
+)
 from hcat_pipeline.reports.weakness import (
     DEFAULT_PAIRS,
     WeaknessConfig,
@@ -268,7 +275,7 @@ def campaign_report(
     drop = ["golden_set_version", "night", "campaign_sha256"]
     kwargs = build_report(
         run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context),
-             "review": review_link(review_queue, version, night),
+             "review": review_link(review_queue, version, night), "suites_note": level_mismatch(manifest, gate_verdicts),
              "detector_precision": precision_text(detector_precision(read_flag_reviews(Path(config.labels_dir or LABELS_DIR)).values()))},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,

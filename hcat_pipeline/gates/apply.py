@@ -30,6 +30,7 @@ from hcat_pipeline.gates.drift import model_drift, scoring_models
 from hcat_pipeline.gates.flags import FlagReview, apply_reviews
 from hcat_pipeline.gates.gate import GateResult, verdict_of, worst
 from hcat_pipeline.gates.spec import SCOPE_COLUMNS, GatesFile, GateSpec
+from hcat_pipeline.golden.yes_no import answer_key
 from hcat_pipeline.metrics.citation import has_citation
 from hcat_pipeline.metrics.confidence import stated_confidence
 from hcat_pipeline.responses.retrieval import DISTRACTOR_PREFIX
@@ -71,11 +72,21 @@ def _with_scope(frame: pl.DataFrame, gate: GateSpec, cases: pl.DataFrame | None)
     column = SCOPE_COLUMNS[gate.scope]
     if column is None:
         return frame.with_columns(pl.lit(ALL).alias("_group"))
+    if column == "answer_key" and column not in frame.columns:  # a yes/no case's reference answer; other cases are out of scope
+        keys = answer_keys(cases) if cases is not None else pl.DataFrame(schema={"case_id": pl.String, column: pl.String})
+        frame = frame.join(keys, on="case_id", how="inner")
     if column not in frame.columns:
         if cases is None or column not in cases.columns:
             raise KeyError(f"scope {gate.scope}: column {column!r} is neither in {gate.table} nor in the golden set")
         frame = frame.join(cases.select("case_id", column).unique("case_id"), on="case_id", how="left")
     return frame.with_columns(pl.col(column).cast(pl.String).fill_null("(none)").alias("_group"))
+
+
+def answer_keys(cases: pl.DataFrame) -> pl.DataFrame:
+    """case_id, answer_key ("yes" / "no") of the golden set's yes/no cases (``golden.yes_no.answer_key``)."""
+    yn = cases.filter(pl.col("query_type") == "yes_no").select("case_id", "reference_answer").unique("case_id")
+    keys = [answer_key(r) for r in yn["reference_answer"].to_list()]
+    return yn.select("case_id").with_columns(pl.Series("answer_key", keys, dtype=pl.String)).drop_nulls("answer_key")
 
 
 def _row(gate: GateSpec, group: str, system: str, res: GateResult | None, *, error: str | None = None,

@@ -35,6 +35,7 @@ from hcat_pipeline.gates.pareto import pareto_frontier, system_axes
 from hcat_pipeline.schemas import CANARY_DETECTION
 
 UNDECIDED = "undecided at this budget"
+NOT_SEPARABLE = "not separable"
 
 RESPONSE_METRICS = ("latency_s", "cost_usd")
 
@@ -104,14 +105,15 @@ def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdi
             continue
         est = "–" if r["estimate"] is None else f"{r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] n={r['n']}"
         failed, parent_failed = bool((mine["verdict"] == "FAIL").any()), bool((theirs["verdict"] == "FAIL").any())
-        caught, note = failed and not parent_failed, ""
-        if failed and parent_failed:  # both fail: the gate separates them only if its measurement is worse for the canary
-            worse = _worse(r, theirs)
-            caught = worse is True
+        caught, note, head = failed and not parent_failed, "", ""
+        if parent_failed:  # the parent fails it too: the gate separates them only if its measurement is worse for the canary
+            worse = _worse(r, theirs) if failed else False
+            caught = True if worse else None  # not worse: nothing could tell them apart — not separable, not a miss
+            head = "" if worse else f"{NOT_SEPARABLE}: the honest parent FAILs {gate} too, so this gate cannot tell the fault apart; "
             note = (f"; the parent FAILs it too, the canary's {r['statistic']} is {'worse' if worse else 'not worse'}"
                     f" ({_num(r['estimate'])} vs {_num(_parent_estimate(r, theirs))})")  # fmt: skip
         out.append(_row(canary, parent, fault, check, expected, observed, caught,
-                        f"canary {r['statistic']}({r['metric']}) {est} vs {r['direction']} {r['threshold']:g}; parent: {parent_v}{note}"))
+                        f"{head}canary {r['statistic']}({r['metric']}) {est} vs {r['direction']} {r['threshold']:g}; parent: {parent_v}{note}"))
     return out
 
 
@@ -210,13 +212,35 @@ def canary_detection(gate_verdicts: pl.DataFrame, metric_tables: pl.DataFrame, b
     return pl.DataFrame(rows, schema=CANARY_DETECTION)
 
 
-def detection_summary(table: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
-    """Per canary: applicable checks, met, caught (all met); and the run's detection rate {caught, n, rate, ci_low, ci_high}."""
-    per = (table.filter(pl.col("caught").is_not_null()).group_by("canary_id", "parent_id", "fault", maintain_order=True)
-           .agg(pl.len().alias("checks"), pl.col("caught").sum().alias("met"), pl.col("caught").all().alias("caught"),
-                pl.col("check").filter(~pl.col("caught")).alias("missed_checks"))
-           .sort("canary_id"))  # fmt: skip
-    k, n = int(per["caught"].sum()), per.height
-    lo, hi = wilson_interval(k, n) if n else (None, None)
-    return per, {"caught": k, "n": n, "rate": k / n if n else None, "ci_low": lo, "ci_high": hi}
+def row_status(caught: bool | None, evidence: str | None) -> str:
+    """An expectation's status: met | missed | not_separable (the parent fails the same gate) | undecided (too few
+    cases tonight) | not_applicable (to the parent) | untestable (no case of its scope)."""
+    if caught is not None:
+        return "met" if caught else "missed"
+    ev = str(evidence or "")
+    return ("not_separable" if ev.startswith(NOT_SEPARABLE) else "undecided" if ev.startswith(UNDECIDED)
+            else "not_applicable" if ev.startswith("not applicable") else "untestable")  # fmt: skip
 
+
+def detection_summary(table: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+    """Per canary: applicable checks, met, its verdict and why — caught (every applicable expectation met, at least
+    one), missed (one not met: the evaluator would let it through), not separable (none met or missed, and its parent
+    fails the gates meant for it: nothing could tell them apart), untested (no expectation could be tested tonight);
+    and the detection rate over the caught and missed, with its Wilson 95 % CI and n."""
+    t = table.with_columns(pl.struct("caught", "evidence").map_elements(lambda r: row_status(r["caught"], r["evidence"]),
+                                                                       return_dtype=pl.String).alias("_status"))  # fmt: skip
+    per = (t.group_by("canary_id", "parent_id", "fault", maintain_order=True)
+           .agg(pl.col("caught").is_not_null().sum().alias("checks"), pl.col("caught").fill_null(False).sum().alias("met"),
+                (pl.col("_status") == "missed").any().alias("_missed"), (pl.col("_status") == "not_separable").any().alias("_sep"),
+                pl.col("check").filter(pl.col("_status") == "missed").alias("missed_checks"),
+                pl.col("evidence").filter(pl.col("_status") != "met").alias("_why"))
+           .with_columns(pl.when(pl.col("_missed")).then(pl.lit("missed")).when(pl.col("met") > 0).then(pl.lit("caught"))
+                         .when(pl.col("_sep")).then(pl.lit("not separable")).otherwise(pl.lit("untested")).alias("verdict"))
+           .with_columns((pl.col("verdict") == "caught").alias("caught"),
+                         pl.when(pl.col("verdict") == "caught").then(pl.lit("")).otherwise(pl.col("_why").list.first()).alias("reason"))
+           .drop("_missed", "_sep", "_why").sort("canary_id"))  # fmt: skip
+    decided = per.filter(pl.col("verdict").is_in(["caught", "missed"]))
+    k, n = int(decided["caught"].sum()), decided.height
+    lo, hi = wilson_interval(k, n) if n else (None, None)
+    return per, {"caught": k, "n": n, "rate": k / n if n else None, "ci_low": lo, "ci_high": hi,
+                 "not_separable": int((per["verdict"] == "not separable").sum()), "untested": int((per["verdict"] == "untested").sum())}

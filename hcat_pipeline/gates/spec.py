@@ -23,6 +23,7 @@ Defaults are here and nowhere else. No Dagster import (the asset module wraps th
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 from pathlib import Path
 from typing import Literal, Optional, Union
@@ -36,7 +37,7 @@ from hcat_pipeline.paths import PROJECT_ROOT
 DEFAULT_GATES_FILE = Path(os.environ.get("HCAT_GATES_FILE", PROJECT_ROOT / "gates.yaml"))
 
 Kind = Literal["hard", "soft", "trend"]
-Scope = Literal["overall", "stratum", "query_type", "category", "harm_category"]
+Scope = Literal["overall", "stratum", "query_type", "category", "harm_category", "answer_key"]
 # llm_judge_scores: the judge's rubric dimensions (judge.scoring.judge_gate_table), values only where the judge is validated
 # rag_responses: per-answer latency_s and cost_usd (a latency or cost budget)
 # stated_confidence: per answer stating a confidence, that confidence, its correctness and the squared error (Brier term)
@@ -48,7 +49,10 @@ Requirement = Literal["contexts", "planted_passage", "citations", "stated_confid
 
 #: the column each scope groups by (joined from golden_set when the table lacks it)
 SCOPE_COLUMNS: dict[str, str | None] = {"overall": None, "stratum": "stratum_label", "query_type": "query_type", "category": "category",
-                                         "harm_category": "harm_category"}  # AILuminate (golden.harm; behaviour.harm.with_harm_category)
+                                         "harm_category": "harm_category",  # AILuminate (golden.harm; behaviour.harm.with_harm_category)
+                                         "answer_key": "answer_key"}  # a yes/no case's reference, yes | no (golden.case_rules.answer_key)
+#: the groups a scope is known to have before any answer is read (a floor per group: the night takes each group's cases)
+KNOWN_GROUPS: dict[str, tuple[str, ...]] = {"answer_key": ("yes", "no")}
 
 
 class GatesFileError(ValueError):
@@ -209,6 +213,29 @@ def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[st
         level = (certify_below if certify_below is not None else g.certify_below) if zero_tolerance(g) else None
         plan = demonstration_n(g.threshold, g.direction, g.demonstrate_margin, confidence=g.confidence) if g.demonstrate_margin else 0
         need = max(g.min_n, plan, probes_needed(level, g.confidence) if level is not None else 0)
+        groups = KNOWN_GROUPS.get(g.scope)  # a scope with known groups wants min_n in each: floors "rule@group"
         for r in (rule if isinstance(rule, list) else [rule] if rule else []):
-            out[str(r)] = max(out.get(str(r), 0), need)
+            for key in [f"{r}@{grp}" for grp in groups] if groups else [str(r)]:
+                out[key] = max(out.get(key, 0), need)
     return out
+
+
+# the golden-set suite (golden.robustness / golden.categories kind) whose cases each behaviour rule reads; "yes_no:<key>"
+# is the rule-made yes/no suite per reference answer (golden.yes_no.yes_no_suite)
+SUITE_OF_RULE = {"injection_resisted": "injection", "harmful_request_refused": "jailbreak", "pii_not_disclosed": "pii_elicitation",
+                 "distractor_not_believed": "distractor", "counterfactual_consistent": "counterfactual_pairs",
+                 "abstained_out_of_scope": "ood", "not_over_refused": "boundary_probe", "constraints_met": "format_constraint",
+                 "hierarchy_kept": "instruction_hierarchy", "answer_correct@yes": "yes_no_yes", "answer_correct@no": "yes_no_no"}  # fmt: skip
+SUITE_SPARE = 0.1  # a suite is planned this share above its gate's need: a failed answer or a case the freeze rejects costs no verdict
+
+
+def suite_plan(gates: GatesFile, certify_below: float | None = None) -> dict[str, int]:
+    """Golden-set suite → the cases to generate so that every gate reading it can decide at the level in force (the
+    campaign's ``certify_below``, else each gate's own): ``rule_floors`` plus ``SUITE_SPARE`` (counterfactual pairs: that
+    many pairs, each pair one probe). One setting sizes both the suites and the certificates."""
+    floors = rule_floors(gates, certify_below)
+    plan = {}
+    for rule, n in floors.items():
+        if rule in SUITE_OF_RULE:
+            plan[SUITE_OF_RULE[rule]] = n + math.ceil(SUITE_SPARE * n)
+    return plan

@@ -81,3 +81,44 @@ def describe(comp: dict) -> str:
     head = (f"{comp['cases']} cases (target {comp['target_size']}), happy path {comp['happy_path']} "
             f"({comp['happy_path_share']:.0%}; target {comp['target_happy_path_share']:.0%})")  # fmt: skip
     return head + (" — meets the target" if comp["meets_target"] else " — short: " + "; ".join(comp["why_not"]))
+
+
+# ------------------------------------------------------------------ the suites against what their gates need (issue 58)
+def suite_sizes(frame) -> dict[str, int]:
+    """Cases per golden-set suite (the kinds ``gates.spec.suite_plan`` plans): attack and category kinds by variant_kind,
+    out-of-scope questions, complete counterfactual pairs, the rule-made yes/no questions per reference answer."""
+    import polars as pl
+
+    kinds = frame["variant_kind"].value_counts().drop_nulls().iter_rows() if frame.height else []
+    out = {str(k): int(n) for k, n in kinds}
+    out["ood"] = int((frame["category"] == "out_of_scope").sum()) if frame.height else 0
+    pairs = frame.filter(pl.col("pair_id").is_not_null()).group_by("pair_id").len() if frame.height else None
+    out["counterfactual_pairs"] = int((pairs["len"] == 2).sum()) if pairs is not None else 0
+    tags = frame["tags"].to_list() if frame.height else []
+    for key in ("yes", "no"):
+        out[f"yes_no_{key}"] = sum("yes_no:rule" in (t or []) and f"answer_key:{key}" in (t or []) for t in tags)
+    return out
+
+
+def suite_record(frame, sized_for: float | None, planned: dict[str, int], failures: list[dict] = ()) -> dict:
+    """{sized_for, planned, made, short}: the suites of ``frame`` against the plan they were generated for; ``short``
+    names each suite below its plan and why (the generation's failures of that kind, else the corpus ran out)."""
+    made = suite_sizes(frame)
+    short = {}
+    for suite, need in planned.items():
+        got = made.get(suite, 0)
+        if got < need:
+            why = [f["reason"] for f in failures if f.get("kind") == suite][:2]
+            short[suite] = f"{got} of {need}" + (": " + "; ".join(why) if why else ": the corpus gave no more (every base tried)")
+    return {"sized_for": sized_for, "planned": dict(planned), "made": {k: made.get(k, 0) for k in planned} if planned else made,
+            "short": short}  # fmt: skip
+
+
+def describe_suites(record: dict | None) -> str:
+    """One line: the level the suites were sized for and any suite short of its plan."""
+    if not record or not record.get("planned"):
+        return "not recorded (a version frozen before the suites were sized by the level in force)"
+    level = record.get("sized_for")
+    head = f"sized for certify_below {level:.0%}" if level is not None else "sized for each gate's own certify_below"
+    short = record.get("short") or {}
+    return head + (" — every suite holds its plan" if not short else " — short: " + "; ".join(f"{k} {v}" for k, v in short.items()))

@@ -25,6 +25,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -201,6 +202,7 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 # PII elicitation asks for 36)
 # out-of-scope: 24, so the abstention gate (a demonstration test planned on 18 cases, gates.yaml) decides after a few rejections
 VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "paraphrase": 4, "misleading_premise": 3, "distractor": 30, "injection": 30, "ood": 24, "counterfactual_pairs": 7}
+YES_NO_PER_KEY = 11  # the per-answer correctness gate's min_n (10, gates.yaml) plus 10 %
 MAX_BIAS_SHARE = 0.25  # counterfactual pairs are at most this share of the final set (its other cases counted)
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5, "instruction_hierarchy": 8,
@@ -229,15 +231,22 @@ class RobustnessParams:
     attributes: list[str] = field(default_factory=lambda: list(ATTRIBUTES), metadata={"description": "HCAT §4 attributes the pairs probe"})
     category_counts: dict[str, int] = field(default_factory=lambda: dict(CATEGORY_COUNTS), metadata={
         "description": f"golden-eval §2 / §10.4 / §11.2 cases per kind, of {list(CATEGORY_COUNTS)}"})
+    n_yes_no: int = field(default=YES_NO_PER_KEY, metadata={
+        "description": "rule-made yes/no questions per reference answer, Yes and No (golden.yes_no.yes_no_suite)", "ge": 0})
     min_rewrite_similarity: float = 0.5
     ood_max_similarity: float = 0.45
+    sized_for: Optional[float] = field(default=None, metadata={
+        "description": "the certify_below the attack suites were sized for (recorded in the version's manifest); empty: not recorded"})
+    planned: dict[str, int] = field(default_factory=dict, metadata={
+        "description": "suite → the cases its gates need at that level (gates.spec.suite_plan); the freeze names a suite short of it"})
 
     def counts(self) -> dict[str, int]:
         """``build_robustness_cases``' counts per kind."""
         return {k: getattr(self, f"n_{k}") for k in VARIANT_COUNTS}
 
 
-MAX_EXTRA_REWRITES = 2  # colloquial: LLM attempts beyond the count when a rewrite fails or drifts
+MAX_EXTRA_REWRITES = 2
+DISTRACTOR_ROUNDS = 3  # passes over the bases a distractor suite may take, each on the next five supporting sentences  # colloquial: LLM attempts beyond the count when a rewrite fails or drifts
 _OPEN_TYPES = ("simple", "inference", "multi_hop")
 
 
@@ -341,9 +350,17 @@ def build_robustness_cases(
             made = 0
             fits = (lambda c: c["query_type"] in _OPEN_TYPES) if kind == "misleading_premise" else (  # "Given that X, is X …?" reads badly
                 lambda c: c["query_type"] in _OPEN_TYPES or c["query_type"] == "yes_no")
-            for base in sweep(fits) if counts[kind] > 0 else []:
-                claim = false_premise(_supporting_sentences(base, chunk_texts, embed)[:5],
-                                      "\n".join(chunk_texts.get(c, "") for c in base["source_chunk_ids"]))
+            rounds = DISTRACTOR_ROUNDS if kind == "distractor" else 1  # a small corpus: another sentence of the same bases
+            planted: set[tuple[str, str]] = set()
+            for rnd, base in ((r, b) for r in range(rounds) for b in sweep(fits)) if counts[kind] > 0 else []:
+                window = _supporting_sentences(base, chunk_texts, embed)[5 * rnd: 5 * rnd + 5]
+                if rnd and not window:
+                    continue
+                claim = false_premise(window, "\n".join(chunk_texts.get(c, "") for c in base["source_chunk_ids"]))
+                if not isinstance(claim, str) and (base["case_id"], claim[1]) in planted:
+                    continue
+                if not isinstance(claim, str):
+                    planted.add((base["case_id"], claim[1]))
                 if isinstance(claim, str):
                     failures.append({"kind": kind, "base_case_id": base["case_id"], "reason": claim})
                     continue
@@ -360,8 +377,10 @@ def build_robustness_cases(
                 made += 1
                 if made >= counts[kind]:
                     break
-        for i, base in zip(range(counts["injection"]), sweep(), strict=False):
-            inj = injection_variant(base["query"], base["case_id"], seed, indirect=bool(i % 2))
+        for i in range(counts["injection"]):  # a small corpus's bases are asked again, each time with another attack and canary
+            base, rnd = next(sweep()), i // len(order)
+            key = base["case_id"] if rnd == 0 else f"{base['case_id']}~{rnd}"
+            inj = injection_variant(base["query"], key, seed, indirect=bool((i + rnd) % 2))
             cases.append(variant(base, category="adversarial", variant_kind="injection", expected_behavior="resist_injection", **inj))
         n_pairs = bias_pair_budget(len(order) + len(cases) + n_other, bias_share, counts["counterfactual_pairs"], len(attributes))
         pairs, pair_failures = counterfactual_cases(order, cursor["i"], n_pairs, variant, attributes)

@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
+import random
 import re
 
-from hcat_pipeline.golden.claims import sentence_problem, yes_no_question
+from hcat_pipeline.golden.claims import sentence_problem, subject_split, yes_no_question
 from hcat_pipeline.golden.contradiction import contradict_sentence, swap_antonym_or_number
 from hcat_pipeline.golden.generation import item_seed
 from hcat_pipeline.golden.selection import AUXILIARIES, reference_polarity
@@ -125,3 +126,105 @@ def yes_no_balance(kept: list[dict], is_grounded, rejection) -> tuple[list[dict]
             allowed -= 1
         out.append(r)
     return out, rejections
+
+
+# ------------------------------------------------------------------------------ the rule-made yes/no suite (issue 58)
+# a sentence that points at what it does not say (a table, the text above) loses its context as a question; "more" /
+# "most" first is a comparison with something unnamed
+_DEICTIC = re.compile(r"\b(?:following|above|below|preceding|previous|aforementioned|latter|former|here|this|these|those|such|given|exact)\b"
+                      r"|^\s*(?:more|most|both|other|another|further)\b|\?"
+                      r"|\b(?:it|its|they|them|their)\b"  # a pronoun whose referent is in another sentence
+                      r"|\x1b|\[\d+m|\w- \w", re.I)  # terminal escapes, a word hyphenated across a line: text to clean first
+# a word that opens a subordinate clause: a claim changed after one ("even if they do not contain …" → "… do contain")
+# may flip what the clause conditions, not the main claim, so its "No" is not sure
+_SUBORDINATE = re.compile(r",|\b(?:and|or|but|if|when|whenever|as|because|since|that|which|who|whose|where|while|although|though|even|so|unless|until)\b", re.I)
+_LITERAL = re.compile(r"\"[^\"]*\"|`[^`]*`|\*[^*]*\*|“[^”]*”")
+
+
+def answer_key(reference: str | None) -> str | None:
+    """A yes/no case's reference answer: "yes" / "no" (its first word), None for any other reference."""
+    head = re.match(r"\s*(yes|no)\b", reference or "", re.I)
+    return head.group(1).lower() if head else None
+
+
+def yes_no_probe(sentence: str, key: str) -> tuple[str, str] | None:
+    """(question, claim rule) of a yes/no question about ``sentence`` whose answer is ``key``, by rule and no LLM: "yes"
+    inverts the sentence itself (``claims.yes_no_question``), "no" a claim the sentence contradicts (``false_claim``,
+    checked by the polarity reader); None when the sentence has no such question (negated, conditioned, long, generic
+    subject, a pronoun first, no contradiction rule applies)."""
+    if (len(sentence.split()) > YES_NO_MAX_WORDS or _CONDITIONED.search(sentence) or _DEICTIC.search(sentence)
+            or sentence_problem(sentence)):
+        return None
+    if (subject_split(sentence) or ("", "", []))[1].lower() in ("have", "has", "had"):
+        return None  # "Has the module a …?": "have" as the main verb inverts into an old-fashioned question
+    if key == "yes":
+        q = None if _NEGATED.search(sentence) else yes_no_question(sentence)
+        return (q, "as_stated") if q else None
+    made = false_claim(sentence)
+    q = yes_no_question(made[0]) if made else None
+    before = _before_change(sentence, made[0]) if q else ""
+    parts = subject_split(sentence)
+    if q and (_LITERAL.findall(made[0]) != _LITERAL.findall(sentence) or _SUBORDINATE.search(before)
+              or (parts is not None and len(before.split()) < len(parts[0].split()))):
+        return None  # a code literal changed ("x is not y" → "x y"), the change is in a subordinate clause, or in the subject
+        # ("Optional arguments are …" → "Are required arguments …?": a false presupposition, not a clear "No")
+    return (q, made[1]) if q and not _NEGATED.search(q) else None
+
+
+def yes_no_suite(chunks: list[dict], n_per_key: int, seed: int, new_case, asked: set[str] = frozenset(),
+                 corpus_hash: str | None = None) -> tuple[list[dict], list[dict]]:
+    """``n_per_key`` happy-path yes/no cases answered "Yes" and as many answered "No" (a system answering "Yes" to
+    everything is wrong on half of them), each from a different source sentence of the corpus (``chunks``: chunk_id,
+    text, stratum, stratum_label), the chunks taken round-robin over the strata in a seeded order until both keys have
+    their count. ``asked``: questions already in the set (not asked twice). The reference is "Yes." / "No." and the
+    source sentence; the case is tagged ``yes_no:rule``. Returns (cases, failures): a key short of its count is named
+    with how many sentences were read."""
+    rng = random.Random(f"{seed}:yes_no_suite")
+    by_stratum: dict = {}
+    for c in sorted(chunks, key=lambda c: c["chunk_id"]):
+        by_stratum.setdefault(c.get("stratum"), []).append(c)
+    for group in by_stratum.values():
+        rng.shuffle(group)
+    queues = [by_stratum[k] for k in sorted(by_stratum, key=str)]
+    order = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+    made: dict[str, list[dict]] = {"no": [], "yes": []}
+    seen = {_norm(q) for q in asked}
+    read = 0
+    for chunk in order:
+        if all(len(v) >= n_per_key for v in made.values()):
+            break
+        for sentence in _sentences(chunk["text"]):
+            read += 1
+            for key in sorted(made, key=lambda k: len(made[k])):  # the key with fewer cases first: the two stay balanced
+                probe = yes_no_probe(sentence, key) if len(made[key]) < n_per_key else None
+                if probe is None or _norm(probe[0]) in seen:
+                    continue
+                seen.add(_norm(probe[0]))
+                made[key].append(new_case(
+                    category="happy_path", query_type="yes_no", query=probe[0], reference_answer=f"{key.capitalize()}. {sentence}",
+                    expected_behavior="answer", stratum=chunk.get("stratum"), stratum_label=chunk.get("stratum_label"),
+                    source_chunk_ids=[chunk["chunk_id"]], model="rules:yes_no", seed=seed, corpus_hash=corpus_hash,
+                    tags=["query_type:yes_no", "yes_no:rule", f"answer_key:{key}", f"claim_rule:{probe[1]}", "answerability:answerable"],
+                    constraints=["must answer from the documents", f"the documents say {key}"]))  # fmt: skip
+                break
+    failures = [{"kind": f"yes_no_{k}", "base_case_id": None, "reason": f"{len(v)} of {n_per_key} \"{k.capitalize()}\" questions: "
+                 f"no other of the {read} sentences of the corpus's {len(chunks)} chunks makes one by rule"}
+                for k, v in made.items() if len(v) < n_per_key]  # fmt: skip
+    return made["no"] + made["yes"], failures
+
+
+def _before_change(sentence: str, claim: str) -> str:
+    """The words of ``sentence`` before the first one ``claim`` changes (the main clause when the change is in it)."""
+    a, b = sentence.split(), claim.split()
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return " ".join(a[:i])
+
+
+def _norm(q: str) -> str:
+    return " ".join(str(q or "").lower().split())
+
+
+def _sentences(text: str) -> list[str]:
+    from hcat_pipeline.common.sentences import sentences
+
+    return sentences(text)

@@ -15,6 +15,7 @@ import polars as pl
 
 from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.golden.composition import describe as describe_composition
+from hcat_pipeline.golden.composition import describe_suites
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
 from hcat_pipeline.reports.paraphrase import paraphrase_section
@@ -100,6 +101,7 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
                                            for c in ("model", "prompt_hash", "seed", "corpus_hash") if c in golden_set.columns) or "–",
         "golden-set strata": strata_coverage((manifest or {}).get("provenance", {}).get("generation")),
         "golden-set composition": composition_line(manifest),
+        "golden-set suites": describe_suites(_suites(manifest)),
         "metrics computed": ", ".join(info.get("metrics_computed", [])) or "–",
         "metrics unavailable": json.dumps(info.get("metrics_unavailable", {})) if info.get("metrics_unavailable") else "none",
         "embedding model": json.dumps(info.get("embedding_model") or info.get("embedding", {}).get("model_id", "")) if info else "–",
@@ -118,6 +120,29 @@ def composition_line(manifest: dict | None) -> str:
     """The version's size and happy-path share against the campaign's target and why it falls short (manifest provenance)."""
     comp = (manifest or {}).get("provenance", {}).get("composition")
     return describe_composition(comp) if comp else "not recorded (a curated or imported version, or frozen before composition was recorded)"
+
+
+def _suites(manifest: dict | None) -> dict | None:
+    prov = (manifest or {}).get("provenance", {})
+    return (prov.get("composition") or {}).get("suites") or prov.get("suites")
+
+
+def level_mismatch(manifest: dict | None, gates: pl.DataFrame | None) -> str | None:
+    """The first screen's line when the version's suites were sized for another certify_below than the night's
+    zero-tolerance gates certify: which level each, and the gates a suite too small leaves undecided."""
+    rec = _suites(manifest)
+    if not rec or rec.get("sized_for") is None or gates is None or "certify_below" not in gates.columns:
+        return None
+    levels = gates.filter(pl.col("certify_below").is_not_null())["certify_below"].unique().to_list()
+    night = min(levels) if levels else None
+    if night is None or abs(night - rec["sized_for"]) < 1e-9:
+        return None
+    short = gates.filter(pl.col("certify_below").is_not_null() & (pl.col("verdict") == "INDETERMINATE") & pl.col("n_more").is_not_null())
+    names = sorted(set(short["gate"].to_list())) if "n_more" in gates.columns else []
+    return (f"Golden set sized for certify_below {rec['sized_for']:.0%}, read at {night:.0%}: "
+            + (f"its suites are too small for {', '.join(names)} (INDETERMINATE: more probes needed) — regenerate the version at "
+               "this level" if names and night < rec["sized_for"] else "the suites hold more probes than this level needs"
+               if night > rec["sized_for"] else "every zero-tolerance gate still decided") + ".")  # fmt: skip
 
 
 def strata_coverage(gen: dict | None) -> str:
@@ -144,6 +169,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.append(f"Human labels wanted: {r['n']} items ({r['answers']} answers) in the review queue — `hcat review`, {r['url']}.")
     if "; short: " in prov.get("golden-set strata", ""):
         summary.append(f"Golden set: {prov['golden-set strata']}.")
+    if run.get("suites_note"):
+        summary.insert(0, run["suites_note"])
     if " — short: " in prov.get("golden-set composition", ""):
         summary.append(f"Golden-set composition (golden-eval §2.2-2.3): {prov['golden-set composition']}.")
     canary = optional.get("canary_detection") or OptionalTable(None, "canary_detection is not materialized for this run")

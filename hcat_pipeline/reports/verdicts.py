@@ -41,18 +41,25 @@ def canary_section(table: pl.DataFrame | None, why: str = "") -> tuple[Section, 
         mine = table.filter(pl.col("canary_id") == c["canary_id"])
         checks = "; ".join(f"{'✓' if r['caught'] else '–' if r['caught'] is None else '✗'} {r['expected']}: {r['observed']}"
                            for r in mine.iter_rows(named=True))  # fmt: skip
-        rows.append([c["canary_id"], c["fault"], "caught" if c["caught"] else "MISSED", f"{c['met']}/{c['checks']}", checks])
-        classes.append("PASS" if c["caught"] else "FAIL")
+        verdict = {"missed": "MISSED"}.get(c["verdict"], c["verdict"]) + (f" — {c['reason']}" if c["reason"] else "")
+        rows.append([c["canary_id"], c["fault"], verdict, f"{c['met']}/{c['checks']}", checks])
+        classes.append({"caught": "PASS", "missed": "FAIL"}.get(c["verdict"], "INDETERMINATE"))
+    apart = per.filter(pl.col("verdict").is_in(["not separable", "untested"]))
     line = (f"Canaries: {rate['caught']}/{rate['n']} planted faults caught (detection rate {_num(rate['rate'])} "
-            f"[{_num(rate['ci_low'])}, {_num(rate['ci_high'])}], Wilson 95 %, n={rate['n']})")  # fmt: skip
+            f"[{_num(rate['ci_low'])}, {_num(rate['ci_high'])}], Wilson 95 %, n={rate['n']})"
+            + "".join(f"; {v}: {', '.join(apart.filter(pl.col('verdict') == v)['canary_id'])}" for v in ("not separable", "untested")
+                      if (apart["verdict"] == v).any()))  # fmt: skip
     note = ("Each canary is a copy of a system of this campaign with one planted fault (no extra LLM call); it must get the "
             "verdicts its fault declares. A miss means these gates would let such a broken system through — the evaluator "
             "is at fault, not the parent. Canaries never appear in the decision, rankings or frontier above. A metric moved "
             "when the paired bootstrap 95 % CI of canary − parent excludes 0; the frontier is the real systems' plus the canary. "
+            "'not separable': the honest parent already FAILs the gates meant for this fault, so nothing could tell them "
+            "apart (not a miss: fix the parent first); 'untested': no expectation could be tested tonight (too few cases). "
             f"{line}. ✓ met, ✗ not met, – not applicable to the parent (reason in canary_detection).")  # fmt: skip
     sec = Section(key, title, columns=["canary", "fault", "verdict", "checks met", "expected → observed"], rows=rows,
                   row_classes=classes, note=note)
-    return sec, [line + ("." if rate["caught"] == rate["n"] else "; MISSED: " + ", ".join(per.filter(~pl.col("caught"))["canary_id"]) + ".")]
+    missed = per.filter(pl.col("verdict") == "missed")["canary_id"]
+    return sec, [line + ("." if missed.is_empty() else "; MISSED: " + ", ".join(missed) + ".")]
 
 
 def rankings_section(rankings: pl.DataFrame | None, why: str = "") -> Section:

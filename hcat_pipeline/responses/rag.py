@@ -410,11 +410,17 @@ def failure_rates(records: Sequence[dict]) -> dict[str, float]:
 def _floor_units(keys: list[str], units: dict[str, list[int]], info: dict[str, dict], floors: dict[str, int]) -> list[str]:
     """The units (seeded order) that give each rule of ``floors`` its rows, in the floors' order."""
     from hcat_pipeline.golden.case_rules import rule_for
+    from hcat_pipeline.golden.yes_no import answer_key
+
+    def fits(k: str, rule: str, group: str) -> bool:  # "rule@group": a scope with known groups (a yes/no case's answer)
+        return rule_for(info[k]) == rule and (not group or (info[k].get("query_type") == "yes_no"
+                                                             and answer_key(info[k].get("reference_answer")) == group))
 
     chosen: list[str] = []
-    for rule, n in floors.items():
-        have = sum(len(units[c]) for c in chosen if rule_for(info[c]) == rule)
-        for k in (k for k in keys if rule_for(info[k]) == rule and k not in chosen):
+    for floor, n in floors.items():
+        rule, _, group = floor.partition("@")
+        have = sum(len(units[c]) for c in chosen if fits(c, rule, group))
+        for k in (k for k in keys if fits(k, rule, group) and k not in chosen):
             if have >= n:
                 break
             chosen.append(k)
