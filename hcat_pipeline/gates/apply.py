@@ -84,6 +84,8 @@ def _with_scope(frame: pl.DataFrame, gate: GateSpec, cases: pl.DataFrame | None)
 
 def answer_keys(cases: pl.DataFrame) -> pl.DataFrame:
     """case_id, answer_key ("yes" / "no") of the golden set's yes/no cases (``golden.yes_no.answer_key``)."""
+    if missing := [c for c in ("query_type", "reference_answer") if c not in cases.columns]:
+        raise KeyError(f"scope answer_key: column(s) {missing} not in the golden set")
     yn = cases.filter(pl.col("query_type") == "yes_no").select("case_id", "reference_answer").unique("case_id")
     keys = [answer_key(r) for r in yn["reference_answer"].to_list()]
     return yn.select("case_id").with_columns(pl.Series("answer_key", keys, dtype=pl.String)).drop_nulls("answer_key")
