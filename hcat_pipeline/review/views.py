@@ -79,8 +79,8 @@ class Queue:
         if path.suffix == ".parquet":
             verdicts, _ = latest_verdicts(settings.warehouse, path.parent.name, path.stem)
             decided = decided_items(verdicts)
-        keep = frame.filter(~pl.struct("system_id", "dimension").map_elements(lambda r: (r["system_id"], r["dimension"]) in decided,
-                                                                               return_dtype=pl.Boolean)) if decided else frame  # fmt: skip
+        done = pl.DataFrame(sorted(decided), schema={"system_id": pl.String, "dimension": pl.String}, orient="row")
+        keep = frame.join(done, on=["system_id", "dimension"], how="anti") if decided else frame
         queue = cls(path, keep, build_items(keep, metric_tables_for(path, settings.warehouse), paired_answers(path, settings.warehouse)))
         queue.skipped = frame.height - keep.height
         return queue
