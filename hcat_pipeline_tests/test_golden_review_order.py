@@ -37,3 +37,46 @@ def test_the_order_is_informative_first_then_likely_sound_and_beats_random_to_th
     learnt = simulate(X, score, y, 20, "learnt")["decisions"]
     rand = np.mean([simulate(X, score, y, 20, "random", seed=s)["decisions"] for s in range(50)])
     assert learnt < rand, (learnt, rand)
+
+
+def test_the_curate_screen_learns_its_order_from_the_decisions(tmp_path):
+    """The case screen with an embedding: the order says how many decisions it learnt from, and rejecting the cases
+    of one kind moves the undecided cases like them down once the order turns greedy."""
+    from hcat_pipeline.golden.cases import load_version
+    from hcat_pipeline.review.case_screen import case_screen_view
+    from hcat_pipeline.review.curation import CurationLog
+    from hcat_pipeline_tests.review_data import VERSION, make_project
+
+    project = make_project(tmp_path)
+    base, _ = load_version(VERSION, project.golden_dir)
+
+    def embed(texts):  # a bag-of-words stand-in for MiniLM: cases sharing words lie close
+        vocab = sorted({w for t in base["query"].to_list() + base["reference_answer"].fill_null("").to_list() for w in t.lower().split()})
+        out = np.array([[float(w in t.lower().split()) for w in vocab] for t in texts])
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+    view = lambda: case_screen_view(project.golden_dir, project.curation_dir, project.chunks, VERSION, None, embed=embed, target=2)  # noqa: E731
+    first = view()
+    assert first["learnt"]["learnt_from"] == 0 and first["learnt"]["mode"] == "most informative first"
+    log, known = CurationLog(project.curation_dir, VERSION), set(base["case_id"].to_list())
+    ids = base["case_id"].to_list()
+    for cid, action in zip(ids[:3], ("accept", "reject", "accept"), strict=True):
+        log.record(cid, action, "alice", "not sound" if action == "reject" else "", known=known)
+    after = view()
+    assert after["learnt"]["learnt_from"] == 3 and after["learnt"]["accepted"] == 2 and after["case"]["case_id"] not in ids[:3]
+    assert after["left"] == len(ids) - 3
+
+
+def test_rejecting_one_kind_moves_the_undecided_cases_like_it_down():
+    from hcat_pipeline.golden.review_order import learnt_order
+
+    rng = np.random.default_rng(1)
+    kind = np.repeat([0, 1], 20)  # two kinds of case, far apart in embedding space; the validator cannot tell them apart
+    vec = np.column_stack([kind * 3.0 + rng.normal(0, 0.3, 40), rng.normal(size=(40, 5))])
+    ids = [f"c{i:02d}" for i in range(40)]
+    labels = {ids[i]: 0 for i in range(8)} | {ids[i]: 1 for i in range(20, 28)}  # kind 0 rejected, kind 1 accepted
+    order, info = learnt_order(ids, [0.5] * 40, vec, labels, target=10)
+    assert info["learnt_from"] == 16 and info["mode"] == "most likely sound first"
+    undecided = [c for c in order if c not in labels]
+    assert all(int(c[1:]) >= 20 for c in undecided[:12])  # every undecided case of the accepted kind before any rejected-kind one
+    assert order[-16:] == [c for c in ids if c in labels]

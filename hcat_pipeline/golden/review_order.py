@@ -142,3 +142,23 @@ def auroc(score: np.ndarray, y: np.ndarray) -> float | None:
         return None
     greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
     return float(greater / (pos.size * neg.size))
+
+
+def learnt_order(case_ids: Sequence[str], validator_score: Sequence[float | None], vectors: np.ndarray,
+                 labels: dict[str, int], target: int) -> tuple[list[str], dict]:  # fmt: skip
+    """The curate page's order: the undecided cases by the learnt model (informative first during the warmup or while
+    ``target`` accepted cases are out of sight, then likeliest sound first), then the decided ones. ``labels``: case
+    id → 1 (accepted or edited) / 0 (rejected). Returns (order, {learnt_from, accepted, rejected, mode, p})."""
+    ids = list(case_ids)
+    score = np.array([0.5 if s is None or s != s else s for s in validator_score], dtype=float)
+    X = features(score, vectors)
+    known = np.array([c in labels for c in ids], dtype=bool)
+    y = np.array([labels[c] for c in ids if c in labels], dtype=int)
+    p = SoundnessModel().fit(X[known], y).predict_proba(X)[:, 1]
+    accepted = int(y.sum())
+    greedy = len(y) >= WARMUP and in_sight(accepted, target, p[~known])
+    key = (lambda i: (-p[i], ids[i])) if greedy else (lambda i: (abs(p[i] - 0.5), ids[i]))
+    undecided = sorted(np.flatnonzero(~known), key=key)
+    order = [ids[i] for i in undecided] + [ids[i] for i in np.flatnonzero(known)]
+    return order, {"learnt_from": len(y), "accepted": accepted, "rejected": len(y) - accepted,
+                   "mode": "most likely sound first" if greedy else "most informative first", "p": dict(zip(ids, p.tolist(), strict=True))}

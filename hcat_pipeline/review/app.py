@@ -98,6 +98,23 @@ def _bad(message: str, status: int = 400, **extra) -> JSONResponse:
                         status_code=status)  # fmt: skip
 
 
+def _embedder(request: Request):
+    """The packaged MiniLM's ``embed`` for the curate screen's learnt order, loaded once; None when the settings say
+    not to learn (``learn_order``) or the model cannot load (the page then uses the validator's static order)."""
+    state = request.app.state
+    if not _settings(request).learn_order:
+        return None
+    if getattr(state, "embed", None) is None:
+        from hcat_pipeline.resources.embedding import EmbeddingModel
+
+        try:
+            state.embed = EmbeddingModel().embed
+        except Exception as e:  # noqa: BLE001 — shown on the page, never a failed page
+            state.embed_error = f"{type(e).__name__}: {e}"
+            return None
+    return state.embed
+
+
 def _settings(request: Request) -> ReviewSettings:
     return request.app.state.settings
 
@@ -193,7 +210,7 @@ def curate_case_page(request: Request, version: str | None = None, case: str | N
     if version is not None and version not in list_versions(settings.golden_dir):
         return _page(request, "error.html.j2", 404, message=f"no frozen golden-set version {version!r} in {settings.golden_dir}")
     view = case_screen_view(settings.golden_dir, settings.curation_dir, settings.chunks or settings.warehouse / "chunks.parquet", version, case,
-                            settings.warehouse)
+                            settings.warehouse, embed=_embedder(request))
     return _page(request, "curate_case.html.j2", **{**view, "page": "curate"})
 
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from hcat_pipeline.common.sentences import sentences
 from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
+from hcat_pipeline.golden.composition import TARGET_SIZE
 from hcat_pipeline.golden.review import measured_difficulty, review_order, with_review_columns
+from hcat_pipeline.golden.review_order import learnt_order
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.items import Flag, highlight
 
@@ -72,10 +75,36 @@ def _behaviour_checks(warehouse: Path | None, version: str) -> pl.DataFrame:
     return pl.concat([pl.read_parquet(f, columns=cols) for f in files]) if files else pl.DataFrame(schema=dict.fromkeys(cols, pl.String))
 
 
+_VECTORS: dict[tuple, np.ndarray] = {}  # (version, chunks file, its mtime) → the cases' embeddings, computed once a version
+
+
+def _vectors(frame: pl.DataFrame, chunks: Path, version: str, embed) -> np.ndarray:
+    """MiniLM embeddings of each case's question, reference and source passage, side by side (cached per version)."""
+    key = (version, str(chunks), Path(chunks).stat().st_mtime_ns if Path(chunks).is_file() else 0, frame.height)
+    if key not in _VECTORS:
+        ids = sorted({c for cs in frame["source_chunk_ids"].to_list() for c in (cs or [])})
+        text = _chunk_text(chunks, ids)
+        src = [" ".join(text.get(c, "") for c in (cs or []))[:2000] for cs in frame["source_chunk_ids"].to_list()]
+        _VECTORS[key] = np.hstack([embed(frame["query"].fill_null("").to_list()), embed(frame["reference_answer"].fill_null("").to_list()), embed(src)])
+    return _VECTORS[key]
+
+
+def ordered(frame: pl.DataFrame, decisions: dict, chunks: Path, version: str, embed, target: int) -> tuple[list[str], dict | None]:
+    """The screen's order: learnt from this reviewer's decisions (``golden.review_order.learnt_order``) when an
+    ``embed`` is given, else the validator's static order; cases reviewed in an earlier version count as accepted."""
+    if embed is None:
+        return review_order(frame, decided=set(decisions)), None
+    labels = {c: int(d["action"] in ("accept", "edit")) for c, d in decisions.items()}
+    labels |= {c: 1 for c in frame.filter(pl.col("review_verdict").is_not_null())["case_id"].to_list() if c not in labels}
+    return learnt_order(frame["case_id"].to_list(), frame["validity_score"].to_list(), _vectors(frame, chunks, version, embed), labels, target)
+
+
 def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version: str | None, case_id: str | None,
-                     warehouse: Path | None = None) -> dict:
+                     warehouse: Path | None = None, embed=None, target: int | None = None) -> dict:
     """One case of ``version`` (default: the latest; the case: ``case_id``, else the first nobody decided yet); source
-    passages from the ``chunks`` table; the difficulty the systems' answers suggest from ``warehouse``'s behaviour_checks."""
+    passages from the ``chunks`` table; the difficulty the systems' answers suggest from ``warehouse``'s behaviour_checks.
+    ``embed`` (texts → vectors): the order is learnt from the decisions so far (``ordered``), toward ``target`` accepted
+    cases (default: the version's size, at most the methodology's 200)."""
     version = version or latest_version(golden_dir)
     view = {"versions": list_versions(golden_dir), "version": version, "case": None, "position": 0, "n_cases": 0, "left": 0}
     if version is None:
@@ -83,7 +112,8 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
     frame, _ = load_version(version, golden_dir)
     frame = with_review_columns(frame)
     decisions = CurationLog(curation_dir, version).decisions()
-    order = review_order(frame, decided=set(decisions))
+    order, learnt = ordered(frame, decisions, chunks, version, embed, target or min(frame.height, TARGET_SIZE))
+    view["learnt"] = learnt and {k: v for k, v in learnt.items() if k != "p"}
     done = set(decisions) | set(frame.filter(pl.col("review_verdict").is_not_null())["case_id"].to_list())
     left = [c for c in order if c not in done]
     case_id = case_id if case_id in order else (left[0] if left else order[0] if order else None)
