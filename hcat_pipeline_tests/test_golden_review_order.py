@@ -80,3 +80,27 @@ def test_rejecting_one_kind_moves_the_undecided_cases_like_it_down():
     undecided = [c for c in order if c not in labels]
     assert all(int(c[1:]) >= 20 for c in undecided[:12])  # every undecided case of the accepted kind before any rejected-kind one
     assert order[-16:] == [c for c in ids if c in labels]
+
+
+def test_the_page_says_what_a_signable_set_still_lacks_and_when_the_accepted_cases_suffice(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from hcat_pipeline.golden.cases import load_version
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.views import ReviewSettings
+    from hcat_pipeline_tests.review_data import VERSION, make_project
+
+    project = make_project(tmp_path)
+    base, _ = load_version(VERSION, project.golden_dir)
+    happy = base.filter(base["category"] == "happy_path")["case_id"].to_list()
+    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                              curation_dir=project.curation_dir, chunks=project.chunks, learn_order=False,
+                              needs={"happy_path": 2, "answer_correct": 2})  # fmt: skip
+    client = TestClient(create_app(settings))
+    page = client.get(f"/curate/case?version={VERSION}").text
+    assert "Still missing for a signable set: happy_path 2 (0 of 2), answer_correct 2 (0 of 2)" in page and 'id="enough"' not in page
+    assert "the validator's, likeliest unsound first" in page
+    for cid in happy[:2]:
+        assert client.post("/api/curation", json={"rater": "alice", "version": VERSION, "case_id": cid, "action": "accept"}).json()["status"] == "saved"
+    done = client.get(f"/curate/case?version={VERSION}").text
+    assert 'id="enough"' in done and "The accepted cases suffice" in done and "Still missing" not in done

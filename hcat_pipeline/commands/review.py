@@ -63,7 +63,23 @@ def settings_from(args: argparse.Namespace):
     return ReviewSettings(labels_dir=Path(args.labels_dir), warehouse=Path(args.warehouse), golden_dir=Path(args.golden_dir),
                           curation_dir=Path(args.curation_dir), queue=Path(args.queue) if args.queue else None, rater=args.rater,
                           extra_dimensions=asked_dimensions(getattr(args, "dimension", ())), check_factory=check_factory,
-                          chunks=Path(args.chunks), reports_dir=Path(args.reports_dir) if getattr(args, "reports_dir", "") else None)  # fmt: skip
+                          chunks=Path(args.chunks), reports_dir=Path(args.reports_dir) if getattr(args, "reports_dir", "") else None,
+                          needs=signable_needs())  # fmt: skip
+
+
+def signable_needs(path: str | None = None) -> dict[str, int] | None:
+    """What the campaign file's signable set holds (its target size and happy-path share, and the cases each gate needs
+    at its certify_below); None without a readable campaign or gates file (said on stderr)."""
+    from hcat_pipeline.campaign_spec import CampaignFileError, load_campaign
+    from hcat_pipeline.gates.spec import GatesFileError, load_gates, rule_floors
+    from hcat_pipeline.golden.review_order import needs_of
+
+    try:
+        spec = load_campaign(path) if path else load_campaign()
+        return needs_of(spec.generation.target_size, spec.generation.happy_path_share, rule_floors(load_gates(), spec.certify_below))
+    except (CampaignFileError, GatesFileError, OSError) as e:
+        print(f"note: the curate screen shows no 'still missing' line ({e})", file=sys.stderr)
+        return None
 
 
 @command("review", "serve the review page (label answers, curate cases, see agreement) on loopback", _review_args)

@@ -162,3 +162,35 @@ def learnt_order(case_ids: Sequence[str], validator_score: Sequence[float | None
     order = [ids[i] for i in undecided] + [ids[i] for i in np.flatnonzero(known)]
     return order, {"learnt_from": len(y), "accepted": accepted, "rejected": len(y) - accepted,
                    "mode": "most likely sound first" if greedy else "most informative first", "p": dict(zip(ids, p.tolist(), strict=True))}
+
+
+# ------------------------------------------------------------------ what a signable set still lacks (issue 59 item 2)
+def needs_of(target_size: int, happy_path_share: float, floors: dict[str, int]) -> dict[str, int]:
+    """What a signable set holds at least: the happy-path cases of its target (golden-eval §2.2-2.3) and the cases each
+    certified gate needs by rule (``gates.spec.rule_floors``: "rule" or "rule@answer")."""
+    return {"happy_path": int(np.ceil(target_size * happy_path_share)), **{k: int(v) for k, v in floors.items()}}
+
+
+def _kinds(case: dict) -> set[str]:
+    from hcat_pipeline.golden.case_rules import rule_for
+    from hcat_pipeline.golden.yes_no import answer_key
+
+    rule = rule_for(case)
+    out = {rule} | ({"happy_path"} if case.get("category") == "happy_path" else set())
+    if case.get("query_type") == "yes_no" and (key := answer_key(case.get("reference_answer"))):
+        out.add(f"{rule}@{key}")
+    return out
+
+
+def still_missing(accepted: Sequence[dict], needs: dict[str, int]) -> dict:
+    """{rows: [{kind, have, need, missing}], enough, by_type}: the accepted (or edited) cases against ``needs``, and
+    the happy-path cases accepted per query type."""
+    have: dict[str, int] = {}
+    by_type: dict[str, int] = {}
+    for c in accepted:
+        for k in _kinds(c):
+            have[k] = have.get(k, 0) + 1
+        if c.get("category") == "happy_path":
+            by_type[str(c.get("query_type"))] = by_type.get(str(c.get("query_type")), 0) + 1
+    rows = [{"kind": k, "have": have.get(k, 0), "need": n, "missing": max(0, n - have.get(k, 0))} for k, n in needs.items()]
+    return {"rows": rows, "enough": all(r["missing"] == 0 for r in rows), "by_type": dict(sorted(by_type.items()))}

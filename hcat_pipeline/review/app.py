@@ -210,7 +210,7 @@ def curate_case_page(request: Request, version: str | None = None, case: str | N
     if version is not None and version not in list_versions(settings.golden_dir):
         return _page(request, "error.html.j2", 404, message=f"no frozen golden-set version {version!r} in {settings.golden_dir}")
     view = case_screen_view(settings.golden_dir, settings.curation_dir, settings.chunks or settings.warehouse / "chunks.parquet", version, case,
-                            settings.warehouse, embed=_embedder(request))
+                            settings.warehouse, embed=_embedder(request), target=(settings.needs or {}).get("happy_path"), needs=settings.needs)
     return _page(request, "curate_case.html.j2", **{**view, "page": "curate"})
 
 

@@ -15,7 +15,7 @@ from hcat_pipeline.common.sentences import sentences
 from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
 from hcat_pipeline.golden.composition import TARGET_SIZE
 from hcat_pipeline.golden.review import measured_difficulty, review_order, with_review_columns
-from hcat_pipeline.golden.review_order import learnt_order
+from hcat_pipeline.golden.review_order import learnt_order, still_missing
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.items import Flag, highlight
 
@@ -100,11 +100,12 @@ def ordered(frame: pl.DataFrame, decisions: dict, chunks: Path, version: str, em
 
 
 def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version: str | None, case_id: str | None,
-                     warehouse: Path | None = None, embed=None, target: int | None = None) -> dict:
+                     warehouse: Path | None = None, embed=None, target: int | None = None, needs: dict[str, int] | None = None) -> dict:
     """One case of ``version`` (default: the latest; the case: ``case_id``, else the first nobody decided yet); source
     passages from the ``chunks`` table; the difficulty the systems' answers suggest from ``warehouse``'s behaviour_checks.
     ``embed`` (texts → vectors): the order is learnt from the decisions so far (``ordered``), toward ``target`` accepted
-    cases (default: the version's size, at most the methodology's 200)."""
+    cases (default: the version's size, at most the methodology's 200); ``needs`` (kind → cases, ``review_order.needs_of``):
+    what is still missing for a signable set."""
     version = version or latest_version(golden_dir)
     view = {"versions": list_versions(golden_dir), "version": version, "case": None, "position": 0, "n_cases": 0, "left": 0}
     if version is None:
@@ -114,6 +115,10 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
     decisions = CurationLog(curation_dir, version).decisions()
     order, learnt = ordered(frame, decisions, chunks, version, embed, target or min(frame.height, TARGET_SIZE))
     view["learnt"] = learnt and {k: v for k, v in learnt.items() if k != "p"}
+    if needs:  # what a signable set still lacks, per kind, against the campaign file's needs
+        ok = {c for c, d in decisions.items() if d["action"] in ("accept", "edit")}
+        ok |= set(frame.filter(pl.col("review_verdict").is_not_null())["case_id"].to_list())
+        view["missing"] = still_missing(frame.filter(pl.col("case_id").is_in(sorted(ok))).to_dicts(), needs)
     done = set(decisions) | set(frame.filter(pl.col("review_verdict").is_not_null())["case_id"].to_list())
     left = [c for c in order if c not in done]
     case_id = case_id if case_id in order else (left[0] if left else order[0] if order else None)

@@ -43,6 +43,7 @@ class ReviewSettings:
     check_factory: Callable[[], Callable] | None = None  # the validity check for freezing (built on first use)
     chunks: Path | None = None  # the chunks table the curate screen shows source passages from (None: <warehouse>/chunks.parquet)
     reports_dir: Path | None = None  # where production monitoring's review queues are (None: HCAT_REPORTS_DIR / data/reports)
+    needs: dict[str, int] | None = None  # what a signable set holds (golden.review_order.needs_of, from the campaign file)
     learn_order: bool = True  # the curate screen's order learnt from the decisions (golden.review_order); False: the validator's
 
     @property
