@@ -227,7 +227,7 @@ def build_production_log_sensor(campaign_file: str | None = None, name: str = "p
             return dg.SkipReason("the campaign file has no monitoring: section")
         seen = json.loads(context.cursor) if context.cursor else {}
         now, runs = {}, []
-        for day, files in sorted(days_in(spec.paths, spec.fields.day_pattern).items()):
+        for day, files in sorted(days_in(spec.paths, spec.fields.day_pattern, spec.fields).items()):
             stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
             now[day] = hashlib.sha256(stamp.encode()).hexdigest()[:16]
             if seen.get(day) == now[day]:

@@ -48,9 +48,11 @@ def demo_logs(folder: Path, warehouse: Path) -> tuple[list[Path], str]:
 
 def days_to_run(spec, wanted: str) -> list[str]:
     from hcat_pipeline.commands.backfill import parse_nights
-    from hcat_pipeline.monitoring.logs import days_in
+    from hcat_pipeline.monitoring.logs import days_in, no_day_reason
 
-    present = sorted(days_in(spec.paths, spec.fields.day_pattern))
+    present = sorted(days_in(spec.paths, spec.fields.day_pattern, spec.fields))
+    if not present:
+        raise ValueError(no_day_reason(spec.paths, spec.fields))
     if not wanted:
         return present
     asked = parse_nights(wanted)

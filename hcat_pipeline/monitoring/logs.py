@@ -230,10 +230,37 @@ def read_day(patterns: list[str], day: str, fields: LogFields = LogFields()) -> 
     return LogRead(pl.DataFrame(rows, schema=LOG_ROWS), pl.DataFrame(rejected, schema=REJECTED), other)
 
 
-def days_in(patterns: list[str], pattern: str = DAY_IN_NAME) -> dict[str, list[Path]]:
-    """The days the files' names carry → their files (undated files are left out: read with every day)."""
+def days_in(patterns: list[str], pattern: str = DAY_IN_NAME, fields: LogFields | None = None) -> dict[str, list[Path]]:
+    """The days the logs hold → their files: the day a file's name carries, else (a single export, hourly or arbitrary
+    names) every day its rows' timestamps fall on (``fields.timestamp_path``; a row without a usable one is left to
+    ``read_day`` to reject). Without ``fields`` an undated file is left out."""
     out: dict[str, list[Path]] = {}
     for p in log_files(patterns):
-        if (d := file_day(p, pattern)) is not None:
+        named = file_day(p, pattern)
+        for d in [named] if named is not None else sorted(row_days(p, fields)) if fields is not None else []:
             out.setdefault(d, []).append(p)
     return out
+
+
+def row_days(path: Path, fields: LogFields) -> set[str]:
+    """The days the rows of an undated file fall on, by their timestamps (unreadable rows and files give none)."""
+    days: set[str] = set()
+    try:
+        records = _records(path)
+    except LogFileError:
+        return days
+    for _, rec, _why in records:
+        try:
+            days.add(parse_time(_get(rec or {}, fields.timestamp_path)).strftime("%Y-%m-%d"))
+        except (ValueError, OverflowError, OSError):
+            continue
+    return days
+
+
+def no_day_reason(patterns: list[str], fields: LogFields) -> str:
+    """Why the logs gave no day: no file at all, or files with no date in the name and no row with a timestamp."""
+    files = log_files(patterns)
+    if not files:
+        return f"no log file ({', '.join(sorted(FORMATS))}) matches {patterns}"
+    return (f"no day found in {len(files)} log file(s) ({', '.join(p.name for p in files[:3])}{' …' if len(files) > 3 else ''}): no "
+            f"date in the file names (day_pattern {fields.day_pattern!r}) and no row with a timestamp at {fields.timestamp_path!r}")
