@@ -25,6 +25,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.campaign_monitoring import MonitoringSpec
 from hcat_pipeline.io import PolarsParquetIOManager, read_stored_table
 from hcat_pipeline.judge.tiering import API_SECONDS_PER_CALL, LOCAL_SECONDS_PER_CALL
+from hcat_pipeline.monitoring.alerts import Outbox
 from hcat_pipeline.monitoring.anomalies import as_frame, detect
 from hcat_pipeline.monitoring.day import CorpusIndex, monitor_day, review_queue
 from hcat_pipeline.monitoring.judging import JUDGED, judge_day
@@ -32,6 +33,7 @@ from hcat_pipeline.monitoring.logs import LogFileError, read_day
 from hcat_pipeline.monitoring.signals import MONITOR_METRICS, rates
 from hcat_pipeline.partitions import production_day
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, REVIEW_URL
+from hcat_pipeline.resources.alerts import AlertWebhook
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -223,6 +225,17 @@ def production_anomalies(context: dg.AssetExecutionContext, config: MonitoringCo
         yield _check(name, found, day)
 
 
+def _alert(webhook: AlertWebhook, reports: Path, service: str, raised: list[dict], report: Path) -> dict:
+    """Each anomaly raised today that was never alerted, queued once in the outbox and sent to the webhook with the
+    pending ones (``monitoring.alerts``): {new, sent, pending, failed_attempts, errors} (why: no URL configured)."""
+    outbox = Outbox(reports / "monitoring" / "alerts.jsonl")
+    new = outbox.add(raised, service, Path(report).resolve().as_uri())
+    if webhook.url() is None:
+        return {"new": len(new), "sent": 0, "pending": sum(r["status"] == "pending" for r in outbox.load().values()),
+                "why": f"no webhook configured (${webhook.url_env_var}): kept in {outbox.path}"}  # fmt: skip
+    return {"new": len(new), **outbox.deliver(webhook.send, webhook.retries, webhook.wait)}
+
+
 def _judged_note(judged: pl.DataFrame) -> str:
     if judged.is_empty():
         return "nothing judged today (off, nothing flagged, or no time in the budget: production_judge's metadata says which)"
@@ -260,7 +273,7 @@ def strata_table(cells: pl.DataFrame, labels: dict[int, str]) -> pl.DataFrame:
 def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfig, production_logs: pl.LazyFrame,
                       production_rejects: pl.DataFrame, production_sample: pl.DataFrame, production_cells: pl.DataFrame,
                       production_anomalies: pl.DataFrame, production_judge: pl.DataFrame, topic_strata: pl.DataFrame,
-                      io_manager: dg.ResourceParam[PolarsParquetIOManager]):  # fmt: skip
+                      io_manager: dg.ResourceParam[PolarsParquetIOManager], alert_webhook: AlertWebhook):  # fmt: skip
     from hcat_pipeline.reports.history import render_history
     from hcat_pipeline.reports.monitoring import render_monitoring_report
 
@@ -286,8 +299,12 @@ def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfi
     render_history(reports / "history.html", Path(io_manager.base_dir), service=spec.service, system_id=spec.service,
                    anomalies=production_anomalies.to_dicts())  # every anomaly found as of the day, not found again here
     novel = queue.filter(pl.col("queue_reason") == "novel")
+    alerts = _alert(alert_webhook, reports, spec.service, raised.to_dicts(), path)
+    if alerts.get("pending"):
+        context.log.warning(f"{alerts['pending']} anomaly alert(s) not delivered yet: {alerts.get('why') or alerts.get('errors')}")
     yield dg.Output(pl.DataFrame({"day": [day], "report": [str(path)], "anomalies": [raised.height], "queued": [queue.height]}),
-                    metadata={"report": dg.MetadataValue.path(str(path)), "queued": queue.height, "novel": novel.height})  # fmt: skip
+                    metadata={"report": dg.MetadataValue.path(str(path)), "queued": queue.height, "novel": novel.height,
+                              "alerts": dg.MetadataValue.json(alerts)})  # fmt: skip
     yield dg.AssetCheckResult(check_name=NOVEL_CHECK, passed=novel.is_empty(), severity=dg.AssetCheckSeverity.WARN,
                               description=f"{novel.height} failing answer(s) far from every topic stratum queued for review",
                               metadata={"requests": dg.MetadataValue.json(novel["request_id"].to_list())})  # fmt: skip

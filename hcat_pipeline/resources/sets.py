@@ -36,6 +36,7 @@ from typing import Literal, get_args
 import dagster as dg
 
 from hcat_pipeline.io import PolarsParquetIOManager
+from hcat_pipeline.resources.alerts import AlertWebhook
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -74,6 +75,7 @@ def resources_for(profile: str | None = None) -> dict:
         "io_manager": PolarsParquetIOManager(),
         "embedding_model": EmbeddingModel(),
         "pii_detector": PIIDetector(),
+        "alert_webhook": AlertWebhook(),  # production anomalies to a person (URL from HCAT_ALERT_WEBHOOK_URL)
         "nli_model": NLIModel(),
         "multilingual_encoder": MultilingualEncoder(),  # USE-M3: dense_use, cross-lingual metrics, the toxicity head, rule similarity
     }
