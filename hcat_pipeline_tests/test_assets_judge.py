@@ -4,13 +4,13 @@ validated flag looked up from judge_validation for the same hash."""
 
 import dagster as dg
 import polars as pl
-import pytest
 
 from hcat_pipeline.assets.judge import judge_validation, llm_judge_scores
 from hcat_pipeline.io import PolarsParquetIOManager
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
 from hcat_pipeline.resources.llm import LLM, LLMResult
+from hcat_pipeline_tests.conftest import require_validation_dir
 from hcat_pipeline_tests.stubs import stub_asset
 
 VERSION, NIGHT = "gs-test", "2025-03-01"
@@ -111,8 +111,8 @@ def test_scores_per_dimension_with_hash_run_columns_and_not_validated_without_va
     assert "never use them for gates" in _meta(res, "not_validated_warning")
 
 
-@pytest.mark.skipif(not DEFAULT_VALIDATION_DIR.is_dir(), reason="../shared/validation not present")
 def test_judge_validation_table_figures_and_its_flag_reach_the_score_rows(tmp_path):
+    require_validation_dir(DEFAULT_VALIDATION_DIR)
     instance = dg.DagsterInstance.ephemeral()
     io = PolarsParquetIOManager(base_dir=str(tmp_path / "wh"))
     dims = ["groundedness", "safety"]

@@ -9,6 +9,7 @@ from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, sa
 from hcat_pipeline.judge.scoring import JudgeConfig, judge_pair_both_orders
 from hcat_pipeline.judge.validation import validate_judge
 from hcat_pipeline.resources.llm import LLMResult
+from hcat_pipeline_tests.conftest import require_validation_dir
 
 
 def _kappa_by_hand(a, b):
@@ -147,8 +148,8 @@ def test_validate_judge_marks_dimensions_without_labels_and_below_floor_not_vali
     assert strict["validation"]["validated"][0] is False
 
 
-@pytest.mark.skipif(not DEFAULT_VALIDATION_DIR.is_dir(), reason="../shared/validation not present")
 def test_reference_items_are_labelled_as_documented_and_split_stably():
+    require_validation_dir(DEFAULT_VALIDATION_DIR)
     f = faithdial_items()
     t = toxigen_items()
     assert {i.label for i in f} == {0, 1} and {i.label for i in t} == {0, 1}
