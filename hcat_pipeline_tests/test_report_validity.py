@@ -42,3 +42,17 @@ def test_the_dominant_source_is_the_larger_one_in_metric_units():
     assert lines == []
     _, lines = construct_validity_section(cells.with_columns(pl.lit("answer_relevancy").alias("metric")), ["answer_relevancy"], VALIDITY, None)
     assert lines and "UNKNOWN" in lines[0]
+
+
+def test_prompt_sensitivity_reads_the_paraphrase_groups_too():
+    """Issue 61: the paraphrase groups' paired change is a prompt-sensitivity source, like typo and colloquial."""
+    import polars as pl
+
+    from hcat_pipeline.reports.validity import uncertainty_sources
+
+    deltas = pl.DataFrame({"metric": ["groundedness_nli"] * 2, "system_id": ["s", "s"], "variant_kind": ["paraphrase", "typo"],
+                           "delta": [-0.21, 0.01], "ci_low": [-0.30, -0.05], "ci_high": [-0.12, 0.07], "n_pairs": [12, 3]})  # fmt: skip
+    cell = {"metric": "groundedness_nli", "row": "s", "n": 40, "ci_low": 0.5, "ci_high": 0.6}
+    sources, dominant = uncertainty_sources(cell, deltas, None)
+    assert sources["prompt sensitivity"].startswith("±0.21 established") and "paraphrase Δ -0.210" in sources["prompt sensitivity"]
+    assert dominant.startswith("prompt sensitivity")

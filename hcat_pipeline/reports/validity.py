@@ -11,11 +11,12 @@ Per headline metric: its claim and proxy (``metrics.constructs``) and the validi
 
 Per headline metric × system: the uncertainty sources this run can estimate, in the metric's units —
 *sample size* (the half-width of the bootstrap CI of the mean), *prompt sensitivity* (the largest |mean paired change|
-under the paraphrase variants, ``robustness_deltas`` typo / colloquial, counted only when its paired CI excludes 0 —
+under the paraphrase variants, ``robustness_deltas`` typo / colloquial / paraphrase (the paraphrase groups), counted only when its paired CI excludes 0 —
 one pair's change is noise, shown but not compared), *judge disagreement* (only for an LLM-judge
 dimension: 1 − κ of the audit, shown, not in metric units); *model stochasticity* is not estimated (one answer per
 case; a temperature-0 local system repeats itself exactly) — and the dominant one, with the remedy §6.6 names. The
-claim strength (STRONG / MODERATE / WEAK / INSUFFICIENT) is the weakness cell's, the one gates use.
+claim strength (STRONG / MODERATE / WEAK / INSUFFICIENT) is the weakness cell's (``reports``); a gate states its own,
+from the gate's sample (``gates.decide``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from hcat_pipeline.reports.campaign_report import Section, fmt
 
 HIGH_AUROC = 0.8
 MODERATE_AUROC = 0.7
-PARAPHRASE_KINDS = ("typo", "colloquial")
+PARAPHRASE_KINDS = ("typo", "colloquial", "paraphrase")  # the rewordings of a case, its paraphrase group included
 REMEDY = {"sample size": "more cases", "prompt sensitivity": "broader paraphrase coverage / a more robust system",
           "judge disagreement": "recalibrate the judge on human labels"}  # fmt: skip
 
