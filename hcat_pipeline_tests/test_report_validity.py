@@ -54,5 +54,5 @@ def test_prompt_sensitivity_reads_the_paraphrase_groups_too():
                            "delta": [-0.21, 0.01], "ci_low": [-0.30, -0.05], "ci_high": [-0.12, 0.07], "n_pairs": [12, 3]})  # fmt: skip
     cell = {"metric": "groundedness_nli", "row": "s", "n": 40, "ci_low": 0.5, "ci_high": 0.6}
     sources, dominant = uncertainty_sources(cell, deltas, None)
-    assert sources["prompt sensitivity"].startswith("±0.21 established") and "paraphrase Δ -0.210" in sources["prompt sensitivity"]
+    assert sources["prompt sensitivity"].startswith("±0.210 established") and "paraphrase Δ -0.210" in sources["prompt sensitivity"]
     assert dominant.startswith("prompt sensitivity")
