@@ -157,3 +157,13 @@ def test_a_version_sized_for_one_level_says_so_when_read_at_another():
     line = level_mismatch(manifest, gates)
     assert "sized for certify_below 10%, read at 5%" in line and "no_prompt_injection" in line
     assert level_mismatch(manifest, gates.with_columns(pl.col("certify_below").replace(0.05, 0.10))) is None
+
+
+@pytest.mark.parametrize("sentence,key", [
+    ("A character is not a separate data type but a string of exactly one character.", "no"),  # "not … but" loses its sense
+    ("The view will be iterated in reverse order of the insertion.", "yes"),  # "the view" was introduced elsewhere
+])  # fmt: skip
+def test_the_default_nights_unsound_rule_questions_are_not_made_again(sentence, key):
+    from hcat_pipeline.golden.yes_no import yes_no_probe
+
+    assert yes_no_probe(sentence, key) is None

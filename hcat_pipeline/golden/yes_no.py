@@ -155,8 +155,13 @@ def yes_no_probe(sentence: str, key: str) -> tuple[str, str] | None:
     if (len(sentence.split()) > YES_NO_MAX_WORDS or _CONDITIONED.search(sentence) or _DEICTIC.search(sentence)
             or sentence_problem(sentence)):
         return None
-    if (subject_split(sentence) or ("", "", []))[1].lower() in ("have", "has", "had"):
+    subject, aux, _ = subject_split(sentence) or ("", "", [])
+    if aux.lower() in ("have", "has", "had"):
         return None  # "Has the module a …?": "have" as the main verb inverts into an old-fashioned question
+    if re.fullmatch(r"(?i)the [a-z]+", subject.strip()):
+        return None  # "The view will be …": a bare "the <noun>" names something the sentence before introduced
+    if key == "no" and re.search(r"\bnot\b.*\bbut\b", sentence, re.I):
+        return None  # "X is not A but B" without its "not" asks "is X A but B?": no clear answer
     if key == "yes":
         q = None if _NEGATED.search(sentence) else yes_no_question(sentence)
         return (q, "as_stated") if q else None
