@@ -26,7 +26,8 @@ from hcat_pipeline.campaign_monitoring import MonitoringSpec
 from hcat_pipeline.io import PolarsParquetIOManager, read_stored_table
 from hcat_pipeline.judge.tiering import API_SECONDS_PER_CALL, LOCAL_SECONDS_PER_CALL
 from hcat_pipeline.monitoring.alerts import Outbox
-from hcat_pipeline.monitoring.anomalies import as_frame, detect
+from hcat_pipeline.monitoring.anomalies import as_frame, detect, touches
+from hcat_pipeline.monitoring.continuous import CONTINUOUS, continuous_anomalies, slo_consequence
 from hcat_pipeline.monitoring.day import CorpusIndex, monitor_day, review_queue
 from hcat_pipeline.monitoring.judging import JUDGED, judge_day
 from hcat_pipeline.monitoring.logs import LogFileError, read_day
@@ -197,8 +198,21 @@ def stored_cells(io_manager: PolarsParquetIOManager, day: str, days: int) -> pl.
     return pl.concat([read_stored_table(p, "production_cells", p.stem) for p in files]) if files else pl.DataFrame()
 
 
+def stored_values(io_manager: PolarsParquetIOManager, day: str, days: int) -> dict[str, dict[str, list[float]]]:
+    """The continuous signals of the stored days of production_logs up to ``day``: signal → day → its values (latency,
+    output tokens, answer length in characters)."""
+    folder = Path(io_manager.base_dir) / "production_logs"
+    out: dict[str, dict[str, list[float]]] = {c: {} for c in CONTINUOUS}
+    for p in sorted(q for q in folder.glob("*.parquet") if q.stem <= day)[-days:]:
+        rows = read_stored_table(p, "production_logs", p.stem).with_columns(pl.col("answer").str.len_chars().cast(pl.Float64).alias("answer_chars"))
+        for c in CONTINUOUS:
+            if c in rows.columns:
+                out[c][p.stem] = rows[c].drop_nulls().cast(pl.Float64).to_list()
+    return out
+
+
 def _check(name: str, anomalies: list[dict], day: str) -> dg.AssetCheckResult:
-    raised = [a for a in anomalies if a["kind"] in CHECK_KINDS[name] and a["end_day"] == day]
+    raised = [a for a in anomalies if a["kind"] in CHECK_KINDS[name] and touches(a, day)]
     worst = "ERROR" if any(a["severity"] == "ERROR" for a in raised) else "WARN"
     return dg.AssetCheckResult(check_name=name, passed=not raised, severity=SEVERITY[worst],
                                description=f"{len(raised)} raised on {day}" if raised else f"none on {day}",
@@ -215,9 +229,12 @@ def _check(name: str, anomalies: list[dict], day: str) -> dg.AssetCheckResult:
 def production_anomalies(context: dg.AssetExecutionContext, config: MonitoringConfig, io_manager: dg.ResourceParam[PolarsParquetIOManager]):
     spec, day = spec_of(config), context.partition_key
     *_, anomaly_config = spec.core()
-    cells = stored_cells(io_manager, day, max(anomaly_config.window_days, anomaly_config.baseline_days) * 4)
-    found = detect(cells, anomaly_config)
-    today = [a for a in found if a["end_day"] == day]
+    span = max(anomaly_config.window_days, anomaly_config.baseline_days) * 4
+    cells = stored_cells(io_manager, day, span)
+    continuous = continuous_anomalies(stored_values(io_manager, day, span))
+    found = sorted(slo_consequence(detect(cells, anomaly_config), continuous) + continuous,
+                   key=lambda a: (a["start_day"], a["kind"], a["signal"], str(a["stratum"])))  # fmt: skip
+    today = [a for a in found if touches(a, day)]
     yield dg.Output(as_frame(found, day), metadata={"dagster/row_count": len(found), "raised": len(today),
                                                     "days_read": cells["day"].n_unique() if cells.height else 0,
                                                     "anomalies": dg.MetadataValue.json(today)})  # fmt: skip
@@ -275,7 +292,7 @@ def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfi
                       production_anomalies: pl.DataFrame, production_judge: pl.DataFrame, topic_strata: pl.DataFrame,
                       io_manager: dg.ResourceParam[PolarsParquetIOManager], alert_webhook: AlertWebhook):  # fmt: skip
     from hcat_pipeline.reports.history import render_history
-    from hcat_pipeline.reports.monitoring import render_monitoring_report
+    from hcat_pipeline.reports.monitoring import distribution_rows, render_monitoring_report
 
     spec, day = spec_of(config), context.partition_key
     _, sample_config, _, anomaly_config = spec.core()
@@ -295,7 +312,8 @@ def monitoring_report(context: dg.AssetExecutionContext, config: MonitoringConfi
     path = render_monitoring_report(folder / "report.html", service=spec.service, day=day, read=read,
                                     today=rates(production_cells), baseline=rates(before.with_columns(pl.lit(day).alias("day"))),
                                     strata=strata_table(production_cells, labels), anomalies=raised, queue=queue,
-                                    labels=labels, review_url=REVIEW_URL, history_href="../../history.html")  # fmt: skip
+                                    labels=labels, review_url=REVIEW_URL, history_href="../../history.html",
+                                    distributions=distribution_rows(stored_values(io_manager, day, anomaly_config.baseline_days + 1), day))  # fmt: skip
     render_history(reports / "history.html", Path(io_manager.base_dir), service=spec.service, system_id=spec.service,
                    anomalies=production_anomalies.to_dicts())  # every anomaly found as of the day, not found again here
     novel = queue.filter(pl.col("queue_reason") == "novel")

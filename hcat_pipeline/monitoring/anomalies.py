@@ -298,10 +298,16 @@ def input_drift(cube: _Cube, config: AnomalyConfig) -> list[dict]:
              "strata_grown": grew, "n": int(n)}}]  # fmt: skip
 
 
+def touches(a: dict, day: str) -> bool:
+    """An anomaly is raised on its last day, or on the day that showed what it was (a one-day spike of a continuous
+    signal is known the day after: ``evidence.known_on``)."""
+    return a["end_day"] == day or (isinstance(a.get("evidence"), dict) and a["evidence"].get("known_on") == day)
+
+
 def as_frame(anomalies: list[dict], day: str) -> pl.DataFrame:
     """The anomalies as a table; ``raised``: those that touch ``day`` (what the day's checks raise)."""
-    rows = [{**a, "evidence": json.dumps(a["evidence"], sort_keys=True), "raised": a["end_day"] == day} for a in anomalies]
+    rows = [{**a, "evidence": json.dumps(a["evidence"], sort_keys=True), "raised": touches(a, day)} for a in anomalies]
     return pl.DataFrame(rows, schema=PRODUCTION_ANOMALIES)
 
 
-__all__ = ["SAMPLE_SIGNALS", "AnomalyConfig", "as_frame", "detect"]
+__all__ = ["SAMPLE_SIGNALS", "AnomalyConfig", "as_frame", "detect", "touches"]

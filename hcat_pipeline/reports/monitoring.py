@@ -59,16 +59,36 @@ def rate_rows(today: pl.DataFrame, baseline: pl.DataFrame) -> list[dict]:
     return rows
 
 
+def distribution_rows(series: dict[str, dict[str, list[float]]], day: str) -> list[dict]:
+    """Per continuous signal with values today: n, median and p95 with their 99 % intervals, the median of the days
+    before (``monitoring.continuous.day_summary``)."""
+    import numpy as np
+
+    from hcat_pipeline.monitoring.continuous import day_summary
+
+    out = []
+    for signal, by_day in series.items():
+        s = day_summary(np.asarray(by_day.get(day, []), dtype=float))
+        if s is None:
+            continue
+        before = [v for d, vs in by_day.items() if d < day for v in vs]
+        b = float(np.median(before)) if before else None
+        out.append({"signal": signal, "n": s["n"], "p50": f"{s['p50']:.4g} [{s['p50_low']:.4g}, {s['p50_high']:.4g}]",
+                    "p95": f"{s['p95']:.4g} [{s['p95_low']:.4g}, {s['p95_high']:.4g}]", "baseline": "–" if b is None else f"{b:.4g}"})
+    return out
+
+
 def render_monitoring_report(path: Path, *, service: str, day: str, read: dict, today: pl.DataFrame, baseline: pl.DataFrame,
                              strata: pl.DataFrame, anomalies: pl.DataFrame, queue: pl.DataFrame, labels: dict[int, str],
-                             review_url: str, history_href: str) -> Path:  # fmt: skip
-    """Write the day's report; ``read``: rows, rejected (with reasons), screened, sampled, masked."""
+                             review_url: str, history_href: str, distributions: list[dict] = ()) -> Path:  # fmt: skip
+    """Write the day's report; ``read``: rows, rejected (with reasons), screened, sampled, masked; ``distributions``:
+    the continuous signals' rows (``distribution_rows``)."""
     q = [{"request_id": r["request_id"], "reason": r["queue_reason"], "stratum": labels.get(r["stratum"], str(r["stratum"])),
           "question": r["question"], "answer": r["answer"] or f"(error: {r.get('error')})", "failed": r["signals_failed"], "judge": r.get("judge"),
           "link": f"{review_url}/monitor/case?day={day}&request={r['request_id']}"} for r in queue.iter_rows(named=True)]  # fmt: skip
     html = environment().get_template("monitoring_report.html.j2").render(
         service=service, day=day, read=read, rates=rate_rows(today, baseline), anomalies=anomaly_rows(anomalies, labels),
-        strata=strata.to_dicts(), queue=q, history_href=history_href, review_url=review_url)
+        strata=strata.to_dicts(), queue=q, history_href=history_href, review_url=review_url, distributions=list(distributions))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return path
