@@ -18,6 +18,7 @@ from typing import NamedTuple
 import polars as pl
 
 from hcat_pipeline.common.jsonpath import get_path
+from hcat_pipeline.monitoring.spans import SPAN_RECORD_FIELDS, is_span, traces, unpack_otlp
 from hcat_pipeline.schemas import PRODUCTION_LOGS, PRODUCTION_REJECTS
 
 LOG_ROWS = PRODUCTION_LOGS
@@ -99,7 +100,7 @@ def _records(path: Path) -> list[tuple[int, dict | None, str]]:
             return out
         if kind == "json":
             data = json.loads(path.read_text(encoding="utf-8"))
-            data = data if isinstance(data, list) else [data]
+            data = unpack_otlp(data) or (data if isinstance(data, list) else [data])  # an OTLP export: its spans
         else:
             data = (pl.read_parquet(path) if kind == "parquet" else pl.read_csv(path, infer_schema_length=0)).to_dicts()
     except (OSError, ValueError, pl.exceptions.PolarsError) as e:
@@ -206,6 +207,16 @@ def normalise_record(rec: dict, fields: LogFields, source: str, default_day: str
     return row | {f: _flag(_get(rec, getattr(fields, f"{f}_path")), f) for f in _FLAGS}
 
 
+def requests(path: Path, fields: LogFields) -> tuple[list[tuple[object, dict | None, str]], LogFields]:
+    """(where, record, why not) per request of a file, and the field map to read them with: a span export (OpenTelemetry
+    / OpenInference, ``monitoring.spans``) gives one record per trace read by the spans' own names; any other file its
+    records, read by ``fields``."""
+    records = _records(path)
+    if not any(is_span(r) for _, r, _ in records[:50]):
+        return records, fields
+    return traces(records), LogFields(**SPAN_RECORD_FIELDS, day_pattern=fields.day_pattern)
+
+
 def read_day(patterns: list[str], day: str, fields: LogFields = LogFields()) -> LogRead:
     """Every row of ``day`` in the files the patterns name: files whose name carries that day or no day. A file
     that cannot be read at all raises ``LogFileError``; a record that cannot be used is a ``rejected`` row."""
@@ -214,12 +225,13 @@ def read_day(patterns: list[str], day: str, fields: LogFields = LogFields()) -> 
         named = file_day(path, fields.day_pattern)
         if named not in (None, day):
             continue
-        for line, rec, why in _records(path):
-            source = f"{path.name}:{line}"
+        records, use = requests(path, fields)
+        for where, rec, why in records:
+            source = f"{path.name}:{where}"
             try:
                 if rec is None:
                     raise ValueError(why)
-                row = normalise_record(rec, fields, source, named)
+                row = normalise_record(rec, use, source, named)
             except ValueError as e:
                 rejected.append({"source": source, "reason": str(e)})
                 continue
@@ -246,12 +258,12 @@ def row_days(path: Path, fields: LogFields) -> set[str]:
     """The days the rows of an undated file fall on, by their timestamps (unreadable rows and files give none)."""
     days: set[str] = set()
     try:
-        records = _records(path)
+        records, use = requests(path, fields)
     except LogFileError:
         return days
     for _, rec, _why in records:
         try:
-            days.add(parse_time(_get(rec or {}, fields.timestamp_path)).strftime("%Y-%m-%d"))
+            days.add(parse_time(_get(rec or {}, use.timestamp_path)).strftime("%Y-%m-%d"))
         except (ValueError, OverflowError, OSError):
             continue
     return days
