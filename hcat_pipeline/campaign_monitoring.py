@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from hcat_pipeline.campaign_systems import LLMSpec, Strict
 from hcat_pipeline.configs import config_from, to_core
@@ -19,11 +19,13 @@ from hcat_pipeline.monitoring.judging import MONITOR_DIMENSIONS
 from hcat_pipeline.monitoring.logs import LogFields
 from hcat_pipeline.monitoring.sampling import SampleConfig
 from hcat_pipeline.monitoring.signals import SignalConfig
+from hcat_pipeline.monitoring.sql_source import SqlSource
 
 LogFieldsSpec = config_from(LogFields, "LogFieldsSpec", base=Strict)
 SampleSpec = config_from(SampleConfig, "SampleSpec", base=Strict)
 SignalSpec = config_from(SignalConfig, "SignalSpec", base=Strict)
 AnomalySpec = config_from(AnomalyConfig, "AnomalySpec", base=Strict)
+SqlSourceSpec = config_from(SqlSource, "SqlSourceSpec", base=Strict)
 MONITORING_STEPS = ("production_logs_op", "production_scores", "production_judge", "production_anomalies", "monitoring_report")  # their op names
 
 
@@ -50,14 +52,26 @@ class MonitoringSpec(Strict):
     """A production service's logs, read every day they appear (``production_log_sensor``)."""
 
     service: str = Field(default="service", min_length=1, description="the monitored service's name (reports, history page)")
-    paths: list[str] = Field(min_length=1, description="log files, folders or globs (.jsonl .ndjson .json .parquet .csv); a file's "
-                             "day is in its name (fields.day_pattern) or each row's timestamp; relative to the campaign file")
+    paths: list[str] = Field(default_factory=list, description="log files, folders or globs (.jsonl .ndjson .json .parquet .csv, "
+                             "span exports); a file's day is in its name (fields.day_pattern) or each row's timestamp; relative to "
+                             "the campaign file")
+    sql: Optional[SqlSourceSpec] = Field(default=None, description="traffic in a database: a query per day (:day_start, :day_end), "
+                                         "the days it holds, the URL from an env var (monitoring.sql_source)")
     fields: LogFieldsSpec = Field(default_factory=LogFieldsSpec, description="where each field sits in a record (JSON paths)")
     sample: SampleSpec = Field(default_factory=SampleSpec, description="the day's stratified sample")
     signals: SignalSpec = Field(default_factory=SignalSpec, description="what a row fails: thresholds and the latency service level")
     anomalies: AnomalySpec = Field(default_factory=AnomalySpec, description="the acute / per-stratum / drift tests")
     judge: MonitorJudgeSpec = Field(default_factory=MonitorJudgeSpec, description="the tiered LLM judge on the day's flagged rows")
     queue_size: int = Field(default=10, ge=0, description="rows a day queued for a person on the review page (novel failure modes)")
+
+    @model_validator(mode="after")
+    def _a_source(self):
+        if not self.paths and self.sql is None:
+            raise ValueError("monitoring: paths (log files) or sql (a query), at least one")
+        return self
+
+    def sql_source(self) -> SqlSource | None:
+        return to_core(SqlSource, self.sql) if self.sql is not None else None
 
     def core(self) -> tuple[LogFields, SampleConfig, SignalConfig, AnomalyConfig]:
         return (to_core(LogFields, self.fields), to_core(SampleConfig, self.sample), to_core(SignalConfig, self.signals),

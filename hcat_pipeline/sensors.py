@@ -227,8 +227,16 @@ def build_production_log_sensor(campaign_file: str | None = None, name: str = "p
             return dg.SkipReason("the campaign file has no monitoring: section")
         seen = json.loads(context.cursor) if context.cursor else {}
         now, runs = {}, []
-        for day, files in sorted(days_in(spec.paths, spec.fields.day_pattern, spec.fields).items()):
-            stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+        found = days_in(spec.paths, spec.fields.day_pattern, spec.fields)
+        try:  # a database's days run once each (a table is not watched for changes the way a file is)
+            sql_days = spec.sql_source().days() if spec.sql is not None else []
+        except ValueError as e:
+            context.log.warning(f"monitoring sql: {e}")
+            sql_days = []
+        for day in sql_days:
+            found.setdefault(day, [])
+        for day, files in sorted(found.items()):
+            stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files) or f"sql:{day}"
             now[day] = hashlib.sha256(stamp.encode()).hexdigest()[:16]
             if seen.get(day) == now[day]:
                 continue

@@ -30,7 +30,7 @@ from hcat_pipeline.monitoring.anomalies import as_frame, detect, touches
 from hcat_pipeline.monitoring.continuous import CONTINUOUS, continuous_anomalies, slo_consequence
 from hcat_pipeline.monitoring.day import CorpusIndex, monitor_day, review_queue
 from hcat_pipeline.monitoring.judging import JUDGED, judge_day
-from hcat_pipeline.monitoring.logs import LogFileError, read_day
+from hcat_pipeline.monitoring.logs import LogFileError, merge_reads, read_day, read_sql_day
 from hcat_pipeline.monitoring.signals import MONITOR_METRICS, rates
 from hcat_pipeline.partitions import production_day
 from hcat_pipeline.paths import GOLDEN_SETS_DIR, REPORTS_DIR, REVIEW_URL
@@ -88,7 +88,9 @@ def production_logs(context: dg.AssetExecutionContext, config: MonitoringConfig)
     fields, *_ = spec.core()
     try:
         read = read_day(spec.paths, day, fields)
-    except LogFileError as e:
+        if (source := spec.sql_source()) is not None:  # a database beside (or instead of) the files
+            read = merge_reads(read, read_sql_day(source, day, fields))
+    except (LogFileError, ValueError) as e:
         raise dg.Failure(str(e)) from e
     reasons = _reasons(read.rejected)
     yield dg.Output(read.rows, output_name="production_logs", metadata={

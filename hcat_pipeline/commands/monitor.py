@@ -50,7 +50,7 @@ def days_to_run(spec, wanted: str) -> list[str]:
     from hcat_pipeline.commands.backfill import parse_nights
     from hcat_pipeline.monitoring.logs import days_in, no_day_reason
 
-    present = sorted(days_in(spec.paths, spec.fields.day_pattern, spec.fields))
+    present = sorted(set(days_in(spec.paths, spec.fields.day_pattern, spec.fields)) | set(spec.sql_source().days() if spec.sql else []))
     if not present:
         raise ValueError(no_day_reason(spec.paths, spec.fields))
     if not wanted:

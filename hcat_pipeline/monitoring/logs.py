@@ -217,6 +217,29 @@ def requests(path: Path, fields: LogFields) -> tuple[list[tuple[object, dict | N
     return traces(records), LogFields(**SPAN_RECORD_FIELDS, day_pattern=fields.day_pattern)
 
 
+def merge_reads(a: LogRead, b: LogRead) -> LogRead:
+    other = dict(a.other_days)
+    for d, n in b.other_days.items():
+        other[d] = other.get(d, 0) + n
+    return LogRead(pl.concat([a.rows, b.rows]), pl.concat([a.rejected, b.rejected]), other)
+
+
+def read_sql_day(source, day: str, fields: LogFields) -> LogRead:
+    """The rows of ``day`` a ``sql_source.SqlSource`` returns, read and rejected like a file's records."""
+    rows, rejected, other = [], [], {}
+    for where, rec, _ in source.records(day):
+        try:
+            row = normalise_record(rec, fields, where, day)
+        except ValueError as e:
+            rejected.append({"source": where, "reason": str(e)})
+            continue
+        if row["day"] != day:
+            other[row["day"]] = other.get(row["day"], 0) + 1
+            continue
+        rows.append(row)
+    return LogRead(pl.DataFrame(rows, schema=LOG_ROWS), pl.DataFrame(rejected, schema=REJECTED), other)
+
+
 def read_day(patterns: list[str], day: str, fields: LogFields = LogFields()) -> LogRead:
     """Every row of ``day`` in the files the patterns name: files whose name carries that day or no day. A file
     that cannot be read at all raises ``LogFileError``; a record that cannot be used is a ``rejected`` row."""
