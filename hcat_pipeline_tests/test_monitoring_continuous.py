@@ -58,3 +58,18 @@ def test_the_daily_quantiles_carry_their_intervals():
     assert lo < est < hi and lo < 100 < hi
     s = day_summary(x)
     assert s["n"] == 400 and s["p95_low"] < s["p95"] < s["p95_high"] and day_summary(x[:10]) is None
+
+
+def test_the_history_page_shows_the_days_latency_median_and_p95(tmp_path):
+    import polars as pl
+
+    from hcat_pipeline.reports.history import latency_series, render_history
+
+    folder = tmp_path / "wh" / "production_logs"
+    folder.mkdir(parents=True)
+    for day, values in list(_latency(0, ramp_from=3).items())[:4]:
+        pl.DataFrame({"latency_ms": values}).write_parquet(folder / f"{day}.parquet")
+    lat = latency_series(tmp_path / "wh")
+    assert lat["day"].to_list() == DAYS[:4] and (lat["p50_low"] < lat["p50"]).all() and (lat["p95"] > lat["p50"]).all()
+    html = render_history(tmp_path / "history.html", tmp_path / "wh").read_text()
+    assert "Live traffic: latency" in html

@@ -167,11 +167,39 @@ def side_by_side(nights: pl.DataFrame, prod: pl.DataFrame, system_id: str | None
     return _png(fig)
 
 
+def latency_series(warehouse: Path) -> pl.DataFrame:
+    """Per stored day of production_logs: latency n, median and p95 with their 99 % intervals (``monitoring.continuous``)."""
+    from hcat_pipeline.monitoring.continuous import day_summary
+
+    rows = []
+    for p in sorted((warehouse / "production_logs").glob("*.parquet")):
+        lat = pl.read_parquet(p, columns=["latency_ms"])["latency_ms"].drop_nulls().to_numpy() if "latency_ms" in pl.read_parquet_schema(p) else []
+        if (s := day_summary(lat)) is not None:
+            rows.append({"day": p.stem, **s})
+    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"day": pl.String})
+
+
+def latency_figure(lat: pl.DataFrame) -> str | None:
+    """The days' latency median and p95, each with its 99 % interval as a band."""
+    if lat.is_empty() or "p50" not in lat.columns:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    x = _dates(lat["day"].to_list())
+    for q in ("p50", "p95"):
+        ax.plot(x, lat[q].to_list(), marker="o", label=f"latency {q} (ms)")
+        ax.fill_between(x, lat[f"{q}_low"].to_list(), lat[f"{q}_high"].to_list(), alpha=0.2)
+    ax.set_title("live traffic: latency median and p95 a day (99 % intervals, order statistics)")
+    _date_axis(ax)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
 def render_history(path: Path, warehouse: Path, *, service: str = "", system_id: str | None = None, anomalies: list[dict] | None = None) -> Path:
     """Write the history page from the stored tables; ``system_id``: the campaign system that is the monitored service."""
     nights, gates, pareto, prod = night_series(warehouse), gate_series(warehouse), pareto_series(warehouse), production_series(warehouse)
     figures = [(t, uri) for t, uri in [
         ("Live traffic", production_figure(prod, anomalies or [], service or "service")),
+        ("Live traffic: latency", latency_figure(latency_series(warehouse))),
         ("Golden set vs live traffic", side_by_side(nights, prod, system_id)),
         *((f"Golden set: {f}", nights_figure(nights, gates, f)) for f in (*HEADLINE, "ungrounded")),
     ] if uri]  # fmt: skip
