@@ -107,7 +107,8 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
     cases (default: the version's size, at most the methodology's 200); ``needs`` (kind → cases, ``review_order.needs_of``):
     what is still missing for a signable set."""
     version = version or latest_version(golden_dir)
-    view = {"versions": list_versions(golden_dir), "version": version, "case": None, "position": 0, "n_cases": 0, "left": 0}
+    view = {"versions": list_versions(golden_dir), "version": version, "case": None, "position": 0, "n_cases": 0, "left": 0,
+            "learnt": None, "missing": None}
     if version is None:
         return view
     frame, _ = load_version(version, golden_dir)
