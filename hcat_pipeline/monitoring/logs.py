@@ -224,45 +224,47 @@ def merge_reads(a: LogRead, b: LogRead) -> LogRead:
     return LogRead(pl.concat([a.rows, b.rows]), pl.concat([a.rejected, b.rejected]), other)
 
 
-def read_sql_day(source, day: str, fields: LogFields) -> LogRead:
-    """The rows of ``day`` a ``sql_source.SqlSource`` returns, read and rejected like a file's records."""
-    rows, rejected, other = [], [], {}
-    for where, rec, _ in source.records(day):
+def _take(records, fields: LogFields, day: str, default_day: str | None, prefix: str, acc: tuple[list, list, dict]) -> None:
+    """Normalise ``records`` ((where, record or None, why not)) into ``acc`` = (rows of ``day``, rejected, rows of
+    other days counted)."""
+    rows, rejected, other = acc
+    for where, rec, why in records:
+        source = f"{prefix}{where}"
         try:
-            row = normalise_record(rec, fields, where, day)
+            if rec is None:
+                raise ValueError(why)
+            row = normalise_record(rec, fields, source, default_day)
         except ValueError as e:
-            rejected.append({"source": where, "reason": str(e)})
+            rejected.append({"source": source, "reason": str(e)})
             continue
         if row["day"] != day:
             other[row["day"]] = other.get(row["day"], 0) + 1
             continue
         rows.append(row)
-    return LogRead(pl.DataFrame(rows, schema=LOG_ROWS), pl.DataFrame(rejected, schema=REJECTED), other)
+
+
+def _read(acc: tuple[list, list, dict]) -> LogRead:
+    return LogRead(pl.DataFrame(acc[0], schema=LOG_ROWS), pl.DataFrame(acc[1], schema=REJECTED), acc[2])
+
+
+def read_sql_day(source, day: str, fields: LogFields) -> LogRead:
+    """The rows of ``day`` a ``sql_source.SqlSource`` returns, read and rejected like a file's records."""
+    acc: tuple[list, list, dict] = ([], [], {})
+    _take(source.records(day), fields, day, day, "", acc)
+    return _read(acc)
 
 
 def read_day(patterns: list[str], day: str, fields: LogFields = LogFields()) -> LogRead:
     """Every row of ``day`` in the files the patterns name: files whose name carries that day or no day. A file
     that cannot be read at all raises ``LogFileError``; a record that cannot be used is a ``rejected`` row."""
-    rows, rejected, other = [], [], {}
+    acc: tuple[list, list, dict] = ([], [], {})
     for path in log_files(patterns):
         named = file_day(path, fields.day_pattern)
         if named not in (None, day):
             continue
         records, use = requests(path, fields)
-        for where, rec, why in records:
-            source = f"{path.name}:{where}"
-            try:
-                if rec is None:
-                    raise ValueError(why)
-                row = normalise_record(rec, use, source, named)
-            except ValueError as e:
-                rejected.append({"source": source, "reason": str(e)})
-                continue
-            if row["day"] != day:
-                other[row["day"]] = other.get(row["day"], 0) + 1
-                continue
-            rows.append(row)
-    return LogRead(pl.DataFrame(rows, schema=LOG_ROWS), pl.DataFrame(rejected, schema=REJECTED), other)
+        _take(records, use, day, named, f"{path.name}:", acc)
+    return _read(acc)
 
 
 def days_in(patterns: list[str], pattern: str = DAY_IN_NAME, fields: LogFields | None = None) -> dict[str, list[Path]]:
