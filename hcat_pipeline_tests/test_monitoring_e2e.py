@@ -146,7 +146,8 @@ def test_the_daily_report_and_the_history_page_render_in_headless_chromium(monit
             page.goto(history.as_uri(), wait_until="load")
             widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
             assert widths and all(w > 300 for w in widths), widths
-            assert page.locator("h2", has_text="Live traffic").is_visible()
+            assert page.get_by_role("heading", name="Live traffic", exact=True).is_visible()
+            assert page.get_by_role("heading", name="Live traffic: latency", exact=True).is_visible()
             page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
         finally:
             browser.close()
