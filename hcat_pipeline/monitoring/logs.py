@@ -224,10 +224,21 @@ def merge_reads(a: LogRead, b: LogRead) -> LogRead:
     return LogRead(pl.concat([a.rows, b.rows]), pl.concat([a.rejected, b.rejected]), other)
 
 
+def record_day(rec: dict | None, fields: LogFields) -> str | None:
+    """The UTC day of a record's timestamp, or None when it has no usable one."""
+    try:
+        return parse_time(_get(rec or {}, fields.timestamp_path)).strftime("%Y-%m-%d")
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def _take(records, fields: LogFields, day: str, default_day: str | None, prefix: str, acc: tuple[list, list, dict]) -> None:
     """Normalise ``records`` ((where, record or None, why not)) into ``acc`` = (rows of ``day``, rejected, rows of
-    other days counted)."""
+    other days counted). A rejected record is named on its own day only: the day of its timestamp, else the file's
+    (its name's day, else the first day its rows fall on) — a bad row of a ten-day export is named once, not ten times."""
     rows, rejected, other = acc
+    undated: list[dict] = []
+    days_seen: set[str] = set()
     for where, rec, why in records:
         source = f"{prefix}{where}"
         try:
@@ -235,12 +246,19 @@ def _take(records, fields: LogFields, day: str, default_day: str | None, prefix:
                 raise ValueError(why)
             row = normalise_record(rec, fields, source, default_day)
         except ValueError as e:
-            rejected.append({"source": source, "reason": str(e)})
+            own = record_day(rec, fields) or default_day
+            if own is None:
+                undated.append({"source": source, "reason": str(e)})
+            elif own == day:
+                rejected.append({"source": source, "reason": str(e)})
             continue
+        days_seen.add(row["day"])
         if row["day"] != day:
             other[row["day"]] = other.get(row["day"], 0) + 1
             continue
         rows.append(row)
+    if not days_seen or min(days_seen) == day:
+        rejected.extend(undated)
 
 
 def _read(acc: tuple[list, list, dict]) -> LogRead:
@@ -281,17 +299,11 @@ def days_in(patterns: list[str], pattern: str = DAY_IN_NAME, fields: LogFields |
 
 def row_days(path: Path, fields: LogFields) -> set[str]:
     """The days the rows of an undated file fall on, by their timestamps (unreadable rows and files give none)."""
-    days: set[str] = set()
     try:
         records, use = requests(path, fields)
     except LogFileError:
-        return days
-    for _, rec, _why in records:
-        try:
-            days.add(parse_time(_get(rec or {}, use.timestamp_path)).strftime("%Y-%m-%d"))
-        except (ValueError, OverflowError, OSError):
-            continue
-    return days
+        return set()
+    return {d for _, rec, _why in records if (d := record_day(rec, use)) is not None}
 
 
 def no_day_reason(patterns: list[str], fields: LogFields) -> str:
