@@ -295,7 +295,7 @@ def test_yes_cases_wait_while_they_outnumber_no_cases():
     the kept "no" ones, so a corpus with few contradictable sentences does not end with every yes/no answer "Yes"."""
     yes_only = ("The Easy Saver account is a savings account for customers aged 16 or over. "
                 "Interest on the Easy Saver account is calculated daily on the cleared balance. "
-                "The Gold card is a credit card with a yearly fee of 50 pounds.")
+                "The Gold card is a credit card for customers aged 18 or over.")  # a bound: no number swap contradicts it
     pools = {st: [{"chunk_id": f"c{st}", "text": yes_only, "stratum": st, "stratum_label": "s"}] for st in range(4)}
 
     def keep(rows):

@@ -46,7 +46,7 @@ def claim_problem(claim: str) -> str | None:
 _DOC_NOISE = re.compile(r"https?://|www\.|\*{3,}|::=|>>>|\b(?:Changed|New) in version\b|\bDeprecated since\b|\[\d+\]|^\(?e\.g\.|^\(", re.I)
 _DEPENDENT_START = re.compile(
     r"^(?:note|see|for example|for instance|otherwise|also|however|thus|therefore|similarly|likewise|in this case|in that case|"
-    r"this|these|that|those|it|its|they|their|such|here|there|both|either|neither|an easy way|the former|the latter|"
+    r"this|these|that|those|it|its|they|their|such|here|there|both|either|neither|an easy way|the former|the latter|notice|"
     r"return|returns|call|get|set|create|use|raise|remove|add|compare|convert|make)\b", re.I)
 _GLUED = re.compile(
     r"[a-z0-9)\"”’'*]\.\*?\s*[A-Z]"  # "…future.* A cell object …": two sentences run together
@@ -60,18 +60,29 @@ _DEICTIC_THIS = re.compile(r"\b(?:of|by|to|with|for|from|on|in)\s+(?:this|that|t
                            r"\b(?:this|these)\s+(?:is|are|was|were|means|allows|can|will|[,.;:])", re.I)
 
 
-def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> str | None:
+_IDENTIFIER_START = re.compile(r"[a-z][a-z0-9]*(?:[_\d-][a-z0-9]*)+\s")  # pg_dump, man-db, x86_64: a name, not a fragment's word
+
+
+def _heading_run_in(s: str) -> bool:
+    """A manual's section heading run into the sentence after it ("DESCRIPTION pg_dump is …", "EXIT STATUS pg_ctl …")."""
+    m = re.match(r"((?:[A-Z]{2,}\s+)+)[a-z]", s)
+    return bool(m) and sum(c.isalpha() for c in m.group(1)) >= 5
+
+
+def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40, identifier_start: bool = False) -> str | None:
     """Why ``sentence`` cannot stand alone as a reference or a claim a reviewer would sign, or None: ``claim_problem``
     plus documentation noise (URLs, heading rules, grammar productions, version notes, footnotes), a start that needs
     the previous sentence ("This", "It", "For example", "Note") or is an imperative without a subject ("Return a copy
-    …"), two sentences run together, code-like text, and a length outside [min_words, max_words]."""
+    …"), two sentences run together, code-like text, and a length outside [min_words, max_words]. ``identifier_start``:
+    a lower-case first word that is an identifier ("pg_dump", "man-db": an underscore, digit or hyphen inside) starts
+    a sentence of a manual, not a fragment."""
     s = " ".join((sentence or "").split())
     problem = claim_problem(s)
     if problem:
         return problem
     if not re.search(r"[.!?][\"'”’)]*$", s):
         return "does not end a sentence (cut at a chunk boundary?)"
-    if not (s[:1].isupper() or s[:1] in "\"“'"):
+    if not (s[:1].isupper() or s[:1] in "\"“'" or (identifier_start and _IDENTIFIER_START.match(s))):
         return f"starts mid-sentence ({s.split()[0]!r})"
     if s.count("(") != s.count(")"):
         return "unbalanced parentheses (cut from a longer sentence?)"
@@ -82,7 +93,7 @@ def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40) -> 
         return "documentation noise (a URL, a heading rule, a grammar production, a version note or a footnote)"
     if _DEPENDENT_START.match(s.lstrip("\"'“*")):
         return f"starts with {s.split()[0]!r}: needs the sentence before it, or has no subject"
-    if _GLUED.search(s[:-1]) or re.search(r"\s\d+\.$", s):
+    if _GLUED.search(s[:-1]) or re.search(r"\s\d+\.$", s) or _heading_run_in(s):
         return "two sentences, a heading or a signature run together"
     if _SEE_ELSEWHERE.search(s):
         return "points elsewhere in the text ('see … below', 'as indicated')"
@@ -156,7 +167,8 @@ GENERIC_NOUNS = frozenset(
     "value values result results return argument arguments function functions method methods object objects item items element "
     "elements parameter parameters field fields expression expressions name names type types string strings number numbers "
     "operation operations statement statements call calls instance instances class classes attribute attributes variable "
-    "variables default defaults code data output input entry entries list key keys option options account customer fee".split()
+    "variables default defaults code data output input entry entries list key keys option options account customer fee size valid basic "
+    "idea".split()
 )
 
 

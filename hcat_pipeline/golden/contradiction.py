@@ -64,11 +64,21 @@ def swap_antonym_or_number(sentence: str) -> tuple[str, str] | None:
         if ant:
             ant = ant.capitalize() if w.group(0)[0].isupper() else ant
             return s[: w.start()] + ant + s[w.end() :], "antonym"
-    m = re.search(r"\b\d+\b", s)
-    if m:
+    for m in re.finditer(r"\b\d+\b", s):
+        if _REFERENCE_NUMBER.search(s[: m.start()]) or re.match(r"\.\d", s[m.end() :]):
+            continue  # "pg_restore(1)", "Section 24.1", "PEP 572", "Python 3": a pointer or a name, not a stated quantity
+        if _BOUND_BEFORE.search(s[: m.start()]) or _BOUND_AFTER.match(s[m.end() :]):
+            continue  # "aged 16 or over" made "17 or over" is still true of a 17-year-old: a bound moved is no contradiction
         n = int(m.group(0))
         return s[: m.start()] + str(n + 1 if n < 9 else n * 2) + s[m.end() :], "number"
     return None
+
+
+_BOUND_BEFORE = re.compile(r"\b(?:at least|at most|up to|more than|less than|fewer than|over|under|above|below|between|from|to|"
+                           r"within|exceeding|maximum of|minimum of|as many as|as few as|since|until|between\b.*\band)\s+\W?$", re.I)
+_BOUND_AFTER = re.compile(r"\s*\w*\s*(?:or (?:over|more|less|fewer|under|above|below|older|younger|later|earlier|higher|lower)|and\b|"
+                          r"to \d|-\d|\+)", re.I)
+_REFERENCE_NUMBER = re.compile(r"(?:\w\(|\d\.|\b(?:section|chapter|§|pep|rfc|python|version|release|step|item|page)\s*)$", re.I)
 
 
 def false_premise(sentences: list[str], source: str = "") -> tuple[str, str, str] | str:

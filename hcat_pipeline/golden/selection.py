@@ -106,7 +106,8 @@ _NEG_PREFIXES = ("non", "un", "in", "im", "il", "ir")
 _ANTONYM_PAIRS = (
     ("true", "false"), ("allowed", "forbidden"), ("required", "optional"), ("mandatory", "optional"),
     ("enabled", "disabled"), ("same", "different"), ("include", "exclude"), ("possible", "impossible"),
-)  # fmt: skip
+    ("minimum", "maximum"), ("increases", "decreases"), ("synchronous", "asynchronous"), ("local", "global"),
+)  # fmt: skip (not before / after, faster / slower: a relation read from its other side is not a flip)
 _ANTONYMS = {a: b for x, y in _ANTONYM_PAIRS for a, b in ((x, y), (y, x))}
 _POLARITY_STOP = STOPWORDS | NEGATIONS | frozenset(AUXILIARIES) | frozenset(
     "be been being there any some also just only very it they them their he she we you i".split()
@@ -145,6 +146,12 @@ def _flip_of(word: str, others: set[str]) -> str | None:
     return None
 
 
+def _number_flip(missing: set[str], extra: set[str]) -> int:
+    """1 when the proposition states a number the unit does not and the unit states another ("Is the default size 32
+    megabytes?" against "The default size is 16 megabytes."): the number is the claim, and it is not the one stated."""
+    return int(any(w.isdigit() for w in missing) and any(w.isdigit() for w in extra))
+
+
 def _units(statement: str) -> list[str]:
     """Clauses and sentences of ``statement`` (clauses first: the smallest unit that restates a claim wins ties)."""
     sents = split_sentences(statement) or [statement]
@@ -163,7 +170,7 @@ def _relative_polarity(prop: list[str], statement: str, coverage: float, min_mat
         toks = polarity_tokens(unit)
         words_, stems = set(toks), {_stem(w) for w in toks}
         direct = {w for w in content if w in words_ or _stem(w) in stems}
-        flips = sum(_flip_of(w, words_) is not None for w in content - direct)
+        flips = sum(_flip_of(w, words_) is not None for w in content - direct) + _number_flip(content - direct, words_ - content)
         matched = len(direct) + flips
         if matched < min(min_matched, len(content)) or matched / len(content) < coverage:
             continue

@@ -16,6 +16,7 @@ from hcat_pipeline.golden.generation import item_seed
 from hcat_pipeline.golden.selection import AUXILIARIES, reference_polarity
 
 YES_NO_MAX_WORDS = 30  # a longer reference sentence makes a yes/no question no user would ask
+YES_NO_MIN_WORDS = 6  # a rule-made probe may ask a short fact ("pg_dumpall does not support the directory format.")
 _NEGATED = re.compile(r"\b(?:not|cannot|never|no)\b|n't\b", re.I)
 # a claim that holds only under a condition has no clean yes/no: a question that drops the condition flips the answer
 # ("The value of *errors* is not checked unless Development Mode is enabled" asked as "Is *errors* checked in
@@ -27,18 +28,18 @@ def section_title(chunk: dict) -> str:
     return (chunk.get("title") or chunk.get("stratum_label") or "").strip()
 
 
-def false_claim(sentence: str) -> tuple[str, str] | None:
+def false_claim(sentence: str, **problem_args) -> tuple[str, str] | None:
     """(a claim the source sentence contradicts, the rule), made by rule, never by adding a negation (a negated question
     has no clear "yes"): a negated sentence's positive claim ("X cannot be held jointly" → "X can be held jointly"), else
     an antonym or a number swapped — kept only when the polarity reader sees the sentence deny it, so selection and
-    validity read the same "No"."""
+    validity read the same "No". ``problem_args``: ``claims.sentence_problem``'s bounds for the claim."""
     contra = contradict_sentence(sentence)
     if not (contra and contra[1] == "remove_negation"):
         contra = swap_antonym_or_number(sentence)
     if contra is None:
         return None
     contra = (re.sub(r"\b([Aa])n? (?=(\w))", lambda m: m.group(1) + ("n " if m.group(2)[0].lower() in "aeiou" else " "), contra[0]), contra[1])
-    if sentence_problem(contra[0]) or _NEGATED.search(contra[0]):
+    if sentence_problem(contra[0], **problem_args) or _NEGATED.search(contra[0]):
         return None
     return contra if reference_polarity("Is it true that " + contra[0], sentence) == "no" else None
 
@@ -147,13 +148,17 @@ def answer_key(reference: str | None) -> str | None:
     return head.group(1).lower() if head else None
 
 
+_TWO_PREDICATES = re.compile(r"\b(?:and|or)\s+(?:is|are|was|were|will|would|can|could|may|might|must|should|does|do|did|has|have)\b", re.I)
+_PROBE_BOUNDS = {"min_words": YES_NO_MIN_WORDS, "identifier_start": True}
+
+
 def yes_no_probe(sentence: str, key: str) -> tuple[str, str] | None:
     """(question, claim rule) of a yes/no question about ``sentence`` whose answer is ``key``, by rule and no LLM: "yes"
     inverts the sentence itself (``claims.yes_no_question``), "no" a claim the sentence contradicts (``false_claim``,
     checked by the polarity reader); None when the sentence has no such question (negated, conditioned, long, generic
     subject, a pronoun first, no contradiction rule applies)."""
     if (len(sentence.split()) > YES_NO_MAX_WORDS or _CONDITIONED.search(sentence) or _DEICTIC.search(sentence)
-            or sentence_problem(sentence)):
+            or sentence_problem(sentence, **_PROBE_BOUNDS)):
         return None
     subject, aux, _ = subject_split(sentence) or ("", "", [])
     if aux.lower() in ("have", "has", "had"):
@@ -165,7 +170,7 @@ def yes_no_probe(sentence: str, key: str) -> tuple[str, str] | None:
     if key == "yes":
         q = None if _NEGATED.search(sentence) else yes_no_question(sentence)
         return (q, "as_stated") if q else None
-    made = false_claim(sentence)
+    made = false_claim(sentence, **_PROBE_BOUNDS)
     q = yes_no_question(made[0]) if made else None
     before = _before_change(sentence, made[0]) if q else ""
     parts = subject_split(sentence)
@@ -173,6 +178,8 @@ def yes_no_probe(sentence: str, key: str) -> tuple[str, str] | None:
               or (parts is not None and len(before.split()) < len(parts[0].split()))):
         return None  # a code literal changed ("x is not y" → "x y"), the change is in a subordinate clause, or in the subject
         # ("Optional arguments are …" → "Are required arguments …?": a false presupposition, not a clear "No")
+    if q and _TWO_PREDICATES.search(q):
+        return None  # "Is X aware of Y and may truncate Z?": the rule changed one of two claims, the question asks both
     return (q, made[1]) if q and not _NEGATED.search(q) else None
 
 
