@@ -1,12 +1,12 @@
 """Canaries on someone else's documents: would the gates catch a broken copy of *your own* http service?
 
-    python benchmarks/canaries_other_corpus.py DOCS_DIR [--pages 20] [--max-cases 40] [--out /tmp/canary_night]
+    python benchmarks/canaries_other_corpus.py DOCS_DIR [--pages 20] [--local-systems] [--out /tmp/canary_night]
 
 DOCS_DIR: any folder of HTML / text pages (e.g. a Debian ``*-doc`` package: ``apt-get download aptitude-doc-en``,
 ``dpkg-deb -x aptitude-doc-en_*.deb x``, then ``x/usr/share/doc/aptitude/html/en``). The first ``--pages`` files
 (sorted) are the corpus. An honest extractive RAG service of your own (``hcat_pipeline_tests.servers.UserRag``: its own
-document ids, sources as objects, no cost reported) serves them on loopback; the campaign evaluates it beside a local
-reference system and plants every catalogue fault in copies of the service. Prints the detection table, the false
+document ids, sources as objects, no cost reported) serves them on loopback; the campaign file is the one ``hcat init --corpus --http`` writes
+(``campaign_file``: the service's reply paths filled in) and plants every catalogue fault in copies of the service. Prints the detection table, the false
 alarms on the honest parent (its blocking gates), the release decision and the seconds the night took.
 """
 
@@ -26,35 +26,33 @@ ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret"
 
 
-def campaign_yaml(url: str, corpus: Path, max_cases: int) -> str:
-    return f"""name: canaries-other-corpus
-corpus: {{paths: ["{corpus}"]}}
-max_cases: {max_cases}
-judge: {{enabled: "off"}}
-systems:
-  - system_id: reference
-    retriever: bm25
-  - system_id: my_service
-    http:
-      url: {url}
-      request_template: '{{"question": "{{{{query}}}}"}}'
-      answer_path: result.answer.text
-      contexts_path: result.sources
-      context_text_field: content
-      context_id_field: id
-      auth_header: X-Api-Key
-      auth_env_var: BENCH_RAG_KEY
-      auth_scheme: ""
-canaries:
-  - of: my_service
-"""
+def campaign_file(url: str, corpus: Path, out: Path, env: dict, local_systems: bool) -> Path:
+    """The campaign file a new user has: ``hcat init --corpus … --http …`` as written (certify_below, suites, max_cases,
+    canaries of the service), then the edits the init file's comments ask for — where the service puts its answer and
+    sources, its key's env var — and, unless ``local_systems``, the two packaged reference systems removed (each answers
+    every case with the local LLM: an hour of CPU on two cores) and the LLM judge off (the same reason)."""
+    import yaml
+
+    cfg = out / "campaign.yaml"
+    subprocess.run([sys.executable, "-m", "hcat_pipeline.cli", "init", "--corpus", str(corpus), "--http", url, "--out", str(cfg)],
+                   env=env, cwd=ROOT, check=True, capture_output=True)  # fmt: skip
+    spec = yaml.safe_load(cfg.read_text())
+    mine = next(s for s in spec["systems"] if "http" in s)
+    mine["http"] |= {"request_template": '{"question": "{{query}}"}', "answer_path": "result.answer.text", "contexts_path": "result.sources",
+                     "context_text_field": "content", "context_id_field": "id", "auth_header": "X-Api-Key",
+                     "auth_env_var": "BENCH_RAG_KEY", "auth_scheme": ""}  # fmt: skip
+    if not local_systems:
+        spec["systems"] = [mine]
+        spec["judge"] = {"enabled": "off"}
+    cfg.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return cfg
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("docs", type=Path)
     ap.add_argument("--pages", type=int, default=20)
-    ap.add_argument("--max-cases", type=int, default=40)
+    ap.add_argument("--local-systems", action="store_true", help="keep the packaged reference systems and the judge hcat init writes")
     ap.add_argument("--out", type=Path, default=Path("/tmp/canary_night"))
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -77,8 +75,7 @@ def main() -> int:
         env.pop(k, None)
     t0 = time.perf_counter()
     with user_rag_server(UserRag(texts, SECRET)) as url:
-        cfg = args.out / "campaign.yaml"
-        cfg.write_text(campaign_yaml(url, corpus, args.max_cases))
+        cfg = campaign_file(url, corpus, args.out, env, args.local_systems)
         run = subprocess.run([sys.executable, "-m", "hcat_pipeline.cli", "campaign", "--config", str(cfg)], env=env, cwd=ROOT,
                              capture_output=True, text=True)  # fmt: skip
     seconds = time.perf_counter() - t0
@@ -97,6 +94,10 @@ def main() -> int:
     honest = gates.filter((pl.col("system_id") == "my_service") & pl.col("blocking"))
     print("honest parent's blocking gates (false alarms unless a real FAIL):")
     print(honest.select("gate", "verdict", "estimate", "ci_low", "ci_high", "n", "reason"))
+    undecided = honest.filter(pl.col("verdict") == "INDETERMINATE")
+    print(f"honest parent's blocking gates decided: {honest.height - undecided.height}/{honest.height}"
+          + (f" (undecided: {', '.join(undecided['gate'])})" if undecided.height else ""))
+    print(gates.filter(pl.col("gate").str.contains("yes_no")).select("system_id", "gate", "verdict", "estimate", "ci_low", "ci_high", "n"))
     print(pl.read_parquet(wh / "release_decision" / run_dir[0] / f"{run_dir[1]}.parquet"))
     print(pl.read_parquet(wh / "retrieval_metrics" / run_dir[0] / f"{run_dir[1]}.parquet").select(
         "system_id", "recall_at_k", "precision_at_k", "mrr", "matched_by"))
