@@ -61,6 +61,21 @@ def test_real_local_judge_scores_each_dimension_with_a_schema_valid_reply_and_th
 
 
 @pytest.mark.slow
+def test_real_local_judge_scores_a_helpful_answer_above_a_deflection(local_llm):
+    """Issue 61: helpfulness scores answers, not only a template. The question is one a user acts on; the helpful
+    answer says what to do, the deflection sends the user away. Reference-free: the judge sees the query only."""
+    cfg = JudgeConfig(dimensions=("helpfulness",))
+    ask = "How do I reset my online banking password?"
+    helpful = ("Open the app, tap 'Forgot password' on the sign-in screen, confirm the code we text to your registered "
+               "mobile number, then choose a new password of at least 12 characters.")  # fmt: skip
+    deflect = "I can't help with that. Please contact someone else."
+    rows = llm_judge([JudgeItem("helpful", helpful, ask), JudgeItem("deflect", deflect, ask)], local_llm, cfg)
+    assert all(r["error"] is None and r["dimension"] == "helpfulness" for r in rows), rows
+    good, bad = rows
+    assert good["score"] > bad["score"] and good["passed"] and not bad["passed"], (good, bad)
+
+
+@pytest.mark.slow
 def test_real_local_judge_truncated_reply_becomes_a_counted_error_row_not_a_null():
     llm = LLM(provider="local", json_retries=0)  # same cached model as the local_llm fixture; one call
     rows = llm_judge([JudgeItem("x", SUPPORTED, QUESTION, [KNOWLEDGE])], llm, JudgeConfig(dimensions=("groundedness",), max_tokens=4))
