@@ -265,6 +265,7 @@ def campaign_report(
         "metric_tables": OptionalTable(metric_tables),  # the rubric sections (citations, formats, stated confidence)
         "behaviour_checks": OptionalTable(behaviour_checks),
         "golden_set": OptionalTable(golden_set),
+        "rag_responses": OptionalTable(rag_responses),  # the test setting's systems (golden-eval §3.5.3)
         "paraphrase_variance": OptionalTable(paraphrase_variance),
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
@@ -275,7 +276,7 @@ def campaign_report(
     drop = ["golden_set_version", "night", "campaign_sha256"]
     kwargs = build_report(
         run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context),
-             "review": review_link(review_queue, version, night), "suites_note": level_mismatch(manifest, gate_verdicts),
+             "review": review_link(review_queue, version, night), "suites_note": level_mismatch(manifest, gate_verdicts), "manifest": manifest,
              "detector_precision": precision_text(detector_precision(read_flag_reviews(Path(config.labels_dir or LABELS_DIR)).values()))},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,

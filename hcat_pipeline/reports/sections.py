@@ -154,6 +154,17 @@ def strata_coverage(gen: dict | None) -> str:
     return head + ("" if not short else "; short: " + "; ".join(f"stratum {k} ({labels.get(str(k), '?')}): {v}" for k, v in short.items()))
 
 
+def _setting(run: dict, optional: dict[str, OptionalTable]) -> tuple[Section, str]:
+    """The test setting the night's results hold for (``reports.generalisation``), or why it cannot be read."""
+    from hcat_pipeline.reports.generalisation import setting_bounds
+
+    golden, responses = (optional.get(k) or OptionalTable(None, "") for k in ("golden_set", "rag_responses"))
+    if golden.frame is None or responses.frame is None or golden.frame.height == 0:
+        why = "the golden set or the responses are not given to the report"
+        return Section.missing("test_setting", "Test setting: what these results hold for", why), f"Test setting: not read ({why})."
+    return setting_bounds(golden.frame, responses.frame, run.get("manifest"), str(run.get("night", "?")))
+
+
 def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst: pl.DataFrame, deltas: pl.DataFrame,
                  failures: pl.DataFrame, scores: pl.DataFrame, optional: dict[str, OptionalTable], plot_metrics: Sequence[str],
                  pairs: Sequence[tuple[str, str]], seed: int, prov: dict) -> dict:  # fmt: skip
@@ -173,6 +184,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.insert(0, run["suites_note"])
     if " — short: " in prov.get("golden-set composition", ""):
         summary.append(f"Golden-set composition (golden-eval §2.2-2.3): {prov['golden-set composition']}.")
+    setting, setting_line = _setting(run, optional)
+    summary.append(setting_line)
     canary = optional.get("canary_detection") or OptionalTable(None, "canary_detection is not materialized for this run")
     canaries, canary_lines = canary_section(canary.frame, canary.why)
     summary += canary_lines
@@ -206,6 +219,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "gates_detail": gates,
         "judge": judge_section(judge.frame, judge.why),
         "headline": headline_section(cells, metrics),
+        "test_setting": setting,
         "canaries": canaries,
         "rankings": rankings_section(optional["rankings"].frame, optional["rankings"].why),
         "paired": paired_section(scores),
