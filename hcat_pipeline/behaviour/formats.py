@@ -9,7 +9,7 @@ Deterministic, offline checks of the ``format:`` constraints a ``format_constrai
   in ":" allowed, and 1 … n items;
 * ``max_words`` — the answer's word count ≤ n;
 * ``must_include`` — the answer ends with the required sentence (case, quotes and final whitespace ignored);
-* ``language`` — ``langid`` (restricted to ``golden.formats.DETECTABLE``) reads the answer as the asked language.
+* ``language`` — ``langid`` (``common.language``, restricted to ``DETECTABLE``) reads the answer as the asked language.
 
 Verdict pass when every constraint is met, else fail naming the failed constraint(s); score = share met. An answer
 that answers nothing — a refusal, or the required disclaimer alone — meets no constraint (fail, said so).
@@ -19,31 +19,16 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 
 import jsonschema
 
-from hcat_pipeline.golden.formats import DETECTABLE, LANGUAGES, parse_constraint
+from hcat_pipeline.common.language import detect_language
+from hcat_pipeline.golden.formats import LANGUAGES, parse_constraint
 from hcat_pipeline.metrics.refusal import is_refusal
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(?P<body>.*?)\s*```\s*$", re.S | re.I)
 _ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S")
 _WORD = re.compile(r"[\w'’-]+")
-
-
-@lru_cache(maxsize=1)
-def _identifier():
-    from langid.langid import LanguageIdentifier, model
-
-    ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
-    ident.set_languages(list(DETECTABLE))
-    return ident
-
-
-def detect_language(text: str) -> tuple[str, float]:
-    """(ISO 639-1 code, probability) of ``text`` among ``DETECTABLE`` (langid's packaged model, offline)."""
-    code, p = _identifier().classify(text)
-    return code, float(p)
 
 
 def check_json(answer: str, schema_text: str) -> tuple[bool, str]:

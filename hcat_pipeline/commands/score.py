@@ -6,6 +6,9 @@ and any other columns (kept). The output has the metric and explanation columns 
 ``hcat_pipeline.metrics.score`` added. A requested metric that cannot run (model, package or input
 column missing) stops the command with exit code 2 and the metric, cause and fix on stderr, unless
 ``--allow-unavailable`` (its columns are then null and the reason is printed and kept in ``score_info``).
+
+An input with a ``task_type`` column (``long_document`` | ``multilingual_synthesis`` | ``planning`` | ``qa``) and no
+``--metrics`` is scored by the concept-level chapter's harness (§14.5, ``metrics.harness``): each row by its task's checks.
 """
 
 from __future__ import annotations
@@ -77,6 +80,22 @@ def write_table(frame, path: Path) -> None:
     tmp.replace(path)
 
 
+def _by_task(frame, dst: Path, options: dict) -> int:
+    import polars as pl
+
+    from hcat_pipeline.metrics.harness import TASK_CHECKS, evaluate_tasks
+
+    out = evaluate_tasks(frame, **options)
+    write_table(out, dst)
+    print(f"scored {out.height} rows by task type -> {dst}")
+    for task in sorted(set(out["task_type"].to_list())):
+        part = out.filter(pl.col("task_type") == task)
+        cols = [c for c in TASK_CHECKS[task] or () if c in part.columns] or ["(the default metrics)"]
+        means = {c: part[c].cast(float).mean() for c in cols if c in part.columns}
+        print(f"  {task} ({part.height} rows): " + json.dumps({k: None if v is None else round(float(v), 4) for k, v in means.items()}))
+    return 0
+
+
 @command("score", "score responses (JSONL/Parquet) with the explainable metrics, outside Dagster", _args)
 def run(args: argparse.Namespace) -> int:
     from hcat_pipeline.metrics import score
@@ -95,22 +114,14 @@ def run(args: argparse.Namespace) -> int:
     if extra:
         base = metrics or [m.name for m in resolve_metrics(None, "reference" in frame.columns)]
         metrics = [*base, *extra]
+    options = dict(allow_unavailable=args.allow_unavailable, embedding_model=model, aggregation=args.aggregation,
+                   coverage_threshold=args.coverage_threshold, ot_metric=args.ot_metric, refusal_mode=args.refusal_mode,
+                   refusal_threshold=args.refusal_threshold, task=args.task, explain_sentences=not args.no_sentences,
+                   progress=not args.no_progress)  # fmt: skip
     try:
-        out, info = score(
-            frame,
-            metrics,
-            allow_unavailable=args.allow_unavailable,
-            embedding_model=model,
-            aggregation=args.aggregation,
-            coverage_threshold=args.coverage_threshold,
-            ot_metric=args.ot_metric,
-            refusal_mode=args.refusal_mode,
-            refusal_threshold=args.refusal_threshold,
-            task=args.task,
-            explain_sentences=not args.no_sentences,
-            progress=not args.no_progress,
-            return_info=True,
-        )
+        if metrics is None and "task_type" in frame.columns:  # the chapter's harness (§14.5): each row's checks by its task type
+            return _by_task(frame, dst, options)
+        out, info = score(frame, metrics, return_info=True, **options)
         write_table(out, dst)
     except ValueError as e:  # bad input, unknown metric, or a requested metric that cannot run (MetricUnavailable)
         print(f"hcat score: {e}", file=sys.stderr)

@@ -34,7 +34,6 @@ LIST_ITEMS = 3
 MAX_WORDS = 25
 DISCLAIMER = "This is not financial advice."
 LANGUAGES = {"de": "German", "fr": "French", "es": "Spanish"}  # the answer languages asked for
-DETECTABLE = ("en", "de", "fr", "es", "it", "nl", "pt")  # langid is restricted to these (short answers stay stable)
 
 
 def format_argument(kind: str, i: int) -> str:

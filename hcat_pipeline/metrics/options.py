@@ -33,6 +33,7 @@ class ScoreOptions:
     refusal_threshold: float = DEFAULT_REFUSAL_THRESHOLD  # `refused` = refusal probability ≥ this
     explain_sentences: bool = True  # add query/context/answer sentence lists
     long_document_threshold: float = 0.70  # an answer sentence whose best source-document sentence is below: unfaithful (ch. 14.5)
+    language_coverage_threshold: float = 0.6  # a source language whose best match with an answer sentence is below: not covered (ch. 14.5)
     task: GroundingTask = DEFAULT_TASK  # what groundedness_nli scores: RAG answers (qa), dialogue responses, summary sentences; a `task` column overrides per row
 
     def __post_init__(self):
@@ -45,8 +46,9 @@ class ScoreOptions:
             raise ValueError(f"task {self.task!r}: expected one of {get_args(GroundingTask)}")
         if self.refusal_mode not in REFUSAL_MODES:
             raise ValueError(f"refusal_mode {self.refusal_mode!r}: expected one of {REFUSAL_MODES}")
-        if not all(0.0 <= t <= 1.0 for t in (self.coverage_threshold, self.refusal_threshold, self.long_document_threshold)):
-            raise ValueError("coverage_threshold, refusal_threshold and long_document_threshold must lie in [0, 1]")
+        if not all(0.0 <= t <= 1.0 for t in (self.coverage_threshold, self.refusal_threshold, self.long_document_threshold,
+                                             self.language_coverage_threshold)):
+            raise ValueError("coverage_threshold, refusal_threshold, long_document_threshold and language_coverage_threshold must lie in [0, 1]")
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> ScoreOptions:

@@ -41,7 +41,7 @@ NEEDS = ("embed", "embed_layers", "nli", "pii", "llm", "multilingual", "referenc
 RESOURCES = tuple(n for n in NEEDS if n != "reference")  # the needs a caller gives to score() (reference is a column)
 SENTENCE_KINDS = ("query", "context", "answer", "reference")
 FAMILIES = ("relevancy", "groundedness", "completeness", "similarity", "toxicity_metric", "privacy", "refusal", "citation", "confidence",
-            "hierarchy", "long_document", "style")
+            "hierarchy", "long_document", "language_coverage", "style")
 
 # how to provide each need (the "fix" part of MetricUnavailable)
 FIXES: dict[str, str] = {

@@ -27,7 +27,7 @@ def _counts(values) -> str:
 
 
 def _languages(queries: list[str]) -> Counter:
-    from hcat_pipeline.behaviour.formats import detect_language
+    from hcat_pipeline.common.language import detect_language
 
     return Counter(detect_language(q)[0] for q in queries if q and len(q.split()) >= 3)
 
