@@ -496,6 +496,7 @@ VIOLATION_CAMPAIGN = {
     "ha_tp": pl.Int64, "ha_fp": pl.Int64, "ha_fn": pl.Int64, "ha_precision": pl.Float64, "ha_recall": pl.Float64, "ha_f1": pl.Float64,
     # the deck's headline figure (mean weighted score of the matches) and every figure's bootstrap CI over texts
     "match_score": pl.Float64, "ha_match_score": pl.Float64, "samples": pl.Int64, "rule_similarity": pl.String,
+    "weights": pl.String,  # which weights made these figures: fitted to human match labels (held-out evidence) or the deck's defaults
     **{f"{v}{f}_ci_{e}": pl.Float64 for v in ("", "ha_") for f in ("precision", "recall", "f1", "match_score") for e in ("low", "high")},
 }
 

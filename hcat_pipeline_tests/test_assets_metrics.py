@@ -187,6 +187,7 @@ def test_violation_campaign_asset(tmp_path, warehouse, embedding_model):
     assert row["split"].startswith("example_split@0.1.0#") and row["checker"] == "example-checker@0.1.0|hand-written (invented example)"
     fitted = res.asset_materializations_for_node("violation_campaign")[0].metadata["fitted_to_human_labels"].data
     assert fitted["why"].startswith("no match_labels.jsonl") and "fixed defaults" in fitted["why"]
+    assert row["weights"].startswith("the deck's default weights (no match_labels.jsonl")  # said on every figure's row
 
 
 def test_violation_file_sensor_reruns_the_matching_when_a_checker_version_arrives(tmp_path, warehouse, embedding_model):

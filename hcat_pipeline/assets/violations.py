@@ -5,6 +5,7 @@ violations to the ground truth, from JSONL files in a folder (format: data/viola
 (No `from __future__ import annotations` in asset modules: Dagster reads the Config annotations.)
 """
 
+import dataclasses
 from pathlib import Path
 
 import dagster as dg
@@ -16,7 +17,7 @@ from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.metrics.matching import MatchConfig
 from hcat_pipeline.metrics.violation_figures import FigureOptions
 from hcat_pipeline.metrics.violation_files import LABELS_FILE, evaluate_campaign
-from hcat_pipeline.metrics.violation_fit import fit_match_weights, read_match_labels
+from hcat_pipeline.metrics.violation_fit import fit_match_weights, read_match_labels, weights_note
 from hcat_pipeline.paths import DATA_DIR
 from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
@@ -58,16 +59,19 @@ def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampa
         raise dg.Failure(f"violation_campaign: no ground_truth.jsonl in {folder} (see data/violations/README.md for the format)")
     match_cfg = to_core(MatchConfig, config)
     rule_embed = multilingual_encoder.encode if match_cfg.rule_similarity == "use_m3" else None
+    fitted = _fitted_weights(folder, embedding_model.embed, match_cfg)
+    used = dataclasses.replace(match_cfg, **fitted.get("overrides", {}))  # the fitted rules that beat the defaults held out
     try:
-        summary, pairs, errors = evaluate_campaign(folder, embedding_model.embed, match_cfg, rule_embed, to_core(FigureOptions, config))
+        summary, pairs, errors = evaluate_campaign(folder, embedding_model.embed, used, rule_embed, to_core(FigureOptions, config))
     except ValueError as e:
         raise dg.Failure(f"violation_campaign: {e}") from e
+    for row in summary:
+        row["weights"] = weights_note(fitted)
     summary_df = pl.DataFrame(summary, schema=SUMMARY_SCHEMA) if summary else pl.DataFrame(schema=SUMMARY_SCHEMA)
     pairs_df = pl.DataFrame(pairs, schema=PAIRS_SCHEMA) if pairs else pl.DataFrame(schema=PAIRS_SCHEMA)
     errors_df = pl.DataFrame(errors, schema=ERRORS_SCHEMA) if errors else pl.DataFrame(schema=ERRORS_SCHEMA)
     if errors:
         context.log.warning(f"{len(errors)} bad line(s)/violation(s) in {folder}; see violation_file_errors")
-    fitted = _fitted_weights(folder, embedding_model.embed, match_cfg)
     yield dg.Output(
         summary_df,
         output_name="violation_campaign",
@@ -82,6 +86,7 @@ def violation_campaign(context: dg.AssetExecutionContext, config: ViolationCampa
             "errors": preview(errors_df, 20),
             "config": dg.MetadataValue.json(dict(config)),
             "fitted_to_human_labels": dg.MetadataValue.json(fitted),
+            "weights_used": weights_note(fitted),
         },
     )
     yield dg.Output(pairs_df, output_name="violation_matches", metadata={"dagster/row_count": pairs_df.height, "matches": int(pairs_df["std_match"].sum()) if pairs_df.height else 0})

@@ -8,9 +8,12 @@ A label says whether a person reads a predicted violation as the same as a groun
 category, explanation, correction similarity; a field both lack scores as the mean of the others, as ha_match does),
 texts split in two by a seeded hash of ``text_id`` (fit / held out); a logistic regression on the fit half
 (scipy L-BFGS-B with weights ≥ 0: each component can only add evidence) gives weights normalised to sum 1 and the
-threshold where P(match) = ½; on the held-out half the agreement with the labels (accuracy, F1) of the fitted score
-and of the deck's fixed ha weights at 0.5. No human match labels ship with the project: the fit runs when a team adds
-its own. No Dagster import.
+threshold where P(match) = ½ — for ha_match (five components) and std_match (overlap, rule) — and the overlap /
+rule-similarity gates are the pair that maximises F1 on the fit half; on the held-out half the agreement with the
+labels (accuracy, F1) of each fitted rule and of the deck's defaults. A fitted rule is *applied* (``overrides``:
+``violation_campaign`` scores with them and says so on every figure, ``weights_note``) only when it agrees with the
+held-out labels at least as well as the defaults. No human match labels ship with the project: the fit runs when a
+team adds its own. No Dagster import.
 """
 
 from __future__ import annotations
@@ -71,21 +74,85 @@ def _agreement(pred: np.ndarray, y: np.ndarray) -> dict:
 
 
 def fit_match_weights(labels: list[dict], embed: Embed, seed: int = 0, config: MatchConfig | None = None) -> dict:
-    """{weights, threshold, held_out: {fitted, defaults}, n_fit, n_held_out} or {why} when too few labels (see module)."""
+    """{weights, threshold, std, gates, held_out, applied, overrides, n_fit, n_held_out} or {why} when too few labels.
+
+    ``weights`` / ``threshold``: ha_match's five weights and its threshold; ``std``: std_match's two (overlap, rule) and
+    its threshold, fitted the same way; ``gates``: the overlap and rule-similarity thresholds every match must pass, the
+    pair that maximises F1 on the fit half. ``held_out``: the whole decision rule (gates and score) of each variant,
+    fitted against the deck's defaults, on the held-out half. ``applied``: per variant, whether the fitted rule agrees
+    with the labels held out at least as well as the defaults (F1, then accuracy) — only then are its values in
+    ``overrides`` (``MatchConfig`` fields) and used for the figures."""
     cfg = config or MatchConfig()
     x, y = components(labels, embed, cfg), np.array([bool(r["match"]) for r in labels])
     held = np.array([_held_out(str(r.get("text_id", i)), seed) for i, r in enumerate(labels)])
     if min((~held).sum(), held.sum()) < MIN_LABELS or len(set(y[~held])) < 2:
         return {"why": f"{(~held).sum()} fit / {held.sum()} held-out labelled pairs (both classes, at least {MIN_LABELS} each half needed)"}
-    coef, intercept = _nonnegative_logistic(x[~held], y[~held])
-    total = float(coef.sum()) or 1.0
-    weights, threshold = coef / total, float(-intercept / total)
-    fitted = (x[held] @ weights) > threshold
+    ha_w, ha_t = _fit_score(x[~held], y[~held])
+    std_w, std_t = _fit_score(x[~held][:, :2], y[~held])
+    gates = _fit_gates(x[~held], y[~held], std_w, std_t)
     w0 = np.array([cfg.ha_overlap_weight, cfg.ha_rule_weight, cfg.ha_category_weight, cfg.ha_explanation_weight, cfg.ha_correction_weight])
-    defaults = (x[held] @ w0 / w0.sum()) > cfg.match_threshold
-    return {"weights": dict(zip(COMPONENTS, (round(float(w), 4) for w in weights), strict=True)), "threshold": round(threshold, 4),
-            "held_out": {"fitted": _agreement(fitted, y[held]), "defaults": _agreement(defaults, y[held])},
+    d0 = (cfg.overlap_threshold, cfg.rule_similarity_threshold)
+    xs = x[held]
+    rules = {"ha": ((xs @ ha_w > ha_t) & _gated(xs, gates), (xs @ w0 / w0.sum() > cfg.match_threshold) & _gated(xs, d0)),
+             "std": ((xs[:, :2] @ std_w > std_t) & _gated(xs, gates),
+                     (xs[:, :2] @ np.array([cfg.overlap_weight, cfg.rule_weight]) > cfg.match_threshold) & _gated(xs, d0))}  # fmt: skip
+    held_out = {k: {"fitted": _agreement(f, y[held]), "defaults": _agreement(d, y[held])} for k, (f, d) in rules.items()}
+    applied = {k: _key(v["fitted"]) >= _key(v["defaults"]) for k, v in held_out.items()}
+    overrides = {}
+    if applied["ha"]:
+        overrides |= dict(zip(("ha_overlap_weight", "ha_rule_weight", "ha_category_weight", "ha_explanation_weight", "ha_correction_weight"),
+                              map(float, ha_w), strict=True))  # fmt: skip
+    if applied["std"]:
+        overrides |= {"overlap_weight": float(std_w[0]), "rule_weight": float(std_w[1])}
+    if any(applied.values()):  # one threshold and one pair of gates serve both variants (MatchConfig): the fitted ones
+        overrides |= {"match_threshold": float(ha_t if applied["ha"] else std_t), "overlap_threshold": gates[0],
+                      "rule_similarity_threshold": gates[1]}  # fmt: skip
+    return {"weights": dict(zip(COMPONENTS, (round(float(w), 4) for w in ha_w), strict=True)), "threshold": round(float(ha_t), 4),
+            "std": {"weights": {"text_overlap": round(float(std_w[0]), 4), "rule_similarity": round(float(std_w[1]), 4)},
+                    "threshold": round(float(std_t), 4)},
+            "gates": {"overlap_threshold": gates[0], "rule_similarity_threshold": gates[1]},
+            "held_out": held_out, "applied": applied, "overrides": overrides,
             "n_fit": int((~held).sum()), "n_held_out": int(held.sum())}  # fmt: skip
+
+
+def weights_note(fit: dict) -> str:
+    """What made the figures: the fitted weights (with the held-out evidence) or the deck's defaults (and why)."""
+    if "why" in fit:
+        return f"the deck's default weights ({fit['why']})"
+    parts = []
+    for k, name in (("ha", "ha_match"), ("std", "std_match")):
+        f, d = fit["held_out"][k]["fitted"], fit["held_out"][k]["defaults"]
+        said = f"held-out F1 {_f(f['f1'])} vs the defaults' {_f(d['f1'])}, n = {f['n']}"
+        parts.append(f"{name}: {'fitted to ' + str(fit['n_fit']) + ' human match labels' if fit['applied'][k] else 'the defaults'} ({said})")
+    return "; ".join(parts)
+
+
+def _f(v) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+def _key(a: dict) -> tuple[float, float]:
+    return (a["f1"] if a["f1"] is not None else -1.0, a["accuracy"])
+
+
+def _fit_score(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Non-negative weights normalised to sum 1 and the threshold where P(match) = ½."""
+    coef, intercept = _nonnegative_logistic(x, y)
+    total = float(coef.sum()) or 1.0
+    return coef / total, -intercept / total
+
+
+def _gated(x: np.ndarray, gates: tuple[float, float]) -> np.ndarray:
+    return (x[:, 0] > gates[0]) & (x[:, 1] > gates[1])
+
+
+def _fit_gates(x: np.ndarray, y: np.ndarray, w: np.ndarray, t: float) -> tuple[float, float]:
+    """(overlap, rule) gates maximising F1 of gates ∧ std score on the fit half, over 0 and the deciles of each component
+    (ties: the lowest gates — a gate only removes matches)."""
+    score = x[:, :2] @ w > t
+    cands = [sorted({0.0, *np.round(np.quantile(x[:, k], np.linspace(0.1, 0.9, 9)), 4).tolist()}) for k in (0, 1)]
+    best = max((_key(_agreement(score & _gated(x, (a, b)), y)), -a, -b) for a in cands[0] for b in cands[1])
+    return float(-best[1]), float(-best[2])
 
 
 def _nonnegative_logistic(x: np.ndarray, y: np.ndarray, ridge: float = 1e-4) -> tuple[np.ndarray, float]:
