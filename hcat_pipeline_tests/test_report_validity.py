@@ -56,3 +56,29 @@ def test_prompt_sensitivity_reads_the_paraphrase_groups_too():
     sources, dominant = uncertainty_sources(cell, deltas, None)
     assert sources["prompt sensitivity"].startswith("±0.210 established") and "paraphrase Δ -0.210" in sources["prompt sensitivity"]
     assert dominant.startswith("prompt sensitivity")
+
+
+def test_selection_bias_and_measurement_error_are_estimated_when_their_data_exist():
+    """Issue 61 item 2: two of the §6.6 sources the table lacked. Selection bias: the night's per-topic means re-weighted
+    by live traffic's topic shares (a system weak on the topic live traffic asks about most); measurement error: the
+    raters' disagreement on doubly-labelled items of the metric's dimension."""
+    from hcat_pipeline.reports.validity import live_shares, rater_disagreement
+
+    cells = pl.DataFrame([_cell("bank-rag", 0.58, 0.62, 400),  # mean 0.6 over a golden set that is 50/50 cards / loans
+                          {**_cell("bank-rag", 0.88, 0.92), "dims": "system × topic", "col": "cards"},
+                          {**_cell("bank-rag", 0.28, 0.32), "dims": "system × topic", "col": "loans"}])  # fmt: skip
+    prod = pl.DataFrame({"day": ["d1", "d1", "d1", "d1"], "stratum": [0, 1, 0, 1], "signal": ["refused", "refused", "ungrounded", "ungrounded"],
+                         "n": [50, 50, 50, 50], "k": [0] * 4, "sw": [100.0, 900.0, 100.0, 900.0], "swy": [0.0] * 4, "sw2": [0.0] * 4})  # fmt: skip
+    shares = live_shares(prod, {0: "cards", 1: "loans"})
+    assert shares == {"cards": 0.1, "loans": 0.9}  # the weights, not the stratified sample's 50/50
+    labels = pl.DataFrame([{"case_id": f"c{i}", "system_id": "bank-rag", "dimension": "groundedness", "label": lab, "rater": r}
+                           for i in range(10) for r, lab in (("ann", 1), ("bob", 1 if i < 8 else 0))])  # fmt: skip
+    raters = rater_disagreement(labels)
+    assert raters == {"groundedness": (0.2, 10)}
+    section, _ = construct_validity_section(cells, ["groundedness_nli"], VALIDITY, None, shares, raters)
+    (row,) = section.rows
+    assert "re-weighted by live topics 0.360 vs 0.600 (|Δ| 0.240; topics holding 100% of live traffic)" in row[6]
+    assert "raters disagree on 20% of 10 doubly-labelled items: ±0.100" in row[6]
+    assert row[7].startswith("selection bias") and "strata live traffic asks about" in row[7]
+    bare, _ = construct_validity_section(cells, ["groundedness_nli"], VALIDITY, None)
+    assert "selection bias: not estimated: no monitoring days" in bare.rows[0][6] and "measurement error: not estimated" in bare.rows[0][6]

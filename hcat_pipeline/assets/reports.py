@@ -56,6 +56,7 @@ from hcat_pipeline.reports.sections import (
     plots_for,
     provenance,
 )
+from hcat_pipeline.reports.validity import live_shares
 from hcat_pipeline.reports.weakness import (
     DEFAULT_PAIRS,
     WeaknessConfig,
@@ -132,6 +133,16 @@ def _judge_note(context: dg.AssetExecutionContext) -> str | None:
         if key in meta:
             return say.format(meta[key].value)
     return None
+
+
+def _live_shares(warehouse: Path) -> dict[str, float] | None:
+    """Live traffic's topic shares over the stored monitoring days (the uncertainty table's selection bias), or None."""
+    files = sorted((warehouse / "production_cells").glob("*.parquet"))
+    strata = warehouse / "topic_strata.parquet"
+    if not files or not strata.is_file():
+        return None
+    labels = dict(pl.read_parquet(strata).select("stratum", "stratum_label").unique("stratum").iter_rows())
+    return live_shares(pl.concat([pl.read_parquet(p) for p in files]), labels)
 
 
 def _given(frame: pl.DataFrame | None, asset: str, why: str = "") -> OptionalTable:
@@ -277,6 +288,7 @@ def campaign_report(
     kwargs = build_report(
         run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context),
              "review": review_link(review_queue, version, night), "suites_note": level_mismatch(manifest, gate_verdicts), "manifest": manifest,
+             "live_shares": _live_shares(Path(config.warehouse_dir or WAREHOUSE_DIR)),
              "detector_precision": precision_text(detector_precision(read_flag_reviews(Path(config.labels_dir or LABELS_DIR)).values()))},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,

@@ -20,7 +20,7 @@ from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_s
 from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
 from hcat_pipeline.reports.paraphrase import paraphrase_section
 from hcat_pipeline.reports.rubric import rubric_sections
-from hcat_pipeline.reports.validity import construct_validity_section
+from hcat_pipeline.reports.validity import construct_validity_section, rater_disagreement
 from hcat_pipeline.reports.verdicts import calibration_section, canary_section, paired_section, pareto_section, rankings_section
 from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
 
@@ -209,7 +209,9 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
                                                          (optional.get("llm_judge_scores") or OptionalTable(None, "")).frame)
     summary += rubric_lines  # also returned apart: the console prints them
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
-    constructs, construct_lines = construct_validity_section(cells, metrics, optional["metric_validity"].frame, deltas)
+    raters = rater_disagreement((optional.get("human_labels") or OptionalTable(None, "")).frame)
+    constructs, construct_lines = construct_validity_section(cells, metrics, optional["metric_validity"].frame, deltas,
+                                                             run.get("live_shares"), raters)  # fmt: skip
     summary += construct_lines
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
     judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")

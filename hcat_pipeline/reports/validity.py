@@ -13,7 +13,10 @@ Per headline metric × system: the uncertainty sources this run can estimate, in
 *sample size* (the half-width of the bootstrap CI of the mean), *prompt sensitivity* (the largest |mean paired change|
 under the paraphrase variants, ``robustness_deltas`` typo / colloquial / paraphrase (the paraphrase groups), counted only when its paired CI excludes 0 —
 one pair's change is noise, shown but not compared), *judge disagreement* (only for an LLM-judge
-dimension: 1 − κ of the audit, shown, not in metric units); *model stochasticity* is not estimated (one answer per
+dimension: 1 − κ of the audit, shown, not in metric units), *selection bias* (where monitoring has stored days: the
+night's per-topic means re-weighted by live traffic's topic shares, ``live_shares``, against the unweighted mean),
+*measurement error* (the human raters' disagreement on doubly-labelled items of the metric's dimension: a per-label error
+ε ≈ disagreement / 2 bounds a human-labelled rate's bias); *model stochasticity* is not estimated (one answer per
 case; a temperature-0 local system repeats itself exactly) — and the dominant one, with the remedy §6.6 names. The
 claim strength (STRONG / MODERATE / WEAK / INSUFFICIENT) is the weakness cell's (``reports``); a gate states its own,
 from the gate's sample (``gates.decide``).
@@ -30,7 +33,9 @@ HIGH_AUROC = 0.8
 MODERATE_AUROC = 0.7
 PARAPHRASE_KINDS = ("typo", "colloquial", "paraphrase")  # the rewordings of a case, its paraphrase group included
 REMEDY = {"sample size": "more cases", "prompt sensitivity": "broader paraphrase coverage / a more robust system",
-          "judge disagreement": "recalibrate the judge on human labels"}  # fmt: skip
+          "judge disagreement": "recalibrate the judge on human labels",
+          "selection bias": "generate cases for the strata live traffic asks about (or read the re-weighted figure)",
+          "measurement error": "adjudicate the items raters disagree on; a clearer labelling guide"}  # fmt: skip
 
 
 def validity_level(metric: str, validity: pl.DataFrame | None) -> tuple[str, str]:
@@ -70,15 +75,67 @@ def _paraphrase_shift(deltas: pl.DataFrame | None, metric: str, system: str) -> 
     return max(known), f"±{fmt(max(known))} established ({shown})"
 
 
-def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: float | None) -> tuple[dict[str, str], str]:
-    """({source: what it is}, the dominant source with its remedy) of one system × metric cell."""
+def live_shares(production_cells: pl.DataFrame | None, labels: dict[int, str]) -> dict[str, float] | None:
+    """Live traffic's share per topic (stratum label) over the stored monitoring days: the sample's inverse-probability
+    weights summed (``sw`` of one signal: each request counted once), or None without days."""
+    if production_cells is None or production_cells.height == 0:
+        return None
+    one = production_cells.filter(pl.col("signal") == production_cells["signal"].min())
+    per = one.group_by("stratum").agg(pl.col("sw").sum()).filter(pl.col("stratum").is_not_null())
+    total = float(per["sw"].sum())
+    return {labels.get(int(r["stratum"]), str(r["stratum"])): float(r["sw"]) / total for r in per.iter_rows(named=True)} if total > 0 else None
+
+
+def _selection_shift(topics: pl.DataFrame | None, cell: dict, shares: dict[str, float] | None) -> tuple[float | None, str]:
+    """(|re-weighted − unweighted| mean, what was seen): the night's per-topic means of this system re-weighted by live
+    traffic's topic shares (golden-eval §6.6 selection bias), over the topics both hold."""
+    if shares is None:
+        return None, "not estimated: no monitoring days (the live strata mix is unknown)"
+    part = None if topics is None else topics.filter((pl.col("metric") == cell["metric"]) & (pl.col("row") == cell["row"]) &
+                                                     pl.col("col").is_in(list(shares)) & pl.col("mean").is_not_null())  # fmt: skip
+    if part is None or part.height == 0:
+        return None, "not estimated: no topic of the golden set is in live traffic"
+    w = [shares[t] for t in part["col"]]
+    weighted = sum(wi * m for wi, m in zip(w, part["mean"])) / sum(w)
+    covered = sum(w)
+    return abs(weighted - cell["mean"]), (f"re-weighted by live topics {fmt(weighted)} vs {fmt(cell['mean'])} "
+                                          f"(|Δ| {fmt(abs(weighted - cell['mean']))}; topics holding {covered:.0%} of live traffic)")
+
+
+def rater_disagreement(labels: pl.DataFrame | None) -> dict[str, tuple[float, int]]:
+    """Per dimension: (share of items two or more raters labelled differently, items labelled by two or more)."""
+    if labels is None or labels.height == 0:
+        return {}
+    per = (labels.group_by("dimension", "case_id", "system_id").agg(pl.col("rater").n_unique().alias("raters"), pl.col("label").n_unique().alias("values"))
+           .filter(pl.col("raters") >= 2))  # fmt: skip
+    return {d: (float((g["values"] > 1).mean()), g.height) for (d,), g in per.group_by("dimension")}
+
+
+def _measurement(metric: str, raters: dict[str, tuple[float, int]]) -> tuple[float | None, str]:
+    """(the per-label error rate ε ≈ disagreement / 2 — two raters erring independently with ε disagree on ≈ 2ε of items —
+    which bounds the bias of a human-labelled rate, what was seen)."""
+    c = CONSTRUCTS.get(metric)
+    dim = c.dimension if c else None
+    if not dim or dim not in raters:
+        return None, "not estimated: no item of this dimension labelled by two raters"
+    d, n = raters[dim]
+    return d / 2, f"raters disagree on {d:.0%} of {n} doubly-labelled items: ±{fmt(d / 2)} on a human-labelled rate"
+
+
+def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: float | None, topics: pl.DataFrame | None = None,
+                        shares: dict[str, float] | None = None, raters: dict | None = None) -> tuple[dict[str, str], str]:  # fmt: skip
+    """({source: what it is}, the dominant source with its remedy) of one system × metric cell: the six of golden-eval §6.6."""
     half = None if cell.get("ci_low") is None else (cell["ci_high"] - cell["ci_low"]) / 2
     shift, shift_text = _paraphrase_shift(deltas, cell["metric"], cell["row"])
+    selection, selection_text = _selection_shift(topics, cell, shares)
+    error, error_text = _measurement(cell["metric"], raters or {})
     sources = {"sample size": f"±{fmt(half)} (n={cell['n']})" if half is not None else f"no CI (n={cell['n']})",
                "prompt sensitivity": shift_text,
                "model stochasticity": "not estimated: one answer per case",
-               "judge disagreement": f"1 − κ = {fmt(1 - judge_kappa)}" if judge_kappa is not None else "not applicable: not a judge score"}  # fmt: skip
-    sized = {k: v for k, v in (("sample size", half), ("prompt sensitivity", shift)) if v is not None}
+               "judge disagreement": f"1 − κ = {fmt(1 - judge_kappa)}" if judge_kappa is not None else "not applicable: not a judge score",
+               "selection bias": selection_text, "measurement error": error_text}  # fmt: skip
+    sized = {k: v for k, v in (("sample size", half), ("prompt sensitivity", shift), ("selection bias", selection),
+                               ("measurement error", error)) if v is not None}  # fmt: skip
     if not sized:
         return sources, "not estimable: too few values"
     top = max(sized, key=sized.get)
@@ -87,8 +144,8 @@ def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: fl
     return sources, f"{top} (remedy: {REMEDY[top]})"
 
 
-def construct_validity_section(cells: pl.DataFrame, metrics: list[str], validity: pl.DataFrame | None,
-                               deltas: pl.DataFrame | None) -> tuple[Section, list[str]]:  # fmt: skip
+def construct_validity_section(cells: pl.DataFrame, metrics: list[str], validity: pl.DataFrame | None, deltas: pl.DataFrame | None,
+                               shares: dict[str, float] | None = None, raters: dict | None = None) -> tuple[Section, list[str]]:  # fmt: skip
     """One row per headline metric × system: claim, proxy, validity level and evidence, uncertainty sources, the
     dominant one, claim strength; summary lines for metrics whose validity is LOW or UNKNOWN."""
     key, title = "construct_validity", "Construct validity and uncertainty (golden-eval §3.5, §6.6)"
@@ -96,11 +153,12 @@ def construct_validity_section(cells: pl.DataFrame, metrics: list[str], validity
     if sys_cells.height == 0:
         return Section.missing(key, title, "no headline metric has values this run"), []
     rows, lines = [], []
+    topics = cells.filter(pl.col("dims") == "system × topic")
     for metric in [m for m in metrics if m in set(sys_cells["metric"])]:
         level, evidence = validity_level(metric, validity)
         c = CONSTRUCTS.get(metric)
         for cell in sys_cells.filter(pl.col("metric") == metric).sort("row").iter_rows(named=True):
-            sources, dominant = uncertainty_sources(cell, deltas, None)
+            sources, dominant = uncertainty_sources(cell, deltas, None, topics, shares, raters)
             rows.append([metric, cell["row"], c.claim if c else "–", c.proxy if c else "–", level, evidence,
                          "; ".join(f"{k}: {v}" for k, v in sources.items()), dominant, str(cell["claim_strength"]).upper()])
         if level in ("LOW", "UNKNOWN"):
