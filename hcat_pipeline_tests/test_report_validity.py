@@ -65,14 +65,15 @@ def test_selection_bias_and_measurement_error_are_estimated_when_their_data_exis
     from hcat_pipeline.reports.validity import live_shares, rater_disagreement
 
     cells = pl.DataFrame([_cell("bank-rag", 0.58, 0.62, 400),  # mean 0.6 over a golden set that is 50/50 cards / loans
-                          {**_cell("bank-rag", 0.88, 0.92), "dims": "system × topic", "col": "cards"},
-                          {**_cell("bank-rag", 0.28, 0.32), "dims": "system × topic", "col": "loans"}])  # fmt: skip
-    prod = pl.DataFrame({"day": ["d1", "d1", "d1", "d1"], "stratum": [0, 1, 0, 1], "signal": ["refused", "refused", "ungrounded", "ungrounded"],
+                          {**_cell("bank-rag", 0.88, 0.92), "dims": "system × topic", "col": "0: cards"},
+                          {**_cell("bank-rag", 0.28, 0.32), "dims": "system × topic", "col": "1: loans"}])  # fmt: skip
+    prod = pl.DataFrame({"day": ["d1", "d1", "d1", "d1"], "stratum": [0, 1, 0, 1], "signal": ["error", "error", "ungrounded", "ungrounded"],
                          "n": [50, 50, 50, 50], "k": [0] * 4, "sw": [100.0, 900.0, 100.0, 900.0], "swy": [0.0] * 4, "sw2": [0.0] * 4})  # fmt: skip
     shares = live_shares(prod, {0: "cards", 1: "loans"})
-    assert shares == {"cards": 0.1, "loans": 0.9}  # the weights, not the stratified sample's 50/50
+    assert shares == {"0: cards": 0.1, "1: loans": 0.9}  # the weights, not the stratified sample's 50/50; keyed as the cells are
     labels = pl.DataFrame([{"case_id": f"c{i}", "system_id": "bank-rag", "dimension": "groundedness", "label": lab, "rater": r}
-                           for i in range(10) for r, lab in (("ann", 1), ("bob", 1 if i < 8 else 0))])  # fmt: skip
+                           for i in range(10) for r, lab in (("ann", 0), ("ann", 1), ("bob", 1 if i < 8 else 0))])  # fmt: skip
+    # ann first said 0 on every item, then relabelled it 1: her latest label counts, a relabel is no disagreement
     raters = rater_disagreement(labels)
     assert raters == {"groundedness": (0.2, 10)}
     section, _ = construct_validity_section(cells, ["groundedness_nli"], VALIDITY, None, shares, raters)

@@ -135,9 +135,10 @@ def _judge_note(context: dg.AssetExecutionContext) -> str | None:
     return None
 
 
-def _live_shares(warehouse: Path) -> dict[str, float] | None:
-    """Live traffic's topic shares over the stored monitoring days (the uncertainty table's selection bias), or None."""
-    files = sorted((warehouse / "production_cells").glob("*.parquet"))
+def _live_shares(warehouse: Path, night: str) -> dict[str, float] | None:
+    """Live traffic's topic shares over the monitoring days stored up to the night (the uncertainty table's selection
+    bias; a later day does not change an earlier night's report), or None."""
+    files = sorted(p for p in (warehouse / "production_cells").glob("*.parquet") if p.stem <= night)
     strata = warehouse / "topic_strata.parquet"
     if not files or not strata.is_file():
         return None
@@ -288,7 +289,7 @@ def campaign_report(
     kwargs = build_report(
         run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context),
              "review": review_link(review_queue, version, night), "suites_note": level_mismatch(manifest, gate_verdicts), "manifest": manifest,
-             "live_shares": _live_shares(Path(config.warehouse_dir or WAREHOUSE_DIR)),
+             "live_shares": _live_shares(Path(config.warehouse_dir or WAREHOUSE_DIR), night),
              "detector_precision": precision_text(detector_precision(read_flag_reviews(Path(config.labels_dir or LABELS_DIR)).values()))},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,

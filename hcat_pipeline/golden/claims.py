@@ -60,13 +60,17 @@ _DEICTIC_THIS = re.compile(r"\b(?:of|by|to|with|for|from|on|in)\s+(?:this|that|t
                            r"\b(?:this|these)\s+(?:is|are|was|were|means|allows|can|will|[,.;:])", re.I)
 
 
-_IDENTIFIER_START = re.compile(r"[a-z][a-z0-9]*(?:[_\d-][a-z0-9]*)+\s")  # pg_dump, man-db, x86_64: a name, not a fragment's word
+_IDENTIFIER_START = re.compile(r"[a-z][a-z0-9]*(?:[_\d][a-z0-9]*)+\s")  # pg_dump, x86_64: a name, not a fragment's word
+
+
+_MAN_HEADINGS = re.compile(r"(?:NAME|SYNOPSIS|DESCRIPTION|OPTIONS|NOTES?|EXAMPLES?|ENVIRONMENT|FILES|BUGS|DIAGNOSTICS|AUTHORS?|USAGE|"
+                           r"HISTORY|CAVEATS|WARNINGS?|EXIT STATUS|SEE ALSO|RETURN VALUES?|ERRORS|COMPATIBILITY|SECURITY)\s+[a-z]")
 
 
 def _heading_run_in(s: str) -> bool:
-    """A manual's section heading run into the sentence after it ("DESCRIPTION pg_dump is …", "EXIT STATUS pg_ctl …")."""
-    m = re.match(r"((?:[A-Z]{2,}\s+)+)[a-z]", s)
-    return bool(m) and sum(c.isalpha() for c in m.group(1)) >= 5
+    """A manual's section heading run into the sentence after it ("DESCRIPTION pg_dump is …", "EXIT STATUS pg_ctl …"),
+    not an acronym starting a sentence ("ASCII characters are …")."""
+    return bool(_MAN_HEADINGS.match(s))
 
 
 def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40, identifier_start: bool = False) -> str | None:
@@ -74,7 +78,7 @@ def sentence_problem(sentence: str, min_words: int = 8, max_words: int = 40, ide
     plus documentation noise (URLs, heading rules, grammar productions, version notes, footnotes), a start that needs
     the previous sentence ("This", "It", "For example", "Note") or is an imperative without a subject ("Return a copy
     …"), two sentences run together, code-like text, and a length outside [min_words, max_words]. ``identifier_start``:
-    a lower-case first word that is an identifier ("pg_dump", "man-db": an underscore, digit or hyphen inside) starts
+    a lower-case first word that is an identifier ("pg_dump", "x86_64": an underscore or a digit inside) starts
     a sentence of a manual, not a fragment."""
     s = " ".join((sentence or "").split())
     problem = claim_problem(s)

@@ -64,9 +64,9 @@ def swap_antonym_or_number(sentence: str) -> tuple[str, str] | None:
         if ant:
             ant = ant.capitalize() if w.group(0)[0].isupper() else ant
             return s[: w.start()] + ant + s[w.end() :], "antonym"
-    for m in re.finditer(r"\b\d+\b", s):
-        if _REFERENCE_NUMBER.search(s[: m.start()]) or re.match(r"\.\d", s[m.end() :]):
-            continue  # "pg_restore(1)", "Section 24.1", "PEP 572", "Python 3": a pointer or a name, not a stated quantity
+    for m in re.finditer(r"\b\d+(?:[.,]\d+)*\b", s):
+        if _REFERENCE_NUMBER.search(s[: m.start()]) or not m.group(0).isdigit():
+            continue  # "pg_restore(1)", "Section 24.1", "PEP 572", "UTF-8", "1,000", "3.7": a pointer, a name or a formatted value
         if _BOUND_BEFORE.search(s[: m.start()]) or _BOUND_AFTER.match(s[m.end() :]):
             continue  # "aged 16 or over" made "17 or over" is still true of a 17-year-old: a bound moved is no contradiction
         n = int(m.group(0))
@@ -74,11 +74,11 @@ def swap_antonym_or_number(sentence: str) -> tuple[str, str] | None:
     return None
 
 
-_BOUND_BEFORE = re.compile(r"\b(?:at least|at most|up to|more than|less than|fewer than|over|under|above|below|between|from|to|"
-                           r"within|exceeding|maximum of|minimum of|as many as|as few as|since|until|between\b.*\band)\s+\W?$", re.I)
-_BOUND_AFTER = re.compile(r"\s*\w*\s*(?:or (?:over|more|less|fewer|under|above|below|older|younger|later|earlier|higher|lower)|and\b|"
-                          r"to \d|-\d|\+)", re.I)
-_REFERENCE_NUMBER = re.compile(r"(?:\w\(|\d\.|\b(?:section|chapter|§|pep|rfc|python|version|release|step|item|page)\s*)$", re.I)
+_BOUND_BEFORE = re.compile(r"\b(?:at least|at most|up to|more than|less than|fewer than|over|under|above|below|between|from|"
+                           r"within|exceeding|maximum of|minimum of|as many as|as few as|since|until|between\b[^.;,]*\band|\d+\s+to)\s+\W?$", re.I)
+_BOUND_AFTER = re.compile(r"\s*(?:\w+\s+)?or (?:over|more|less|fewer|under|above|below|older|younger|later|earlier|higher|lower)\b|"
+                          r"\s*(?:and|to)\s+\d|\s*-\s*\d|\+", re.I)
+_REFERENCE_NUMBER = re.compile(r"(?:\w\(|\w-|\b(?:section|chapter|§|pep|rfc|python|version|release|step|item|page)\s*)$", re.I)
 
 
 def false_premise(sentences: list[str], source: str = "") -> tuple[str, str, str] | str:

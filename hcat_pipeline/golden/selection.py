@@ -119,7 +119,7 @@ _TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
 def polarity_tokens(text: str) -> list[str]:
     """Lower-case tokens with contractions opened (can't → can not, isn't → is not, cannot → can not)."""
     out: list[str] = []
-    for t in _TOKEN.findall((text or "").lower().replace("’", "'")):
+    for t in _TOKEN.findall(re.sub(r"(?<=\d),(?=\d{3}\b)", "", (text or "").lower().replace("’", "'"))):  # 1,000 = 1000
         t = {"can't": "cann't", "cannot": "cann't", "won't": "willn't"}.get(t, t)
         out += [t[:-3], "not"] if t.endswith("n't") else [t.split("'", 1)[0]]
     return out
@@ -174,7 +174,7 @@ def _relative_polarity(prop: list[str], statement: str, coverage: float, min_mat
         matched = len(direct) + flips
         if matched < min(min_matched, len(content)) or matched / len(content) < coverage:
             continue
-        key = (matched / len(content), -len(toks))
+        key = (matched / len(content), -flips, -len(toks))  # a unit restating it as stated beats one that flips it, length last
         if best is None or key > best[0]:
             negs = sum(w in NEGATIONS for w in toks)
             best = (key, (negs - prop_negs + flips) % 2)

@@ -46,6 +46,8 @@ def evaluate_tasks(frame: pl.DataFrame, task_column: str = "task_type", **option
 
     if task_column not in frame.columns:
         raise ValueError(f"evaluate_tasks: the input has no {task_column!r} column (one of {list(TASK_CHECKS)} per row)")
+    if frame.height == 0:
+        return frame
     tasks = frame[task_column].to_list()
     bad = next(((i, t) for i, t in enumerate(tasks) if t not in TASK_CHECKS), None)
     if bad is not None:

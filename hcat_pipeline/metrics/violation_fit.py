@@ -18,6 +18,7 @@ team adds its own. No Dagster import.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -29,6 +30,7 @@ from scipy.special import expit
 from hcat_pipeline.metrics.matching import Embed, MatchConfig, match_violations
 
 COMPONENTS = ("text_overlap", "rule_similarity", "category_match", "explanation_similarity", "correction_similarity")
+HA_FIELDS = ("ha_overlap_weight", "ha_rule_weight", "ha_category_weight", "ha_explanation_weight", "ha_correction_weight")  # MatchConfig's, in that order
 MIN_LABELS = 20  # fewer labelled pairs on either half: no fit (said, not guessed)
 
 
@@ -81,7 +83,10 @@ def fit_match_weights(labels: list[dict], embed: Embed, seed: int = 0, config: M
     pair that maximises F1 on the fit half. ``held_out``: the whole decision rule (gates and score) of each variant,
     fitted against the deck's defaults, on the held-out half. ``applied``: per variant, whether the fitted rule agrees
     with the labels held out at least as well as the defaults (F1, then accuracy) — only then are its values in
-    ``overrides`` (``MatchConfig`` fields) and used for the figures."""
+    ``overrides`` (``MatchConfig`` fields) and used for the figures. The candidate is the whole fitted set (one
+    threshold and one pair of gates serve both variants, as in ``MatchConfig``: ha_match's threshold), checked on the
+    held-out half exactly as it would be applied: ``held_out`` per variant (fitted set vs the deck's defaults);
+    ``applied`` only when both variants agree with the labels at least as well as the defaults (F1, then accuracy)."""
     cfg = config or MatchConfig()
     x, y = components(labels, embed, cfg), np.array([bool(r["match"]) for r in labels])
     held = np.array([_held_out(str(r.get("text_id", i)), seed) for i, r in enumerate(labels)])
@@ -90,23 +95,16 @@ def fit_match_weights(labels: list[dict], embed: Embed, seed: int = 0, config: M
     ha_w, ha_t = _fit_score(x[~held], y[~held])
     std_w, std_t = _fit_score(x[~held][:, :2], y[~held])
     gates = _fit_gates(x[~held], y[~held], std_w, std_t)
-    w0 = np.array([cfg.ha_overlap_weight, cfg.ha_rule_weight, cfg.ha_category_weight, cfg.ha_explanation_weight, cfg.ha_correction_weight])
-    d0 = (cfg.overlap_threshold, cfg.rule_similarity_threshold)
-    xs = x[held]
-    rules = {"ha": ((xs @ ha_w > ha_t) & _gated(xs, gates), (xs @ w0 / w0.sum() > cfg.match_threshold) & _gated(xs, d0)),
-             "std": ((xs[:, :2] @ std_w > std_t) & _gated(xs, gates),
-                     (xs[:, :2] @ np.array([cfg.overlap_weight, cfg.rule_weight]) > cfg.match_threshold) & _gated(xs, d0))}  # fmt: skip
-    held_out = {k: {"fitted": _agreement(f, y[held]), "defaults": _agreement(d, y[held])} for k, (f, d) in rules.items()}
-    applied = {k: _key(v["fitted"]) >= _key(v["defaults"]) for k, v in held_out.items()}
-    overrides = {}
-    if applied["ha"]:
-        overrides |= dict(zip(("ha_overlap_weight", "ha_rule_weight", "ha_category_weight", "ha_explanation_weight", "ha_correction_weight"),
-                              map(float, ha_w), strict=True))  # fmt: skip
-    if applied["std"]:
-        overrides |= {"overlap_weight": float(std_w[0]), "rule_weight": float(std_w[1])}
-    if any(applied.values()):  # one threshold and one pair of gates serve both variants (MatchConfig): the fitted ones
-        overrides |= {"match_threshold": float(ha_t if applied["ha"] else std_t), "overlap_threshold": gates[0],
-                      "rule_similarity_threshold": gates[1]}  # fmt: skip
+    # MatchConfig has one threshold and one pair of gates for both variants: the candidate is the whole fitted set (ha's
+    # threshold), and it is checked exactly as it would be applied
+    candidate = dataclasses.replace(cfg, **dict(zip(HA_FIELDS, map(float, ha_w), strict=True)), overlap_weight=float(std_w[0]),
+                                    rule_weight=float(std_w[1]), match_threshold=float(ha_t), overlap_threshold=gates[0],
+                                    rule_similarity_threshold=gates[1])  # fmt: skip
+    held_out = {k: {"fitted": _agreement(_decide(x[held], candidate, k), y[held]), "defaults": _agreement(_decide(x[held], cfg, k), y[held])}
+                for k in ("ha", "std")}  # fmt: skip
+    applied = all(_key(v["fitted"]) >= _key(v["defaults"]) for v in held_out.values())
+    overrides = {f: getattr(candidate, f) for f in (*HA_FIELDS, "overlap_weight", "rule_weight", "match_threshold", "overlap_threshold",
+                                                    "rule_similarity_threshold")} if applied else {}  # fmt: skip
     return {"weights": dict(zip(COMPONENTS, (round(float(w), 4) for w in ha_w), strict=True)), "threshold": round(float(ha_t), 4),
             "std": {"weights": {"text_overlap": round(float(std_w[0]), 4), "rule_similarity": round(float(std_w[1]), 4)},
                     "threshold": round(float(std_t), 4)},
@@ -116,15 +114,24 @@ def fit_match_weights(labels: list[dict], embed: Embed, seed: int = 0, config: M
 
 
 def weights_note(fit: dict) -> str:
-    """What made the figures: the fitted weights (with the held-out evidence) or the deck's defaults (and why)."""
+    """What made the figures: the fitted set (with the held-out evidence) or the deck's defaults (and why)."""
     if "why" in fit:
         return f"the deck's default weights ({fit['why']})"
-    parts = []
-    for k, name in (("ha", "ha_match"), ("std", "std_match")):
-        f, d = fit["held_out"][k]["fitted"], fit["held_out"][k]["defaults"]
-        said = f"held-out F1 {_f(f['f1'])} vs the defaults' {_f(d['f1'])}, n = {f['n']}"
-        parts.append(f"{name}: {'fitted to ' + str(fit['n_fit']) + ' human match labels' if fit['applied'][k] else 'the defaults'} ({said})")
-    return "; ".join(parts)
+    said = "; ".join(f"{name} held-out F1 {_f(fit['held_out'][k]['fitted']['f1'])} vs the defaults' {_f(fit['held_out'][k]['defaults']['f1'])}"
+                     for k, name in (("ha", "ha_match"), ("std", "std_match")))  # fmt: skip
+    n = fit["held_out"]["ha"]["fitted"]["n"]
+    head = f"fitted to {fit['n_fit']} human match labels" if fit["applied"] else "the deck's default weights (the fitted set did not hold out)"
+    return f"{head} ({said}, n = {n})"
+
+
+def _decide(x: np.ndarray, cfg: MatchConfig, variant: str) -> np.ndarray:
+    """The match decision of ``variant`` (ha / std) under ``cfg`` on components ``x``: gates and weighted score."""
+    if variant == "ha":
+        w = np.array([getattr(cfg, f) for f in HA_FIELDS])
+        score = x @ w / (w.sum() or 1.0)
+    else:
+        score = x[:, :2] @ np.array([cfg.overlap_weight, cfg.rule_weight])
+    return (score > cfg.match_threshold) & _gated(x, (cfg.overlap_threshold, cfg.rule_similarity_threshold))
 
 
 def _f(v) -> str:

@@ -234,19 +234,23 @@ def record_day(rec: dict | None, fields: LogFields) -> str | None:
 
 def _take(records, fields: LogFields, day: str, default_day: str | None, prefix: str, acc: tuple[list, list, dict]) -> None:
     """Normalise ``records`` ((where, record or None, why not)) into ``acc`` = (rows of ``day``, rejected, rows of
-    other days counted). A rejected record is named on its own day only: the day of its timestamp, else the file's
-    (its name's day, else the first day its rows fall on) — a bad row of a ten-day export is named once, not ten times."""
+    other days counted). A rejected record is named on one day only: the file's name's day (or the SQL query's), else
+    its timestamp's, else the first day the file's records fall on — a bad row of a ten-day export is named once, not
+    ten times. A file with no dated record at all names its rejects on every day it is read (it cannot be placed)."""
     rows, rejected, other = acc
     undated: list[dict] = []
     days_seen: set[str] = set()
     for where, rec, why in records:
         source = f"{prefix}{where}"
+        stamped = record_day(rec, fields)
+        if stamped is not None:
+            days_seen.add(stamped)
         try:
             if rec is None:
                 raise ValueError(why)
             row = normalise_record(rec, fields, source, default_day)
         except ValueError as e:
-            own = record_day(rec, fields) or default_day
+            own = default_day or stamped  # a named file (or the SQL source's day) is read on that day only: named there
             if own is None:
                 undated.append({"source": source, "reason": str(e)})
             elif own == day:

@@ -76,14 +76,18 @@ def _paraphrase_shift(deltas: pl.DataFrame | None, metric: str, system: str) -> 
 
 
 def live_shares(production_cells: pl.DataFrame | None, labels: dict[int, str]) -> dict[str, float] | None:
-    """Live traffic's share per topic (stratum label) over the stored monitoring days: the sample's inverse-probability
-    weights summed (``sw`` of one signal: each request counted once), or None without days."""
+    """Live traffic's share per topic over the stored monitoring days, keyed as the weakness cells name a topic
+    (``reports.weakness.topic_label``: "<stratum>: <label>"): the sample's inverse-probability weights of the ``error``
+    signal (every request is screened for it: each counted once) summed per stratum; None without days."""
+    from hcat_pipeline.reports.weakness import topic_label
+
     if production_cells is None or production_cells.height == 0:
         return None
-    one = production_cells.filter(pl.col("signal") == production_cells["signal"].min())
-    per = one.group_by("stratum").agg(pl.col("sw").sum()).filter(pl.col("stratum").is_not_null())
-    total = float(per["sw"].sum())
-    return {labels.get(int(r["stratum"]), str(r["stratum"])): float(r["sw"]) / total for r in per.iter_rows(named=True)} if total > 0 else None
+    per = production_cells.filter((pl.col("signal") == "error") & pl.col("stratum").is_not_null()).group_by("stratum").agg(pl.col("sw").sum())
+    total = float(per["sw"].sum()) if per.height else 0.0
+    if total <= 0:
+        return None
+    return {topic_label(int(r["stratum"]), labels.get(int(r["stratum"]))): float(r["sw"]) / total for r in per.iter_rows(named=True)}
 
 
 def _selection_shift(topics: pl.DataFrame | None, cell: dict, shares: dict[str, float] | None) -> tuple[float | None, str]:
@@ -106,7 +110,10 @@ def rater_disagreement(labels: pl.DataFrame | None) -> dict[str, tuple[float, in
     """Per dimension: (share of items two or more raters labelled differently, items labelled by two or more)."""
     if labels is None or labels.height == 0:
         return {}
-    per = (labels.group_by("dimension", "case_id", "system_id").agg(pl.col("rater").n_unique().alias("raters"), pl.col("label").n_unique().alias("values"))
+    order = [c for c in ("labelled_at", "source_file", "source_line") if c in labels.columns]
+    latest = (labels.sort(order, nulls_last=False) if order else labels).unique(["dimension", "case_id", "system_id", "rater"], keep="last",
+                                                                                  maintain_order=True)  # a rater's relabel replaces, it does not disagree
+    per = (latest.group_by("dimension", "case_id", "system_id").agg(pl.col("rater").n_unique().alias("raters"), pl.col("label").n_unique().alias("values"))
            .filter(pl.col("raters") >= 2))  # fmt: skip
     return {d: (float((g["values"] > 1).mean()), g.height) for (d,), g in per.group_by("dimension")}
 
