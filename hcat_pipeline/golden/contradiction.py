@@ -78,7 +78,7 @@ _BOUND_BEFORE = re.compile(r"\b(?:at least|at most|up to|more than|less than|few
                            r"within|exceeding|maximum of|minimum of|as many as|as few as|since|until|between\b[^.;,]*\band|\d+\s+to)\s+\W?$", re.I)
 _BOUND_AFTER = re.compile(r"\s*(?:\w+\s+)?or (?:over|more|less|fewer|under|above|below|older|younger|later|earlier|higher|lower)\b|"
                           r"\s*(?:and|to)\s+\d|\s*-\s*\d|\+", re.I)
-_REFERENCE_NUMBER = re.compile(r"(?:\w\(|\w-|\b(?:section|chapter|§|pep|rfc|python|version|release|step|item|page)\s*)$", re.I)
+_REFERENCE_NUMBER = re.compile(r"(?:\w\(|\w-|\w\.|\b(?:section|chapter|§|pep|rfc|python|version|release|step|item|page)\s*)$", re.I)
 
 
 def false_premise(sentences: list[str], source: str = "") -> tuple[str, str, str] | str:
