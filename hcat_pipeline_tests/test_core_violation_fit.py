@@ -46,7 +46,7 @@ def test_fitted_weights_follow_the_labels_and_beat_the_defaults_held_out(tmp_pat
 
 
 def test_std_match_and_the_gates_are_fitted_too_and_applied_only_when_they_hold_out():
-    from hcat_pipeline.metrics.violation_fit import _held_out, weights_note
+    from hcat_pipeline.metrics.violation_fit import held_out_half, weights_note
 
     cfg = MatchConfig(rule_similarity="jaccard")
     labels = _labels(240)
@@ -60,8 +60,8 @@ def test_std_match_and_the_gates_are_fitted_too_and_applied_only_when_they_hold_
     assert weights_note(fit).startswith("fitted to ") and "std_match held-out F1" in weights_note(fit)
     # a fit half that says "every pair matches" and a held-out half labelled by the deck's own rule: the fitted rule does
     # not hold out, so nothing is applied and the figures keep the defaults (said so)
-    flipped = [dict(r, match=True) if not _held_out(r["text_id"], 0) else dict(r, match=bool(_default_match(r))) for r in labels]
-    flipped += [dict(flipped[1], text_id="fit-neg", match=False)] if not any(not r["match"] for r in flipped if not _held_out(r["text_id"], 0)) else []
+    flipped = [dict(r, match=True) if not held_out_half(r["text_id"], 0) else dict(r, match=bool(_default_match(r))) for r in labels]
+    flipped += [dict(flipped[1], text_id="fit-neg", match=False)] if not any(not r["match"] for r in flipped if not held_out_half(r["text_id"], 0)) else []
     bad = fit_match_weights(flipped, _no_embed, config=cfg)
     assert bad["applied"] is False and bad["overrides"] == {}, bad["held_out"]
     assert weights_note(bad).startswith("the deck's default weights (the fitted set did not hold out")

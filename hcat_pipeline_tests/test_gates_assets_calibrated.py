@@ -8,12 +8,18 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from hcat_pipeline.assets.calibration import _row
+from hcat_pipeline.assets.calibration import calibrator_row
 from hcat_pipeline.assets.gates import gate_verdicts
 from hcat_pipeline.calibration.design import design_file
 from hcat_pipeline.partitions import campaign_run, campaign_run_key, golden_set_version
+from hcat_pipeline_tests.calibration_data import (
+    calibrated_scores_of,
+    night_design,
+    rater_labels,
+    strict_humans,
+    two_systems_night,
+)
 from hcat_pipeline_tests.stubs import TablesIO
-from hcat_pipeline_tests.test_gates_human_labels import _calibrated, _design, _labels, _night, _strict_humans
 
 GATES = """version: "1"
 gates:
@@ -28,22 +34,22 @@ gates:
 VERSION, NIGHT = "v1", "2025-03-01"
 
 
-def _materialize(tmp_path, calibrated: bool):
-    metrics = _night()
+def _materialize(tmp_path, with_labels: bool):
+    metrics = two_systems_night()
     tables = {"metric_tables": metrics, "golden_set": pl.DataFrame({"case_id": metrics["case_id"].unique().sort(), "category": "happy_path"}),
               "behaviour_checks": pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "rule": pl.String, "verdict": pl.String}),
               "retrieval_metrics": pl.DataFrame({"case_id": ["c0"], "system_id": ["solid"], "recall_at_k": [1.0]}),
               "rag_responses": metrics.select("case_id", "system_id", pl.lit(["a passage"]).alias("contexts"), pl.lit(None, pl.String).alias("error"),
                                               pl.lit(1.0).alias("latency_s"))}  # fmt: skip
     labels_dir = tmp_path / "labels"
-    if calibrated:
-        res = _strict_humans()
-        scores = _calibrated(res, metrics)
-        design = _design(scores)
+    if with_labels:
+        res = strict_humans()
+        scores = calibrated_scores_of(res, metrics)
+        frame = night_design(scores)
         frozen = design_file(labels_dir, VERSION, NIGHT)
         frozen.parent.mkdir(parents=True)
-        design.write_parquet(frozen)
-        tables |= {"calibrators": pl.DataFrame([_row(res, True)]), "calibrated_scores": scores, "human_labels": _labels(metrics, design=design)}
+        frame.write_parquet(frozen)
+        tables |= {"calibrators": pl.DataFrame([calibrator_row(res, True)]), "calibrated_scores": scores, "human_labels": rater_labels(metrics, design=frame)}
     (tmp_path / "gates.yaml").write_text(GATES)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("golden_set_version", [VERSION])
@@ -59,7 +65,7 @@ def _materialize(tmp_path, calibrated: bool):
 
 
 def test_labels_move_the_threshold_and_the_verdict_through_the_asset(tmp_path):
-    out = _materialize(tmp_path, calibrated=True)
+    out = _materialize(tmp_path, with_labels=True)
     mid, solid = out["middling"], out["solid"]
     assert mid["evidence"] == solid["evidence"] == "human_calibrated"
     assert mid["threshold"] == pytest.approx(0.8, abs=0.05) and mid["threshold_declared"] == 0.5
@@ -69,5 +75,5 @@ def test_labels_move_the_threshold_and_the_verdict_through_the_asset(tmp_path):
 
 
 def test_without_the_calibration_inputs_the_declared_threshold_passes_both(tmp_path):
-    out = _materialize(tmp_path, calibrated=False)
+    out = _materialize(tmp_path, with_labels=False)
     assert {s: (r["verdict"], r["evidence"]) for s, r in out.items()} == {"middling": ("PASS", "uncalibrated"), "solid": ("PASS", "uncalibrated")}

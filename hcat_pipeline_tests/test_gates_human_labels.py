@@ -7,76 +7,38 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hcat_pipeline.calibration.campaign import design_queue
-from hcat_pipeline.calibration.design import DESIGN_COLUMNS, DesignConfig
 from hcat_pipeline.calibration.fitting import fit_calibration
 from hcat_pipeline.calibration.ppi import crossing_score, ppi_mean
 from hcat_pipeline.gates.apply import evaluate_gates
 from hcat_pipeline.gates.calibrated import human_calibrations
 from hcat_pipeline.gates.spec import GateSpec
-from hcat_pipeline.schemas import LABEL_ROWS
+from hcat_pipeline_tests.calibration_data import (
+    calibrated_scores_of,
+    night_design,
+    rater_labels,
+    strict_humans,
+    two_systems_night,
+)
 
 GROUNDED = GateSpec(name="groundedness", kind="hard", table="metric_tables", metric="groundedness_nli", statistic="mean",
                     direction=">=", threshold=0.5)  # fmt: skip
 
 
-def _strict_humans(label_source: str = "campaign", n: int = 400, seed: int = 0):
-    """Raters who call an answer grounded only when its raw NLI score is above 0.8 (the gates file says 0.5)."""
-    rng = np.random.default_rng(seed)
-    s = rng.uniform(0, 1, n)
-    y = (s > 0.8).astype(int)
-    flip = rng.random(n) < 0.05  # a little rater noise
-    y[flip] = 1 - y[flip]
-    return fit_calibration([f"i{i}" for i in range(n)], s, y, dimension="groundedness", label_source=label_source,
-                           metric="groundedness_nli", method="isotonic", seed=0)  # fmt: skip
-
-
-def _night(seed: int = 1):
-    """Two systems: 'middling' answers score 0.6-0.78 (above 0.5, below what humans call grounded), 'solid' 0.85-0.99."""
-    rng = np.random.default_rng(seed)
-    rows = [{"case_id": f"c{i}", "system_id": sid, "groundedness_nli": float(rng.uniform(lo, hi))}
-            for sid, (lo, hi) in (("middling", (0.6, 0.78)), ("solid", (0.85, 0.99))) for i in range(40)]  # fmt: skip
-    return pl.DataFrame(rows)
-
-
-def _calibrated(res, metrics: pl.DataFrame) -> pl.DataFrame:
-    probs = res.predict(metrics["groundedness_nli"].to_numpy())[0][:, 1]
-    return metrics.select("case_id", "system_id", pl.lit("groundedness").alias("dimension"), pl.Series("calibrated_probability", probs),
-                          pl.col("groundedness_nli").alias("raw_score"), pl.lit("{0,1}").alias("prediction_set"))  # fmt: skip
-
-
-def _design(calibrated: pl.DataFrame, budget: float = 24) -> pl.DataFrame:
-    """The night's labelling design (calibration.design), as the review queue draws and freezes it."""
-    return design_queue(calibrated, DesignConfig(budget=budget, seed=0)).select(DESIGN_COLUMNS)
-
-
-def _labels(metrics: pl.DataFrame, every: int = 4, design: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Human labels (the strict raters again) of the answers ``design`` queued — the reviewer worked the whole queue — or,
-    without a design, of every ``every``-th answer (labels from outside any design)."""
-    take = (set(design.filter(pl.col("queued")).select("case_id", "system_id").iter_rows()) if design is not None
-            else {(r["case_id"], r["system_id"]) for i, r in enumerate(metrics.to_dicts()) if i % every == 0})  # fmt: skip
-    rows = [{"case_id": r["case_id"], "system_id": r["system_id"], "dimension": "groundedness", "label": int(r["groundedness_nli"] > 0.8),
-             "scale": "binary", "label_index": int(r["groundedness_nli"] > 0.8), "n_levels": 2, "rater": "alice",
-             "labelled_at": None, "comment": None, "source_file": "review-page_alice.jsonl", "source_line": i, "row_hash": f"h{i}"}
-            for i, r in enumerate(metrics.to_dicts()) if (r["case_id"], r["system_id"]) in take]  # fmt: skip
-    return pl.DataFrame(rows, schema=LABEL_ROWS)
-
-
 def test_the_calibrator_sets_the_threshold_where_humans_put_it():
-    res = _strict_humans()
+    res = strict_humans()
     t = crossing_score(lambda xs: res.predict(xs)[0][:, 1], 0.5)
     assert t == pytest.approx(0.8, abs=0.05)
 
 
 def test_labels_that_disagree_with_the_hand_set_threshold_move_the_gate():
-    metrics = _night()
+    metrics = two_systems_night()
     declared = {r["system_id"]: r for r in evaluate_gates([GROUNDED], {"metric_tables": metrics}).to_dicts()}
     assert declared["middling"]["verdict"] == "PASS" and declared["middling"]["evidence"] == "uncalibrated"  # the raw 0.5 passes it
 
-    res = _strict_humans()
-    calibrated = _calibrated(res, metrics)
-    design = _design(calibrated)
-    cals = human_calibrations([res], calibrated, _labels(metrics, design=design), design=design)
+    res = strict_humans()
+    calibrated = calibrated_scores_of(res, metrics)
+    design = night_design(calibrated)
+    cals = human_calibrations([res], calibrated, rater_labels(metrics, design=design), design=design)
     out = {r["system_id"]: r for r in evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).to_dicts()}
     mid, solid = out["middling"], out["solid"]
     assert mid["evidence"] == solid["evidence"] == "human_calibrated"
@@ -91,11 +53,11 @@ def test_labels_that_disagree_with_the_hand_set_threshold_move_the_gate():
 
 
 def test_labels_from_outside_the_design_train_the_calibrator_and_enter_no_rate():
-    metrics = _night()
-    res = _strict_humans()
-    calibrated = _calibrated(res, metrics)
-    design = _design(calibrated)
-    browsed = _labels(metrics, every=4)  # every 4th answer: chosen by a person, not drawn by the design
+    metrics = two_systems_night()
+    res = strict_humans()
+    calibrated = calibrated_scores_of(res, metrics)
+    design = night_design(calibrated)
+    browsed = rater_labels(metrics, every=4)  # every 4th answer: chosen by a person, not drawn by the design
     queued = set(design.filter(pl.col("queued")).select("case_id", "system_id").iter_rows())
     outside = sum((r["case_id"], r["system_id"]) not in queued for r in browsed.filter(pl.col("system_id") == "middling").to_dicts())
     cals = human_calibrations([res], calibrated, browsed, design=design)
@@ -108,11 +70,11 @@ def test_labels_from_outside_the_design_train_the_calibrator_and_enter_no_rate()
 
 
 def test_a_required_human_pass_rate_decides_the_gate_and_says_how_many_labels_are_missing():
-    metrics = _night()
-    res = _strict_humans()
-    calibrated = _calibrated(res, metrics)
-    design = _design(calibrated, budget=60)
-    cals = human_calibrations([res], calibrated, _labels(metrics, design=design), design=design)
+    metrics = two_systems_night()
+    res = strict_humans()
+    calibrated = calibrated_scores_of(res, metrics)
+    design = night_design(calibrated, budget=60)
+    cals = human_calibrations([res], calibrated, rater_labels(metrics, design=design), design=design)
     gate = GROUNDED.model_copy(update={"human_pass_at_least": 0.5})
     out = {r["system_id"]: r for r in evaluate_gates([gate], {"metric_tables": metrics}, calibrations=cals).to_dicts()}
     assert out["middling"]["human_pass_decision"] == "below" and out["middling"]["verdict"] == "FAIL"
@@ -120,7 +82,7 @@ def test_a_required_human_pass_rate_decides_the_gate_and_says_how_many_labels_ar
     assert out["solid"]["human_pass_decision"] == "above" and out["solid"]["verdict"] == "PASS"
     assert out["solid"]["labels_to_decide"] == 0
     first = design.filter(pl.col("queued")).sort("design_order").head(3)  # the reviewer labelled the queue's first three
-    few = _labels(metrics, design=first)  # no decision on three labels, and the row says what is missing
+    few = rater_labels(metrics, design=first)  # no decision on three labels, and the row says what is missing
     cals = human_calibrations([res], calibrated, few, design=design)
     row = evaluate_gates([gate], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "solid").row(0, named=True)
     assert row["human_pass_decision"] == "undecided" and row["verdict"] == "PASS" and not row["blocking"]  # asked for, not required
@@ -128,10 +90,10 @@ def test_a_required_human_pass_rate_decides_the_gate_and_says_how_many_labels_ar
 
 
 def test_borrowed_labels_say_so_and_leave_the_declared_threshold():
-    metrics = _night()
-    res = _strict_humans(label_source="reference:faithdial")
-    calibrated = _calibrated(res, metrics)
-    cals = human_calibrations([res], calibrated, _labels(metrics), design=_design(calibrated))
+    metrics = two_systems_night()
+    res = strict_humans(label_source="reference:faithdial")
+    calibrated = calibrated_scores_of(res, metrics)
+    cals = human_calibrations([res], calibrated, rater_labels(metrics), design=night_design(calibrated))
     row = evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "middling").row(0, named=True)
     assert row["evidence"] == "borrowed_labels" and row["threshold"] == 0.5 and "borrowed" in row["threshold_source"]
     assert row["human_pass_rate"] is None and row["verdict"] == "PASS"
@@ -143,7 +105,7 @@ def test_too_few_labels_leave_the_gate_uncalibrated():
     res = fit_calibration([f"i{i}" for i in range(12)], s, (s > 0.8).astype(int), dimension="groundedness", label_source="campaign",
                           metric="groundedness_nli")  # fmt: skip
     assert res.status == "insufficient"
-    metrics = _night()
+    metrics = two_systems_night()
     assert human_calibrations([res], None, None) == {}
     assert evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations={})["evidence"].unique().to_list() == ["uncalibrated"]
 
@@ -188,11 +150,11 @@ def test_ppi_refuses_what_it_cannot_estimate():
 def test_a_label_given_before_the_design_was_drawn_speaks_of_an_earlier_answer_and_waits():
     from datetime import UTC, datetime
 
-    metrics = _night()
-    res = _strict_humans()
-    calibrated = _calibrated(res, metrics)
-    design = _design(calibrated).with_columns(pl.lit("2026-11-29T00:00:00+00:00").alias("drawn_at"))
-    old = _labels(metrics, design=design).with_columns(pl.lit(datetime(2026, 11, 28, tzinfo=UTC)).cast(pl.Datetime("us", "UTC")).alias("labelled_at"))
+    metrics = two_systems_night()
+    res = strict_humans()
+    calibrated = calibrated_scores_of(res, metrics)
+    design = night_design(calibrated).with_columns(pl.lit("2026-11-29T00:00:00+00:00").alias("drawn_at"))
+    old = rater_labels(metrics, design=design).with_columns(pl.lit(datetime(2026, 11, 28, tzinfo=UTC)).cast(pl.Datetime("us", "UTC")).alias("labelled_at"))
     cals = human_calibrations([res], calibrated, old, design=design)
     row = evaluate_gates([GROUNDED], {"metric_tables": metrics}, calibrations=cals).filter(pl.col("system_id") == "solid").row(0, named=True)
     assert row["human_pass_rate"] is None and "given before tonight's design was drawn" in row["labels_note"]

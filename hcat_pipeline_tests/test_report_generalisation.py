@@ -5,7 +5,7 @@ what they do not speak for, read from the night's own tables (known answers belo
 import polars as pl
 
 from hcat_pipeline.reports.generalisation import setting_bounds
-from hcat_pipeline.reports.sections import OptionalTable, _setting
+from hcat_pipeline.reports.sections import OptionalTable, setting_section
 
 GOLDEN = pl.DataFrame({
     "case_id": ["a", "b", "c", "d"], "version": ["gs-1"] * 4, "corpus_hash": ["f00dfeedbeef0123"] * 4,
@@ -39,5 +39,5 @@ def test_without_a_manifest_the_strata_are_those_held_and_nothing_is_claimed_of_
 
 
 def test_the_report_says_why_when_the_tables_are_missing():
-    section, line = _setting({"night": "2026-11-29"}, {"golden_set": OptionalTable(GOLDEN)})
+    section, line = setting_section({"night": "2026-11-29"}, {"golden_set": OptionalTable(GOLDEN)})
     assert not section.available and "not read" in line and "responses" in line

@@ -114,7 +114,8 @@ def _png_md(png: bytes, title: str) -> str:
     return f"**{title}**\n\n{png_markdown(png, title)}"
 
 
-def _row(res: CalibrationResult, active: bool) -> dict:
+def calibrator_row(res: CalibrationResult, active: bool) -> dict:
+    """One row of the ``calibrators`` table: a fitted calibration, serialised, with its summary fields."""
     q = res.conformal.summary()["qhat"] if res.conformal is not None else None
     return {
         "dimension": res.dimension, "label_source": res.label_source, "metric": res.metric, "method": res.method, "alpha": res.alpha,
@@ -175,7 +176,7 @@ def calibrators(
     runs = stored_runs(warehouse, config.dimension_metrics)
     results = fit_all(config, human_labels, reference_label_scores, runs)
     active = choose_active(results)
-    table = pl.DataFrame([_row(r, active[(r.dimension, r.label_source)]) for r in results], schema=CALIBRATORS_SCHEMA)
+    table = pl.DataFrame([calibrator_row(r, active[(r.dimension, r.label_source)]) for r in results], schema=CALIBRATORS_SCHEMA)
     plots_dir = Path(config.plots_dir) if config.plots_dir else warehouse / "calibrators"
     meta: dict = {}
     for r in results:

@@ -66,7 +66,8 @@ def components(labels: list[dict], embed: Embed, config: MatchConfig | None = No
     return out
 
 
-def _held_out(text_id: str, seed: int) -> bool:
+def held_out_half(text_id: str, seed: int) -> bool:
+    """Whether a text's labelled pairs are held out (a seeded hash of its id: about half the texts)."""
     return int(hashlib.sha256(f"{seed}|{text_id}".encode()).hexdigest(), 16) % 2 == 1
 
 
@@ -89,7 +90,7 @@ def fit_match_weights(labels: list[dict], embed: Embed, seed: int = 0, config: M
     ``applied`` only when both variants agree with the labels at least as well as the defaults (F1, then accuracy)."""
     cfg = config or MatchConfig()
     x, y = components(labels, embed, cfg), np.array([bool(r["match"]) for r in labels])
-    held = np.array([_held_out(str(r.get("text_id", i)), seed) for i, r in enumerate(labels)])
+    held = np.array([held_out_half(str(r.get("text_id", i)), seed) for i, r in enumerate(labels)])
     if min((~held).sum(), held.sum()) < MIN_LABELS or len(set(y[~held])) < 2:
         return {"why": f"{(~held).sum()} fit / {held.sum()} held-out labelled pairs (both classes, at least {MIN_LABELS} each half needed)"}
     ha_w, ha_t = _fit_score(x[~held], y[~held])

@@ -154,7 +154,7 @@ def strata_coverage(gen: dict | None) -> str:
     return head + ("" if not short else "; short: " + "; ".join(f"stratum {k} ({labels.get(str(k), '?')}): {v}" for k, v in short.items()))
 
 
-def _setting(run: dict, optional: dict[str, OptionalTable]) -> tuple[Section, str]:
+def setting_section(run: dict, optional: dict[str, OptionalTable]) -> tuple[Section, str]:
     """The test setting the night's results hold for (``reports.generalisation``), or why it cannot be read."""
     from hcat_pipeline.reports.generalisation import setting_bounds
 
@@ -184,7 +184,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.insert(0, run["suites_note"])
     if " — short: " in prov.get("golden-set composition", ""):
         summary.append(f"Golden-set composition (golden-eval §2.2-2.3): {prov['golden-set composition']}.")
-    setting, setting_line = _setting(run, optional)
+    setting, setting_line = setting_section(run, optional)
     summary.append(setting_line)
     canary = optional.get("canary_detection") or OptionalTable(None, "canary_detection is not materialized for this run")
     canaries, canary_lines = canary_section(canary.frame, canary.why)
