@@ -84,7 +84,8 @@ def run(name: str, cases: list[dict], target: int | None, n_random: int) -> None
         if got is None or got[0] is None:
             print(f"  after {at} decisions: not measurable (fewer than {at} decisions, or one class left)")
             continue
-        print(f"  after {at} decisions: learnt AUROC on the {got[1]} undecided {got[0]:.3f}")
+        lo, hi = bootstrap(*learnt["scores_at"][at])
+        print(f"  after {at} decisions: learnt AUROC on the {got[1]} undecided {got[0]:.3f} [{lo:.3f}, {hi:.3f}] (bootstrap 95 % CI)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,11 +111,12 @@ def next_case(p: np.ndarray, undecided: np.ndarray, n_decisions: int, accepted: 
 def simulate(X: np.ndarray, validator_score: np.ndarray, labels: np.ndarray, target: int, policy: Policy,
              seed: int = 0, checkpoints: Sequence[int] = (10, 20, 40)) -> dict:  # fmt: skip
     """A reviewer who decides the cases in the ``policy``'s order: {decisions: how many until ``target`` sound ones were
-    accepted (None: never), auroc_at: {k: (auroc, n_undecided)}} — for the learnt policy, the model's AUROC on the
-    cases not yet decided after k decisions (the reviewer goes on past the target so every checkpoint is read)."""
+    accepted (None: never), auroc_at: {k: (auroc, n_undecided)}, scores_at: {k: (P(sound), labels) of the undecided}}
+    — for the learnt policy, the model's AUROC on the cases not yet decided after k decisions, and what it was read from
+    (a caller's bootstrap interval); the reviewer goes on past the target so every checkpoint is read."""
     n, labels = len(labels), np.asarray(labels, dtype=int)
     undecided = np.ones(n, dtype=bool)
-    model, accepted, decisions, reached, auroc_at = SoundnessModel(), 0, 0, None, {}
+    model, accepted, decisions, reached, auroc_at, scores_at = SoundnessModel(), 0, 0, None, {}, {}
     static = np.argsort(-np.asarray(validator_score), kind="stable") if policy == "validator" else np.random.default_rng(seed).permutation(n)
     last = max(checkpoints, default=0) if policy == "learnt" else 0
     while undecided.any() and (reached is None or decisions < last):
@@ -123,6 +124,7 @@ def simulate(X: np.ndarray, validator_score: np.ndarray, labels: np.ndarray, tar
             p = model.fit(X[~undecided], labels[~undecided]).predict_proba(X)[:, 1]
             if decisions in checkpoints:
                 auroc_at[decisions] = (auroc(p[undecided], labels[undecided]), int(undecided.sum()))
+                scores_at[decisions] = (p[undecided], labels[undecided])
             i = next_case(p, undecided, decisions, accepted, target)
         else:
             i = int(next(j for j in static if undecided[j]))
@@ -131,7 +133,7 @@ def simulate(X: np.ndarray, validator_score: np.ndarray, labels: np.ndarray, tar
         accepted += int(labels[i])
         if reached is None and accepted >= target:
             reached = decisions
-    return {"decisions": reached, "auroc_at": auroc_at}
+    return {"decisions": reached, "auroc_at": auroc_at, "scores_at": scores_at}
 
 
 def auroc(score: np.ndarray, y: np.ndarray) -> float | None:
