@@ -45,7 +45,7 @@ def claim_problem(claim: str) -> str | None:
 
 _DOC_NOISE = re.compile(r"https?://|www\.|\*{3,}|::=|>>>|\b(?:Changed|New) in version\b|\bDeprecated since\b|\[\d+\]|^\(?e\.g\.|^\(", re.I)
 _DEPENDENT_START = re.compile(
-    r"^(?:note|see|for example|for instance|otherwise|also|however|thus|therefore|similarly|likewise|in this case|in that case|"
+    r"^(?:note|see|for example|for instance|otherwise|also|alternatively|however|thus|therefore|similarly|likewise|in this case|in that case|"
     r"this|these|that|those|it|its|they|their|such|here|there|both|either|neither|an easy way|the former|the latter|notice|"
     r"return|returns|call|get|set|create|use|raise|remove|add|compare|convert|make)\b", re.I)
 _GLUED = re.compile(
@@ -113,7 +113,7 @@ _AUX = ("is", "are", "was", "were", "can", "could", "will", "would", "should", "
         "cannot")  # fmt: skip (not may / might: "May X be …?" reads as asking permission)
 _PREPOSITIONS = frozenset({"in", "on", "at", "for", "with", "by", "from", "to", "after", "before", "during", "since", "under", "as"})
 _CLAUSE_WORDS = frozenset({"that", "which", "who", "whom", "whose", "how", "what", "when", "where", "if", "whether", "because", "once",
-                           "after", "before", "until", "unless", "although", "while"})
+                           "after", "before", "until", "unless", "although", "while", "whenever", "wherever"})
 _DETERMINER = re.compile(r"^(?:the|a|an|each|every|all|most|some|any|no|this|these|its|their|modifying|calling|using)\b", re.I)
 
 
