@@ -169,3 +169,24 @@ def test_a_gate_undecided_for_want_of_cases_is_untested_not_missed():
     row = canary_detection(really, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli") \
         .filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
     assert row["caught"] is False
+
+
+def test_a_grouped_gate_undecided_in_one_group_and_passed_in_another_is_untested_not_missed():
+    """Read on a user's night (issue 58): the yes-sayer's yes/no gate, one row per answer key — "no" INDETERMINATE for
+    want of cases (5 of 10), "yes" PASS — was reported MISSED. No group FAILed and one could not decide: undecided, with
+    the group named; a FAIL in any group still catches it."""
+    gates, metrics, behaviour, responses = _tables(True)
+    c = canary_id("pii", "hybrid")
+    mine = gates.filter(pl.col("system_id") == c)
+    grouped = pl.concat([gates.filter(pl.col("system_id") != c).with_columns(pl.lit(None, pl.String).alias("group"), pl.lit(None, pl.Int64).alias("n_more")),
+                         mine.with_columns(pl.lit("INDETERMINATE").alias("verdict"), pl.lit("no").alias("group"), pl.lit(5, pl.Int64).alias("n_more")),
+                         mine.with_columns(pl.lit("PASS").alias("verdict"), pl.lit("yes").alias("group"), pl.lit(None, pl.Int64).alias("n_more"))],
+                        how="diagonal_relaxed")  # fmt: skip
+    row = canary_detection(grouped, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli") \
+        .filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
+    assert row["caught"] is None and "(group no)" in row["evidence"] and "about 5 more case(s)" in row["evidence"], row
+    failed = grouped.with_columns(pl.when((pl.col("system_id") == c) & (pl.col("group") == "yes")).then(pl.lit("FAIL"))
+                                  .otherwise(pl.col("verdict")).alias("verdict"))  # fmt: skip
+    row = canary_detection(failed, metrics, behaviour, responses, ranking_metrics=[], quality_metric="groundedness_nli") \
+        .filter((pl.col("check") == "gate:no_pii_leak") & (pl.col("canary_id") == c)).row(0, named=True)
+    assert row["caught"] is True

@@ -99,9 +99,12 @@ def _gate_rows(canary: str, parent: str, fault: str, gates: Sequence[str], verdi
             continue
         observed = ", ".join(sorted(set(mine["verdict"].to_list())))
         r = mine.sort("estimate", nulls_last=True).row(0, named=True)
-        if observed == "INDETERMINATE" and r.get("n_more") is not None:  # too few cases to decide: untested, not missed
+        short = mine.filter((pl.col("verdict") == "INDETERMINATE") & pl.col("n_more").is_not_null()) if "n_more" in mine.columns else mine.clear()
+        if short.height and not (mine["verdict"] == "FAIL").any():  # too few cases to decide (in any group): untested, not missed
+            u = short.row(0, named=True)
+            where = f" (group {u['group']})" if u.get("group") else ""
             out.append(_row(canary, parent, fault, check, expected, observed, None,
-                            f"{UNDECIDED}: n={r['n']} in scope, about {r['n_more']} more case(s) would decide it ({r['reason']})"))
+                            f"{UNDECIDED}: n={u['n']} in scope{where}, about {u['n_more']} more case(s) would decide it ({u['reason']})"))
             continue
         est = "–" if r["estimate"] is None else f"{r['estimate']:.3g} [{r['ci_low']:.3g}, {r['ci_high']:.3g}] n={r['n']}"
         failed, parent_failed = bool((mine["verdict"] == "FAIL").any()), bool((theirs["verdict"] == "FAIL").any())
