@@ -59,7 +59,7 @@ def test_hcat_score_every_metric(tmp_path, capsys):
     rows = [{**r, "source_documents": r["contexts"]} for r in rows]  # long_document_faithfulness reads them
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     rc = main(["score", str(src), str(dst), "--cache-dir", str(tmp_path / "c"), "--no-progress", "--cross-lingual",
-               "--with", "hierarchical_consistency,long_document_faithfulness,conciseness,tone"])  # fmt: skip
+               "--with", "hierarchical_consistency,long_document_faithfulness,language_coverage,conciseness,tone"])  # fmt: skip
     assert rc == 0, capsys.readouterr().err
     out = pl.read_parquet(dst)
     info = json.loads(out["score_info"][0])

@@ -50,7 +50,7 @@ def test_every_metric_declares_needs_columns_and_aggregations():
     assert {"context_relevancy", "answer_relevancy", "groundedness_similarity", "groundedness_nli", "completeness_similarity",
             "completeness_wasserstein", "semantic_similarity", "cross_lingual_similarity", "toxicity", "pii_leak", "refusal",
             "citation_recall", "citation_precision", "citation_presence", "stated_confidence", "hierarchical_consistency",
-            "long_document_faithfulness", "conciseness", "tone"} == set(metrics)  # fmt: skip
+            "long_document_faithfulness", "language_coverage", "conciseness", "tone"} == set(metrics)  # fmt: skip
     owners = {}
     for m in metrics.values():
         assert m.needs <= set(NEEDS) and m.doc and m.family in registry.FAMILIES
