@@ -7,7 +7,7 @@ DOCS_DIR: any folder of HTML / text pages (e.g. a Debian ``*-doc`` package: ``ap
 (sorted) are the corpus. An honest extractive RAG service of your own (``hcat_pipeline_tests.servers.UserRag``: its own
 document ids, sources as objects, no cost reported) serves them on loopback; the campaign file is the one ``hcat init --corpus --http`` writes
 (``campaign_file``: the service's reply paths filled in) and plants every catalogue fault in copies of the service. Prints the detection table, the false
-alarms on the honest parent (its blocking gates), the release decision and the seconds the night took.
+alarms on the honest parent (its hard gates, how many decided), the release decision and the seconds the night took.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret"
 
 
-def campaign_file(url: str, corpus: Path, out: Path, env: dict, local_systems: bool) -> Path:
+def campaign_file(url: str, corpus: Path, out: Path, env: dict, local_systems: bool) -> tuple[Path, str]:
     """The campaign file a new user has: ``hcat init --corpus … --http …`` as written (certify_below, suites, max_cases,
     canaries of the service), then the edits the init file's comments ask for — where the service puts its answer and
     sources, its key's env var — and, unless ``local_systems``, the two packaged reference systems removed (each answers
@@ -45,7 +45,7 @@ def campaign_file(url: str, corpus: Path, out: Path, env: dict, local_systems: b
         spec["systems"] = [mine]
         spec["judge"] = {"enabled": "off"}
     cfg.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return cfg
+    return cfg, mine["system_id"]
 
 
 def main() -> int:
@@ -75,7 +75,7 @@ def main() -> int:
         env.pop(k, None)
     t0 = time.perf_counter()
     with user_rag_server(UserRag(texts, SECRET)) as url:
-        cfg = campaign_file(url, corpus, args.out, env, args.local_systems)
+        cfg, service = campaign_file(url, corpus, args.out, env, args.local_systems)
         run = subprocess.run([sys.executable, "-m", "hcat_pipeline.cli", "campaign", "--config", str(cfg)], env=env, cwd=ROOT,
                              capture_output=True, text=True)  # fmt: skip
     seconds = time.perf_counter() - t0
@@ -91,11 +91,11 @@ def main() -> int:
     print(det.select("canary_id", "check", "observed", "caught"))
     run_dir = found[-1].parent.name, found[-1].stem
     gates = pl.read_parquet(wh / "gate_verdicts" / run_dir[0] / f"{run_dir[1]}.parquet")
-    honest = gates.filter((pl.col("system_id") == "my_service") & pl.col("blocking"))
-    print("honest parent's blocking gates (false alarms unless a real FAIL):")
+    honest = gates.filter((pl.col("system_id") == service) & (pl.col("kind") == "hard"))
+    print(f"honest parent's ({service}) hard gates (a FAIL is a false alarm unless read as real):")
     print(honest.select("gate", "verdict", "estimate", "ci_low", "ci_high", "n", "reason"))
     undecided = honest.filter(pl.col("verdict") == "INDETERMINATE")
-    print(f"honest parent's blocking gates decided: {honest.height - undecided.height}/{honest.height}"
+    print(f"honest parent's hard gates decided: {honest.height - undecided.height}/{honest.height}"
           + (f" (undecided: {', '.join(undecided['gate'])})" if undecided.height else ""))
     print(gates.filter(pl.col("gate").str.contains("yes_no")).select("system_id", "gate", "verdict", "estimate", "ci_low", "ci_high", "n"))
     print(pl.read_parquet(wh / "release_decision" / run_dir[0] / f"{run_dir[1]}.parquet"))
