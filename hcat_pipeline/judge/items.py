@@ -4,7 +4,7 @@
   that contradicts it, as the golden set records them in the case's constraints (misleading-premise and distractor
   variants, ``golden.robustness``); empty for every other case (the dimension is then skipped with its reason);
 * ``languages`` — for ``cross_lingual_accuracy`` (computed only when the dimension is asked): the languages of the
-  answer and of its passages (langid, ``behaviour.formats.detect_language``); fewer than two: skipped.
+  answer and of its passages (langid, ``common.language.detect_language``); fewer than two: skipped.
 
 No dagster import.
 """
@@ -27,7 +27,7 @@ def case_claims(constraints: Sequence[str] | None) -> tuple[str, ...]:
 
 def item_languages(answer: str | None, contexts: Sequence[str]) -> tuple[str, ...]:
     """The languages (langid) of the answer and its passages, in order of appearance."""
-    from hcat_pipeline.behaviour.formats import detect_language
+    from hcat_pipeline.common.language import detect_language
 
     texts = [t for t in (answer, *contexts) if t and t.strip()]
     return tuple(dict.fromkeys(detect_language(t)[0] for t in texts))
