@@ -198,10 +198,20 @@ def zero_tolerance(g: GateSpec) -> bool:
     return g.statistic in ("count", "any") and g.direction == "<=" and g.threshold == 0
 
 
+def _rate_floor(g: GateSpec) -> int:
+    """A rate gate "share of failures <= t" (the mean of ``equals``): the probes a system with no failure needs for its
+    exact upper bound to fall below t (14 for 20 %) — below that even a perfect system stays INDETERMINATE."""
+    from hcat_pipeline.gates.certificate import probes_needed
+
+    binary = g.statistic == "mean" and g.equals is not None and g.direction == "<="
+    return probes_needed(g.threshold, g.confidence) if binary and 0.0 < g.threshold < 1.0 else 0
+
+
 def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[str, int]:
     """Behaviour rule → the most cases any gate reading it wants in scope: ``min_n``, and for a zero-tolerance gate the
     probes its certificate needs (``certificate.probes_needed`` of the campaign's ``certify_below`` or the gate's own: 29
-    at 10 %), for a demonstration-planned rate gate its planned cases (``certificate.demonstration_n``). The campaign's
+    at 10 %), for a demonstration-planned rate gate its planned cases (``certificate.demonstration_n``), for a failure-rate
+    gate the cases a flawless system needs to decide (``_rate_floor``: 14 for "<= 20 %"). The campaign's
     case selection takes that many where the golden set has them (``responses.rag.select_cases``), so every hard gate
     can decide. In the gates file's order (the first gate reading a rule places it), so the file's
     order is the selection's priority."""
@@ -212,7 +222,7 @@ def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[st
         rule = g.where.get("rule") if g.table == "behaviour_checks" else None
         level = (certify_below if certify_below is not None else g.certify_below) if zero_tolerance(g) else None
         plan = demonstration_n(g.threshold, g.direction, g.demonstrate_margin, confidence=g.confidence) if g.demonstrate_margin else 0
-        need = max(g.min_n, plan, probes_needed(level, g.confidence) if level is not None else 0)
+        need = max(g.min_n, plan, probes_needed(level, g.confidence) if level is not None else 0, _rate_floor(g))
         groups = KNOWN_GROUPS.get(g.scope)  # a scope with known groups wants min_n in each: floors "rule@group"
         for r in (rule if isinstance(rule, list) else [rule] if rule else []):
             for key in [f"{r}@{grp}" for grp in groups] if groups else [str(r)]:
