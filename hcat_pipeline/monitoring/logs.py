@@ -242,14 +242,13 @@ def _take(records, fields: LogFields, day: str, default_day: str | None, prefix:
     days_seen: set[str] = set()
     for where, rec, why in records:
         source = f"{prefix}{where}"
-        stamped = record_day(rec, fields)
-        if stamped is not None:
-            days_seen.add(stamped)
         try:
             if rec is None:
                 raise ValueError(why)
             row = normalise_record(rec, fields, source, default_day)
         except ValueError as e:
+            stamped = record_day(rec, fields)  # a good row's day comes parsed with it; only a rejected one is read again
+            days_seen.update([stamped] if stamped is not None else [])
             own = default_day or stamped  # a named file (or the SQL source's day) is read on that day only: named there
             if own is None:
                 undated.append({"source": source, "reason": str(e)})

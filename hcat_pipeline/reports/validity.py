@@ -28,6 +28,7 @@ import polars as pl
 
 from hcat_pipeline.metrics.constructs import CONSTRUCTS
 from hcat_pipeline.reports.campaign_report import Section, fmt
+from hcat_pipeline.reports.weakness import topic_label
 
 HIGH_AUROC = 0.8
 MODERATE_AUROC = 0.7
@@ -79,8 +80,6 @@ def live_shares(production_cells: pl.DataFrame | None, labels: dict[int, str]) -
     """Live traffic's share per topic over the stored monitoring days, keyed as the weakness cells name a topic
     (``reports.weakness.topic_label``: "<stratum>: <label>"): the sample's inverse-probability weights of the ``error``
     signal (every request is screened for it: each counted once) summed per stratum; None without days."""
-    from hcat_pipeline.reports.weakness import topic_label
-
     if production_cells is None or production_cells.height == 0:
         return None
     per = production_cells.filter((pl.col("signal") == "error") & pl.col("stratum").is_not_null()).group_by("stratum").agg(pl.col("sw").sum())
