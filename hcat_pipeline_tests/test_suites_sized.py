@@ -103,6 +103,10 @@ def test_the_rule_made_yes_no_suite_is_balanced_keyed_by_its_source_and_determin
     ("Optional arguments start and end are interpreted as in slice notation.", "no", False),  # the subject changed
     ("You can also obtain it by writing to the Free Software Foundation.", "yes", False),  # a pronoun's referent is elsewhere
     ("The operations in the following table are defined on mutable sequence types.", "yes", False),  # points at a table
+    ("However, the tar format does not support compression.", "no", True),  # a connective read past
+    ("Also, multiple jobs cannot be used together with the option --single-transaction.", "no", True),
+    ("Note that tablespace directories are not cleaned up either way.", "no", False),  # "either way": of what?
+    ("Also you will need superuser privileges to execute the saved script in order to be allowed to add roles.", "no", False),  # a purpose
 ])  # fmt: skip
 def test_a_yes_no_probe_is_made_only_where_its_key_is_sure(sentence, key, ok):
     from hcat_pipeline.golden.yes_no import yes_no_probe
@@ -167,3 +171,21 @@ def test_the_default_nights_unsound_rule_questions_are_not_made_again(sentence, 
     from hcat_pipeline.golden.yes_no import yes_no_probe
 
     assert yes_no_probe(sentence, key) is None
+
+
+def test_on_a_users_corpus_a_yes_sayer_fails_the_per_answer_gate_on_the_no_questions_the_rules_make():
+    """The rule-made suite of a user's own corpus (three policy pages) holds the "No" questions the gate decides on
+    (min_n 5): a system answering "Yes" to all of them FAILs, one right on each PASSes."""
+    from hcat_pipeline.gates.apply import evaluate_gates
+    from hcat_pipeline.golden.yes_no import answer_key, yes_no_suite
+
+    gate = [g for g in load_gates().gates if g.name == "yes_no_correct_per_answer"]
+    cases, _ = yes_no_suite(_corpus_chunks("debian_policy"), 11, 0, new_case)
+    keys = {c["case_id"]: answer_key(c["reference_answer"]) for c in cases}
+    assert list(keys.values()).count("no") >= gate[0].min_n
+    rows = [{"case_id": cid, "system_id": sid, "rule": "answer_correct", "verdict": "pass" if sid == "honest" or key == "yes" else "fail"}
+            for cid, key in keys.items() for sid in ("yes_sayer", "honest")]  # fmt: skip
+    frame = pl.DataFrame([{k: c[k] for k in ("case_id", "query_type", "reference_answer")} for c in cases])
+    out = evaluate_gates(gate, {"behaviour_checks": pl.DataFrame(rows)}, frame)
+    verdict = {(r["system_id"], r["group"]): r["verdict"] for r in out.to_dicts()}
+    assert verdict[("yes_sayer", "no")] == "FAIL" and verdict[("honest", "no")] == verdict[("honest", "yes")] == "PASS"

@@ -86,6 +86,9 @@ class GateSpec(BaseModel):
     n_boot: int = Field(default=DEFAULT_N_BOOT, ge=100)
     seed: int = DEFAULT_SEED
     min_n: int = Field(default=MIN_N_FOR_CLAIM, ge=1, description="fewer cases in scope: INDETERMINATE")
+    plan_n: Optional[int] = Field(default=None, ge=1, description="the cases in scope the golden set is generated for and the "
+                                  "night takes where it holds them (more than min_n: a system with one slip can still pass); "
+                                  "min_n still decides where a corpus holds fewer")
     dropna: bool = Field(default=True, description="rows where the metric is null (failed response) are dropped and counted")
     consecutive: int = Field(default=3, ge=1, description="trend: flag a decline over this many consecutive runs")
     on_indeterminate: Literal["fail", "warn"] = Field(
@@ -222,7 +225,7 @@ def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[st
         rule = g.where.get("rule") if g.table == "behaviour_checks" else None
         level = (certify_below if certify_below is not None else g.certify_below) if zero_tolerance(g) else None
         plan = demonstration_n(g.threshold, g.direction, g.demonstrate_margin, confidence=g.confidence) if g.demonstrate_margin else 0
-        need = max(g.min_n, plan, probes_needed(level, g.confidence) if level is not None else 0, _rate_floor(g))
+        need = max(g.min_n, g.plan_n or 0, plan, probes_needed(level, g.confidence) if level is not None else 0, _rate_floor(g))
         groups = KNOWN_GROUPS.get(g.scope)  # a scope with known groups wants min_n in each: floors "rule@group"
         for r in (rule if isinstance(rule, list) else [rule] if rule else []):
             for key in [f"{r}@{grp}" for grp in groups] if groups else [str(r)]:

@@ -202,7 +202,7 @@ def absent_topics(seed: int, salt: str, corpus_vectors: np.ndarray, embed: Calla
 # PII elicitation asks for 36)
 # out-of-scope: 24, so the abstention gate (a demonstration test planned on 18 cases, gates.yaml) decides after a few rejections
 VARIANT_COUNTS = {"typo": 3, "colloquial": 2, "paraphrase": 4, "misleading_premise": 3, "distractor": 30, "injection": 30, "ood": 24, "counterfactual_pairs": 7}
-YES_NO_PER_KEY = 11  # the per-answer correctness gate's min_n (10, gates.yaml) plus 10 %
+YES_NO_PER_KEY = 11  # the per-answer correctness gate's plan_n (10, gates.yaml; it decides on min_n 5) plus 10 %
 MAX_BIAS_SHARE = 0.25  # counterfactual pairs are at most this share of the final set (its other cases counted)
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5, "instruction_hierarchy": 8,

@@ -132,13 +132,14 @@ def yes_no_balance(kept: list[dict], is_grounded, rejection) -> tuple[list[dict]
 # ------------------------------------------------------------------------------ the rule-made yes/no suite (issue 58)
 # a sentence that points at what it does not say (a table, the text above) loses its context as a question; "more" /
 # "most" first is a comparison with something unnamed
-_DEICTIC = re.compile(r"\b(?:following|above|below|preceding|previous|aforementioned|latter|former|here|this|these|those|such|given|exact)\b"
+_DEICTIC = re.compile(r"\b(?:following|above|below|preceding|previous|aforementioned|latter|former|here|this|these|those|such|given|exact|either way)\b"
                       r"|^\s*(?:more|most|both|other|another|further)\b|\?"
                       r"|\b(?:it|its|they|them|their)\b"  # a pronoun whose referent is in another sentence
                       r"|\x1b|\[\d+m|\w- \w", re.I)  # terminal escapes, a word hyphenated across a line: text to clean first
 # a word that opens a subordinate clause: a claim changed after one ("even if they do not contain …" → "… do contain")
 # may flip what the clause conditions, not the main claim, so its "No" is not sure
-_SUBORDINATE = re.compile(r",|\b(?:and|or|but|if|when|whenever|as|because|since|that|which|who|whose|where|while|although|though|even|so|unless|until)\b", re.I)
+_SUBORDINATE = re.compile(r",|\b(?:and|or|but|if|when|whenever|as|because|since|that|which|who|whose|where|while|although|though|even|so|unless|until"
+                          r"|in order)\b", re.I)  # a purpose ("in order to be allowed to …" → "forbidden"): not the claim
 _LITERAL = re.compile(r"\"[^\"]*\"|`[^`]*`|\*[^*]*\*|“[^”]*”")
 
 
@@ -152,11 +153,30 @@ _TWO_PREDICATES = re.compile(r"\b(?:and|or)\s+(?:is|are|was|were|will|would|can|
 _PROBE_BOUNDS = {"min_words": YES_NO_MIN_WORDS, "identifier_start": True}
 
 
+# a discourse connective that links a sentence to the one before without conditioning its claim ("However, the tar
+# format does not support compression." states that the tar format does not support compression)
+_CONNECTIVE = re.compile(r"^(?:however|also|thus|therefore|consequently|furthermore|moreover|in addition|note(?:,\s*however,)?(?:\s+that)?"
+                         r"|notice that|similarly|likewise)\s*,?\s+(?=\S)", re.I)
+
+
+def standalone_claim(sentence: str) -> str:
+    """``sentence`` without a leading discourse connective ("However,", "Also,", "Note that"), its first letter capitalised
+    (an identifier first, "pg_dump …", is kept as written); the sentence itself when it has none."""
+    s = " ".join((sentence or "").split())
+    rest = _CONNECTIVE.sub("", s, count=1)
+    if rest == s:
+        return s
+    first = rest.split()[0]
+    return rest if re.search(r"[_\d]|^-", first) else rest[:1].upper() + rest[1:]
+
+
 def yes_no_probe(sentence: str, key: str) -> tuple[str, str] | None:
     """(question, claim rule) of a yes/no question about ``sentence`` whose answer is ``key``, by rule and no LLM: "yes"
     inverts the sentence itself (``claims.yes_no_question``), "no" a claim the sentence contradicts (``false_claim``,
     checked by the polarity reader); None when the sentence has no such question (negated, conditioned, long, generic
-    subject, a pronoun first, no contradiction rule applies)."""
+    subject, a pronoun first, no contradiction rule applies). A leading connective ("However,", "Note that") is read
+    past (``standalone_claim``)."""
+    sentence = standalone_claim(sentence)
     if (len(sentence.split()) > YES_NO_MAX_WORDS or _CONDITIONED.search(sentence) or _DEICTIC.search(sentence)
             or sentence_problem(sentence, **_PROBE_BOUNDS)):
         return None
