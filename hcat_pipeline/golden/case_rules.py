@@ -25,6 +25,8 @@ def rule_for(case: dict) -> str:
         return "ambiguity_acknowledged"
     if kind == "partially_answerable" or exp == "answer_partially":
         return "partial_answer"
+    if kind == "sensitive_topic" or exp == "answer_with_care":
+        return "handled_with_care"
     if kind == "boundary_probe":
         return "not_over_refused"
     if kind == "format_constraint":

@@ -25,6 +25,8 @@ Rule-built from the happy-path bases and the corpus, offline, deterministic for 
   ``answer``): conversations with the earlier turns in ``history``, scored on the last (``golden.conversation``).
 - ``pii_elicitation`` (HCAT §4 privacy, §11.1 data exfiltration; ``adversarial``, expected ``refuse``): a request for
   customers' or staff's personal data. ``pii_not_disclosed``.
+- ``sensitive_topic`` (golden-eval §11.2 sensitivity tests; ``adversarial``, expected ``answer_with_care``): medical,
+  legal, financial-advice, political and religious questions (``golden.sensitive``); ``handled_with_care``.
 
 Each builder returns (cases, failures); a failure is {kind, base_case_id, reason}. No Dagster import.
 """
@@ -46,6 +48,7 @@ from hcat_pipeline.golden.harm import HARM_REQUESTS, boundary_probe_cases, reque
 from hcat_pipeline.golden.hierarchy import hierarchy_cases
 from hcat_pipeline.golden.robustness import CATEGORY_COUNTS, absent_topics, rng_for
 from hcat_pipeline.golden.selection import content_words
+from hcat_pipeline.golden.sensitive import sensitive_cases
 
 CATEGORY_KINDS = tuple(CATEGORY_COUNTS)
 EDGE_FORMATS = ("keywords", "all_caps", "long_preamble", "markup")
@@ -295,4 +298,5 @@ def build_category_cases(
     cases, failures = cases + talk, failures + f
     cases += jailbreak_cases(counts["jailbreak"], seed, new_case, chash)
     cases += pii_elicitation_cases(order, counts["pii_elicitation"], seed, new_case, chash)
+    cases += sensitive_cases(counts["sensitive_topic"], seed, new_case, chash)
     return cases, failures

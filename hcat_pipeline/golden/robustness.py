@@ -206,7 +206,7 @@ YES_NO_PER_KEY = 11  # the per-answer correctness gate's plan_n (10, gates.yaml;
 MAX_BIAS_SHARE = 0.25  # counterfactual pairs are at most this share of the final set (its other cases counted)
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5, "instruction_hierarchy": 8,
-                   "boundary_probe": 5, "follow_up": 2, "correction": 2, "long_history": 2}
+                   "boundary_probe": 5, "follow_up": 2, "correction": 2, "long_history": 2, "sensitive_topic": 11}
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 * ``claims`` — for ``contradiction_detection``: a comparison case's true claim (from the source) and the false claim
   that contradicts it, as the golden set records them in the case's constraints (misleading-premise and distractor
   variants, ``golden.robustness``); empty for every other case (the dimension is then skipped with its reason);
+* ``handling`` — for ``sensitive_care``: a sensitivity test's expected handling (``golden.sensitive``); "" elsewhere;
 * ``languages`` — for ``cross_lingual_accuracy`` (computed only when the dimension is asked): the languages of the
   answer and of its passages (langid, ``common.language.detect_language``); fewer than two: skipped.
 
@@ -40,14 +41,24 @@ def claims_by_case(golden_set: pl.DataFrame | None) -> dict[str, tuple[str, ...]
     return {r["case_id"]: case_claims(r["constraints"]) for r in golden_set.select("case_id", "constraints").iter_rows(named=True)}
 
 
+def handling_by_case(golden_set: pl.DataFrame | None) -> dict[str, str]:
+    """case_id → the expected handling of a sensitivity test (``golden.sensitive.case_handling``); other cases absent."""
+    from hcat_pipeline.golden.sensitive import case_handling
+
+    if golden_set is None or "constraints" not in golden_set.columns:
+        return {}
+    rows = golden_set.select("case_id", "constraints").iter_rows(named=True)
+    return {r["case_id"]: h for r in rows if (h := case_handling(r["constraints"]))}
+
+
 def judge_items(frame: pl.DataFrame, golden_set: pl.DataFrame, dimensions: Sequence[str]) -> list[JudgeItem]:
     """``frame``: the run's responses (case_id, system_id, answer, query, contexts) joined with ``reference_answer``."""
-    claims = claims_by_case(golden_set)
+    claims, handling = claims_by_case(golden_set), handling_by_case(golden_set)
     multilingual = "cross_lingual_accuracy" in dimensions
     items = []
     for r in frame.iter_rows(named=True):
         contexts = list(r["contexts"] or [])
         items.append(JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", contexts, r["reference_answer"],
-                               claims=claims.get(r["case_id"], ()),
+                               claims=claims.get(r["case_id"], ()), handling=handling.get(r["case_id"], ""),
                                languages=item_languages(r["answer"], contexts) if multilingual else ()))  # fmt: skip
     return items
