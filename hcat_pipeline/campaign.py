@@ -237,6 +237,26 @@ def _ensure_partition(instance: dg.DagsterInstance, version: str) -> None:
         instance.add_dynamic_partitions(golden_set_version.name, [version])
 
 
+def _shipped_review(spec, version: str, golden_dir, instance, loggers, tags) -> tuple[str | None, str]:
+    """(the version tonight reads, the first screen's note): a generated version curated by the campaign's shipped
+    review (``review.shipped``), frozen and materialised; unchanged when the campaign ships none or the version is
+    already curated / imported. (None, note) when freezing the curated version failed."""
+    from hcat_pipeline.golden.cases import read_manifest
+    from hcat_pipeline.paths import CURATION_DIR
+    from hcat_pipeline.review.shipped import apply_shipped_review
+
+    if not spec.shipped_review or read_manifest(version, golden_dir).get("source") != "generated":
+        return version, ""
+    shipped = apply_shipped_review(spec.shipped_review, version, golden_dir, CURATION_DIR / "shipped")
+    print(shipped.note)
+    if not shipped.matched:
+        return version, shipped.note
+    _ensure_partition(instance, shipped.version)
+    print(f"golden-set version: {shipped.version} (curated from {version})")
+    curated = _execute("golden_set_job", loggers, instance=instance, partition_key=shipped.version, tags=tags)
+    return (shipped.version if _report(curated, quiet=loggers is not None) else None), shipped.note
+
+
 def run_campaign(
     instance: dg.DagsterInstance | None = None,
     version: str | None = None,
@@ -287,8 +307,11 @@ def run_campaign(
     frozen = _execute("golden_set_job", loggers, instance=instance, partition_key=version, tags=tags)
     if not _report(frozen, quiet=loggers is not None):
         return CampaignOutcome(False, version)
+    version, review_note = _shipped_review(spec, version, golden_dir, instance, loggers, tags)
+    if version is None:
+        return CampaignOutcome(False, None)
     print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
-    result = _execute("campaign_run_job", loggers, run_config=campaign_run_config(spec), instance=instance,
+    result = _execute("campaign_run_job", loggers, run_config=campaign_run_config(spec, review_note), instance=instance,
                       partition_key=campaign_run_key(version, night), tags={**tags, "golden_set_version": version, "night": night})  # fmt: skip
     ok = _report(result, quiet=loggers is not None)
     blocked = not ok and release_blocked_only(result)

@@ -194,6 +194,10 @@ class CampaignSpec(Strict):
     gates_read: GatesRead = Field(
         default="all", description="all: the release gates read every case of the golden-set version; reviewed: only the "
         "cases a person accepted or edited on the review page (golden-eval §2.5) — the report's first screen says which and how many")
+    shipped_review: str = Field(
+        default="", description="a folder of reviews shipped with the campaign (<version>.decisions.jsonl, written by `hcat "
+        "review --ship`), relative to this file: a generated version with one is curated by it before the night (gates_read: "
+        "reviewed then reads the reviewed cases); one without is said in capitals on the first screen (review.shipped)")
     retry_failed: bool = Field(default=True, description="re-ask checkpointed failures when a run resumes")
     provider_retries: int = Field(
         default=2, ge=0, description="a step failed only by transient provider errors (connection, timeout, 429, 5xx) is "
@@ -337,16 +341,19 @@ def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
         "judge": spec.judge.model_copy(update={"llm": llm(spec.judge.llm)}),
         "systems": [s.model_copy(update={"llm": llm(s.llm)}) for s in spec.systems],
         "monitoring": spec.monitoring and spec.monitoring.model_copy(update={"paths": [absolute(p) for p in spec.monitoring.paths]}),
+        "shipped_review": absolute(spec.shipped_review),
     })  # fmt: skip
 
 
-def campaign_run_config(spec: CampaignSpec) -> dict:
-    """The run config that hands ``spec`` to a campaign run (rag_responses reads it)."""
+def campaign_run_config(spec: CampaignSpec, review_note: str = "") -> dict:
+    """The run config that hands ``spec`` to a campaign run (rag_responses reads it); ``review_note``: what became of the
+    shipped review (``review.shipped``), for the first screen."""
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
     ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json", exclude_none=True)}
     if spec.metrics:  # the opt-in metrics beside the defaults, on every night of this campaign
         ops["metric_tables"] = {"config": {"extra_metrics": list(spec.metrics)}}
-    ops["gate_verdicts"] = {"config": {"gates_read": spec.gates_read, **({"certify_below": spec.certify_below} if spec.certify_below is not None else {})}}
+    ops["gate_verdicts"] = {"config": {"gates_read": spec.gates_read, **({"certify_below": spec.certify_below} if spec.certify_below is not None else {}),
+                                       **({"review_note": review_note} if review_note else {})}}
     if spec.device == "resource":
         return {"ops": ops}
     # the encoders' resources configured for this run (resources_for() builds them with their defaults, so the run

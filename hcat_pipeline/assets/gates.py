@@ -85,6 +85,8 @@ class GateVerdictsConfig(dg.Config):
                                            "certifies (the campaign file's certify_below); empty: each gate's own")
     gates_read: GatesRead = Field(default="all", description="all: the gates read every case of the version; reviewed: only "
                                   "the cases a person accepted or edited (the campaign file's gates_read)")
+    review_note: str = Field(default="", description="what became of the campaign's shipped review (review.shipped): said "
+                             "with the cases the gates read, on the first screen")
 
 
 def _calibrations(calibrators: Optional[pl.DataFrame], calibrated: Optional[pl.DataFrame], labels: Optional[pl.DataFrame],
@@ -148,6 +150,8 @@ def gate_verdicts(
               "llm_judge_scores": judge_gate_table(llm_judge_scores)}  # validated judge rows only (golden-eval §5.6)
     tables = gate_tables(tables, golden_set, config.gates_read)
     cases_read = review_summary(golden_set, config.gates_read)["text"]  # the report's first screen and the console say it
+    if config.review_note:
+        cases_read = f"{cases_read}; {config.review_note}"
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)

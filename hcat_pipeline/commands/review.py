@@ -95,6 +95,28 @@ def _review(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ship_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("version", help="the generated golden-set version the decisions are on")
+    p.add_argument("--config", default="", help="the campaign file whose shipped_review folder receives them (default: the default campaign)")
+    p.add_argument("--curation-dir", default=str(CURATION_DIR), help=f"curation decisions (default {CURATION_DIR})")
+
+
+@command("ship-review", "ship the curate page's decisions on a generated version with the campaign (its shipped_review folder)", _ship_args)
+def _ship(args: argparse.Namespace) -> int:
+    from hcat_pipeline.campaign_spec import load_campaign
+    from hcat_pipeline.review.shipped import campaign_fingerprint, ship_review
+
+    spec = load_campaign(args.config or None)
+    if not spec.shipped_review:
+        raise SystemExit(f"hcat ship-review: the campaign file names no shipped_review folder ({args.config or 'default campaign'})")
+    try:
+        path = ship_review(args.curation_dir, args.version, spec.shipped_review, campaign_fingerprint(spec))
+    except FileNotFoundError as e:
+        raise SystemExit(f"hcat ship-review: {e}") from e
+    print(f"shipped {path} ({sum(1 for _ in path.open(encoding='utf-8'))} decisions) with the generator's fingerprint")
+    return 0
+
+
 def _export_args(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--out", required=True, help="folder for tasks_<scale>.json and config_<scale>.xml (one Label Studio project per scale)")

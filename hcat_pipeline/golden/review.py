@@ -70,10 +70,11 @@ def review_summary(frame: pl.DataFrame, gates_read: GatesRead = "all") -> dict:
     n, k = f.height, done.height
     out = {"gates_read": gates_read, "n_cases": n, "n_reviewed": k, "reviewers": sorted(set(done["reviewed_by"].drop_nulls().to_list())),
            "last_reviewed_at": done["reviewed_at"].max()}  # fmt: skip
+    by = f" (by {', '.join(out['reviewers'])}, on {out['last_reviewed_at']})" if out["reviewers"] else ""
     if gates_read == "reviewed":
-        out["text"] = f"the gates read the {k} reviewed case(s) of {n} (campaign file gates_read: reviewed)"
+        out["text"] = f"the gates read the {k} reviewed case(s){by} of {n} (campaign file gates_read: reviewed)"
     else:
-        out["text"] = (f"the gates read all {n} case(s), {k} of them reviewed by a person" if k else
+        out["text"] = (f"the gates read all {n} case(s), {k} of them reviewed by a person{by}" if k else
                        f"the gates read all {n} case(s), none reviewed by a person (generated and checked by rule only)")
     return out
 

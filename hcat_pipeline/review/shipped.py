@@ -1,0 +1,126 @@
+"""The maintainers' review shipped with a campaign (issue 59): the curate page's decisions on one generated version,
+applied at campaign time so the night's gates read reviewed cases only.
+
+A campaign file's ``shipped_review`` names a folder holding ``<version>.decisions.jsonl`` (the file the curate page
+writes, ``review.curation.CurationLog``) and ``<version>.generator.json`` (``generator_fingerprint`` of the generation
+that made the version, written by ``ship_review``). At campaign time:
+
+* the generated version has a shipped review ⇒ its decisions are applied and the result frozen as a curated version
+  (``<version>-reviewed-<hash of the decisions>``, ``review.curation.freeze_curated``: rejected cases leave, edits make new
+  cases, each kept case stamped with who reviewed it when) — the night reads that version;
+* it has none (the generator or the corpus changed, so the case ids moved) ⇒ ``ShippedReview.note`` says so in capitals,
+  on the console's first screen and the report's (the gates then read no reviewed case: every gate is INDETERMINATE);
+  ``test_shipped_review`` fails on the same change — the fingerprint moved — so the review is redone before it lands.
+
+No Dagster import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from hcat_pipeline.common.ids import short_hash
+from hcat_pipeline.review.curation import CurationLog, freeze_curated
+
+__all__ = ["ShippedReview", "apply_shipped_review", "campaign_fingerprint", "generator_fingerprint", "recorded_fingerprint", "ship_review",
+           "shipped_versions"]
+
+DECISIONS = ".decisions.jsonl"
+GENERATOR = ".generator.json"
+_PACKAGE = Path(__file__).resolve().parents[1]
+# what decides a generated version's case ids: the generation and corpus code, the generator's prompts (not the judge's,
+# the exam's or the review page's)
+_GENERATION_SOURCES = ("golden/*.py", "corpus/*.py", "prompts/query_*.txt", "prompts/paraphrase_*.txt", "prompts/colloquial_*.txt")
+_NOT_GENERATION = {"golden/review.py", "golden/review_order.py"}
+
+
+@dataclass(frozen=True)
+class ShippedReview:
+    version: str  # the version the night reads: the curated one, or the generated one when no review matches
+    matched: bool
+    note: str  # for the console's and the report's first screen
+
+
+def generator_fingerprint(generation_config: dict, corpus_hash: str, model: str) -> str:
+    """16 hex digits over what decides a generated version's cases: the sources and prompts of the generation
+    (``_GENERATION_SOURCES``), the generation run config, the corpus hash and the generator model."""
+    h = hashlib.sha256()
+    for pattern in _GENERATION_SOURCES:
+        for path in sorted(_PACKAGE.glob(pattern)):
+            rel = path.relative_to(_PACKAGE).as_posix()
+            if rel not in _NOT_GENERATION:
+                h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(json.dumps(generation_config, sort_keys=True, default=str).encode())
+    h.update(f"\0{corpus_hash}\0{model}".encode())
+    return h.hexdigest()[:16]
+
+
+def campaign_fingerprint(spec) -> str:
+    """``generator_fingerprint`` of a campaign file's generation (``campaign_spec.CampaignSpec``): its run config, the
+    corpus it reads (hashed as the golden set records it) and the packaged generator model."""
+    from hcat_pipeline.campaign_spec import corpus_sources, generation_run_config
+    from hcat_pipeline.corpus.ingest import ingest
+    from hcat_pipeline.golden.cases import corpus_hash
+    from hcat_pipeline.models import GENERATOR_MODEL
+
+    docs, _, _ = ingest(**corpus_sources(spec.corpus))
+    config = generation_run_config(spec)
+    return generator_fingerprint(config, corpus_hash(docs["doc_id"].to_list()), (spec.generation.llm and spec.generation.llm.model_path) or GENERATOR_MODEL)
+
+
+def shipped_versions(review_dir: str | Path) -> list[str]:
+    """The generated versions whose review the folder ships."""
+    d = Path(review_dir)
+    return sorted(p.name[: -len(DECISIONS)] for p in d.glob(f"*{DECISIONS}")) if d.is_dir() else []
+
+
+def ship_review(curation_dir: str | Path, version: str, review_dir: str | Path, fingerprint: str) -> Path:
+    """Copy the curate page's decisions on ``version`` into ``review_dir`` with the generator's fingerprint; the path written.
+    FileNotFoundError when nobody has decided a case of it."""
+    src = Path(curation_dir) / f"{version}{DECISIONS}"
+    if not src.is_file():
+        raise FileNotFoundError(f"no decisions on {version} in {curation_dir} (review it on the curate page first)")
+    out = Path(review_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, out / src.name)
+    (out / f"{version}{GENERATOR}").write_text(json.dumps({"version": version, "generator_fingerprint": fingerprint}, indent=1) + "\n")
+    return out / src.name
+
+
+def recorded_fingerprint(review_dir: str | Path, version: str) -> str | None:
+    path = Path(review_dir) / f"{version}{GENERATOR}"
+    return json.loads(path.read_text())["generator_fingerprint"] if path.is_file() else None
+
+
+def apply_shipped_review(review_dir: str | Path, version: str, golden_dir: str | Path, work_dir: str | Path, check=None) -> ShippedReview:
+    """The version tonight reads (module docstring). ``work_dir``: where the decisions are copied to be applied (the
+    curated file is written beside them, never into the shipped folder). Refusals of the freeze propagate."""
+    from hcat_pipeline.golden.cases import load_version
+    from hcat_pipeline.golden.review import review_summary
+
+    src = Path(review_dir) / f"{version}{DECISIONS}"
+    if not src.is_file():
+        have = shipped_versions(review_dir)
+        return ShippedReview(version, False, (
+            f"SHIPPED REVIEW NOT APPLIED: {review_dir} holds the review of {', '.join(have) or 'no version'}, not of {version} — "
+            "the generator or the corpus changed, so tonight's cases are unreviewed; review them on the curate page and ship "
+            "the decisions (hcat review --ship)"))  # fmt: skip
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, work / src.name)
+    log = CurationLog(work, version)
+    curated = f"{version}-reviewed-{short_hash(src.read_bytes().decode('utf-8'), n=6)}"
+    if not (Path(golden_dir) / curated).is_dir():
+        raters = sorted({e["rater"] for e in log.entries()})
+        freeze_curated(log, golden_dir, curated, check, ", ".join(raters))
+    frame, manifest = load_version(curated, golden_dir)
+    s = review_summary(frame, "reviewed")
+    prov = manifest.get("provenance") or manifest
+    note = (f"{s['n_reviewed']} reviewed cases (by {', '.join(s['reviewers'])}, on {s['last_reviewed_at']}): the shipped review "
+            f"of {version} — {prov.get('rejected', 0)} rejected, {prov.get('edited', 0)} edited, "
+            f"{prov.get('left_with_their_base', 0)} left with their base")  # fmt: skip
+    return ShippedReview(curated, True, note)
