@@ -91,3 +91,5 @@ def test_the_freeze_records_the_composition_for_the_report(tmp_path, embedding_m
     assert manifest["provenance"]["composition"] == comp
     assert composition_line(manifest).startswith("4 cases (target 10), happy path 1 (25%; target 50%) — short: 4 cases < the target 10")
     assert composition_line({"provenance": {}}).startswith("not recorded")
+    curated = pl.DataFrame({"category": ["happy_path"] * 3 + ["adversarial"]})  # a curated version: read from its cases
+    assert composition_line({"provenance": {}}, curated).startswith("4 cases (target 200), happy path 3 (75%") and "(read from the cases)" in composition_line({}, curated)

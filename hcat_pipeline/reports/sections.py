@@ -100,7 +100,7 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
         "golden-set generation": ", ".join(f"{c}={sorted(set(map(str, golden_set[c].drop_nulls().to_list())))}"
                                            for c in ("model", "prompt_hash", "seed", "corpus_hash") if c in golden_set.columns) or "–",
         "golden-set strata": strata_coverage((manifest or {}).get("provenance", {}).get("generation")),
-        "golden-set composition": composition_line(manifest),
+        "golden-set composition": composition_line(manifest, golden_set),
         "golden-set suites": describe_suites(_suites(manifest)),
         "metrics computed": ", ".join(info.get("metrics_computed", [])) or "–",
         "metrics unavailable": json.dumps(info.get("metrics_unavailable", {})) if info.get("metrics_unavailable") else "none",
@@ -116,10 +116,17 @@ def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dic
     return out
 
 
-def composition_line(manifest: dict | None) -> str:
-    """The version's size and happy-path share against the campaign's target and why it falls short (manifest provenance)."""
+def composition_line(manifest: dict | None, golden_set: pl.DataFrame | None = None) -> str:
+    """The version's size and happy-path share against the campaign's target and why it falls short (manifest provenance);
+    a curated or imported version's read from its cases against the default target."""
+    from hcat_pipeline.golden.composition import CompositionTarget, composition
+
     comp = (manifest or {}).get("provenance", {}).get("composition")
-    return describe_composition(comp) if comp else "not recorded (a curated or imported version, or frozen before composition was recorded)"
+    if comp:
+        return describe_composition(comp)
+    if golden_set is None or "category" not in golden_set.columns or golden_set.height == 0:
+        return "not recorded (a curated or imported version, or frozen before composition was recorded)"
+    return describe_composition(composition(golden_set["category"].to_list(), CompositionTarget())) + " (read from the cases)"
 
 
 def _suites(manifest: dict | None) -> dict | None:
@@ -182,7 +189,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.append(f"Golden set: {prov['golden-set strata']}.")
     if run.get("suites_note"):
         summary.insert(0, run["suites_note"])
-    if " — short: " in prov.get("golden-set composition", ""):
+    if prov.get("golden-set composition", "").startswith(tuple("0123456789")):  # the first screen says it, met or short
         summary.append(f"Golden-set composition (golden-eval §2.2-2.3): {prov['golden-set composition']}.")
     setting, setting_line = setting_section(run, optional)
     summary.append(setting_line)
