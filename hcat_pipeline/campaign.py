@@ -267,6 +267,7 @@ def run_campaign(
     candidates_path: Path | None = None,
     console=None,
     log_path: Path | None = None,
+    generate_only: bool = False,
 ) -> CampaignOutcome:
     """Run one campaign run (generating a golden set first when none is frozen); returns a ``CampaignOutcome``.
 
@@ -310,6 +311,9 @@ def run_campaign(
     version, review_note = _shipped_review(spec, version, golden_dir, instance, loggers, tags)
     if version is None:
         return CampaignOutcome(False, None)
+    if generate_only:
+        print(f"golden-set version {version} frozen; no night run (--generate-only): review it (hcat review, /curate/case), then run the night")
+        return CampaignOutcome(True, version)
     print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
     result = _execute("campaign_run_job", loggers, run_config=campaign_run_config(spec, review_note), instance=instance,
                       partition_key=campaign_run_key(version, night), tags={**tags, "golden_set_version": version, "night": night})  # fmt: skip

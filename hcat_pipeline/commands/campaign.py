@@ -15,6 +15,8 @@ def _campaign_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-cases", type=int, default=None, help="cases per system (overrides the file; 0 = all)")
     p.add_argument("--night", default=None, help="night key YYYY-MM-DD (default: today, UTC); re-running a night resumes it")
     p.add_argument("--regenerate", action="store_true", help="generate and freeze a new golden set first")
+    p.add_argument("--generate-only", action="store_true", help="generate (with --regenerate or when none is frozen) and freeze "
+                   "the golden set, apply the campaign's shipped review, and stop before the night: review it, then run the night")
     p.add_argument("--verbose", action="store_true", help="print Dagster's full DEBUG log instead of one line per stage")
     p.add_argument("--strict-gates", action="store_true", help="exit 3 when a blocking release gate fails (for CI pipelines)")
 
@@ -30,7 +32,8 @@ def _campaign(args: argparse.Namespace) -> int:
     stop = console.start_heartbeat() if console is not None else None  # a line at least every 30 s inside every step
     try:
         ok, version, blocked = run_campaign(version=args.version, campaign_file=args.config, max_cases=args.max_cases,
-                                   night=args.night, regenerate=args.regenerate, console=console)  # fmt: skip
+                                   night=args.night, regenerate=args.regenerate, console=console,
+                                            generate_only=args.generate_only)  # fmt: skip
     except (CampaignFileError, ValueError) as e:
         print(f"hcat campaign: {e}", file=sys.stderr)
         return 2
