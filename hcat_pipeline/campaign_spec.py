@@ -349,6 +349,7 @@ def campaign_run_config(spec: CampaignSpec, review_note: str = "") -> dict:
     """The run config that hands ``spec`` to a campaign run (rag_responses reads it); ``review_note``: what became of the
     shipped review (``review.shipped``), for the first screen."""
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
+    ops["verdict_stochasticity"] = {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}  # which systems to re-ask
     ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json", exclude_none=True)}
     if spec.metrics:  # the opt-in metrics beside the defaults, on every night of this campaign
         ops["metric_tables"] = {"config": {"extra_metrics": list(spec.metrics)}}

@@ -226,7 +226,7 @@ def weakness_report(
     group_name="reports",
     ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",
                                                           "metric_validity", "exam_report", "exam_topics", "exam_chunking", "canary_detection", "calibrators",
-                                                          "human_labels", "review_queue")},  # fmt: skip
+                                                          "human_labels", "review_queue", "verdict_stochasticity")},  # fmt: skip
     description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
     "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
 )
@@ -256,6 +256,7 @@ def campaign_report(
     calibrators: Optional[pl.DataFrame],
     human_labels: Optional[pl.DataFrame],
     review_queue: Optional[pl.DataFrame],
+    verdict_stochasticity: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     rag_responses, metric_tables, behaviour_checks, retrieval_metrics, gate_verdicts, calibrated_scores, llm_judge_scores = (
@@ -279,6 +280,7 @@ def campaign_report(
         "golden_set": OptionalTable(golden_set),
         "rag_responses": OptionalTable(rag_responses),  # the test setting's systems (golden-eval §3.5.3)
         "paraphrase_variance": OptionalTable(paraphrase_variance),
+        "verdict_stochasticity": _given(verdict_stochasticity, "verdict_stochasticity"),
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None

@@ -22,9 +22,18 @@ from hcat_pipeline.assets._metadata import frame_metadata, preview
 from hcat_pipeline.assets._shards import emit_shards, shard_config_mapping, shard_log
 from hcat_pipeline.assets.golden_set import coverage_metadata
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
+from hcat_pipeline.behaviour.checks import judge_behaviour, nli_support
+from hcat_pipeline.behaviour.stochasticity import (
+    FLIP_SCHEMA,
+    STOCHASTIC_RULE,
+    StochasticityParams,
+    flip_table,
+    stochasticity_cases,
+)
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
 from hcat_pipeline.common.canary_ids import apart, drop_canaries
 from hcat_pipeline.common.shards import DEFAULT_SHARD_CASES, Shard, merge_shards, plan_shards
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.console import progress_message
 from hcat_pipeline.gates.canaries import plant as plant_canaries
 from hcat_pipeline.io import as_frame
@@ -35,6 +44,7 @@ from hcat_pipeline.resources.embedding import EmbeddingModel
 from hcat_pipeline.resources.http_system import HttpRagSystem
 from hcat_pipeline.resources.llm import LLM, is_transient_error
 from hcat_pipeline.resources.multilingual import MultilingualEncoder
+from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.responses.campaign_run import (
     CheckpointHistory,
@@ -46,7 +56,7 @@ from hcat_pipeline.responses.campaign_run import (
     over_failure_budget,
     run_summary,
 )
-from hcat_pipeline.responses.rag import select_cases
+from hcat_pipeline.responses.rag import responses_frame, select_cases
 from hcat_pipeline.responses.retrieval_metrics import per_case_retrieval, retrieval_metrics_table
 
 CHECKPOINT_DIR = WAREHOUSE_DIR / "_checkpoints" / "rag_responses"
@@ -239,3 +249,38 @@ def _gate_floors(context, certify_below: float | None = None) -> dict[str, int]:
     except (GatesFileError, FileNotFoundError) as e:
         context.log.warning(f"case selection without gate floors: {e}")
         return {}
+
+
+# golden-eval §6.6 model stochasticity: the config is the core's StochasticityParams plus the campaign (which systems)
+StochasticityConfig = config_from(StochasticityParams, "StochasticityConfig", base=CampaignRunConfig)
+
+
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="metrics", pool=llm_pool(),
+          description="Per campaign run: model stochasticity (golden-eval §6.6) — a seeded subset of the night's happy-path cases "
+          "re-asked with new sampling seeds, judged by the same rule; per system the share of verdicts that flipped (Wilson "
+          "95 % CI, n) and how many answers changed. Read by the report's uncertainty table.")
+def verdict_stochasticity(context: dg.AssetExecutionContext, config: StochasticityConfig, llm: LLM, embedding_model: EmbeddingModel,
+                          nli_model: NLIModel, multilingual_encoder: MultilingualEncoder, golden_set: pl.DataFrame, chunks: pl.DataFrame,
+                          chunk_embeddings: pl.DataFrame, rag_responses: pl.DataFrame, behaviour_checks: pl.DataFrame) -> pl.DataFrame:
+    spec, params = config.resolve(), to_core(StochasticityParams, config)
+    ids = stochasticity_cases(behaviour_checks, params.n_cases, params.seed)
+    systems = [s for s in spec.systems if s.system_id in set(drop_canaries(behaviour_checks)["system_id"].to_list())]
+    cases = _cases_by_id(golden_set, ids)
+    index = chunks.select("chunk_id", "text").join(chunk_embeddings, on="chunk_id", how="inner")
+    records = []
+    for r in range(1, params.repeats + 1):  # each repeat with the next sampling seed; never reused, never checkpointed
+        specs = [{**s.model_dump(), "seed": s.seed + r} for s in systems]
+        built = build_systems(specs, system_llms(spec, llm), index, embedding_model.embed, embedding_model.model_id, golden_set.to_dicts(),
+                              lambda kw: HttpRagSystem(**kw), "never", multilingual_encoder.dense_index)  # fmt: skip
+        records += [{**b.system.respond(c), "repeat": r} for b in built for c in cases]
+    if not records:
+        context.add_output_metadata({"re_asked": 0, "why": "no case with a decided verdict for every system, or n_cases 0"})
+        return pl.DataFrame(schema=FLIP_SCHEMA)
+    checks = judge_behaviour(golden_set, responses_frame(records), embed=embedding_model.embed, support=nli_support(nli_model))
+    reasked = checks.select("case_id", "system_id", "verdict").with_columns(
+        pl.Series("repeat", [r["repeat"] for r in records]), pl.Series("answer", [r["answer"] for r in records]))
+    night = behaviour_checks.filter(pl.col("rule") == STOCHASTIC_RULE).join(
+        rag_responses.select("case_id", "system_id", "answer"), on=["case_id", "system_id"], how="left")
+    table = flip_table(night, reasked, {s.system_id: s.temperature for s in systems if s.http is None})
+    context.add_output_metadata({"re_asked": len(records), "cases": len(ids), "flips": preview(table)})
+    return table

@@ -217,8 +217,9 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     summary += rubric_lines  # also returned apart: the console prints them
     metrics = [m for m in plot_metrics if m in set(cells["metric"])]
     raters = rater_disagreement((optional.get("human_labels") or OptionalTable(None, "")).frame)
+    stoch = (optional.get("verdict_stochasticity") or OptionalTable(None, "")).frame
     constructs, construct_lines = construct_validity_section(cells, metrics, optional["metric_validity"].frame, deltas,
-                                                             run.get("live_shares"), raters)  # fmt: skip
+                                                             run.get("live_shares"), raters, stoch)  # fmt: skip
     summary += construct_lines
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
     judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")

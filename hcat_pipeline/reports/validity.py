@@ -16,8 +16,9 @@ one pair's change is noise, shown but not compared), *judge disagreement* (only 
 dimension: 1 − κ of the audit, shown, not in metric units), *selection bias* (where monitoring has stored days: the
 night's per-topic means re-weighted by live traffic's topic shares, ``live_shares``, against the unweighted mean),
 *measurement error* (the human raters' disagreement on doubly-labelled items of the metric's dimension: a per-label error
-ε ≈ disagreement / 2 bounds a human-labelled rate's bias); *model stochasticity* is not estimated (one answer per
-case; a temperature-0 local system repeats itself exactly) — and the dominant one, with the remedy §6.6 names. The
+ε ≈ disagreement / 2 bounds a human-labelled rate's bias), *model stochasticity* (``verdict_stochasticity``: the share of
+verdicts that flip when a seeded subset is re-asked with new sampling seeds; shown, not in metric units) — and the
+dominant one, with the remedy §6.6 names. The
 claim strength (STRONG / MODERATE / WEAK / INSUFFICIENT) is the weakness cell's (``reports``); a gate states its own,
 from the gate's sample (``gates.decide``).
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from hcat_pipeline.behaviour.stochasticity import flip_text
 from hcat_pipeline.metrics.constructs import CONSTRUCTS
 from hcat_pipeline.reports.campaign_report import Section, fmt
 from hcat_pipeline.reports.weakness import topic_label
@@ -129,7 +131,8 @@ def _measurement(metric: str, raters: dict[str, tuple[float, int]]) -> tuple[flo
 
 
 def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: float | None, topics: pl.DataFrame | None = None,
-                        shares: dict[str, float] | None = None, raters: dict | None = None) -> tuple[dict[str, str], str]:  # fmt: skip
+                        shares: dict[str, float] | None = None, raters: dict | None = None,
+                        stochasticity: str | None = None) -> tuple[dict[str, str], str]:  # fmt: skip
     """({source: what it is}, the dominant source with its remedy) of one system × metric cell: the six of golden-eval §6.6."""
     half = None if cell.get("ci_low") is None else (cell["ci_high"] - cell["ci_low"]) / 2
     shift, shift_text = _paraphrase_shift(deltas, cell["metric"], cell["row"])
@@ -137,7 +140,7 @@ def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: fl
     error, error_text = _measurement(cell["metric"], raters or {})
     sources = {"sample size": f"±{fmt(half)} (n={cell['n']})" if half is not None else f"no CI (n={cell['n']})",
                "prompt sensitivity": shift_text,
-               "model stochasticity": "not estimated: one answer per case",
+               "model stochasticity": stochasticity or flip_text(None),
                "judge disagreement": f"1 − κ = {fmt(1 - judge_kappa)}" if judge_kappa is not None else "not applicable: not a judge score",
                "selection bias": selection_text, "measurement error": error_text}  # fmt: skip
     sized = {k: v for k, v in (("sample size", half), ("prompt sensitivity", shift), ("selection bias", selection),
@@ -151,7 +154,8 @@ def uncertainty_sources(cell: dict, deltas: pl.DataFrame | None, judge_kappa: fl
 
 
 def construct_validity_section(cells: pl.DataFrame, metrics: list[str], validity: pl.DataFrame | None, deltas: pl.DataFrame | None,
-                               shares: dict[str, float] | None = None, raters: dict | None = None) -> tuple[Section, list[str]]:  # fmt: skip
+                               shares: dict[str, float] | None = None, raters: dict | None = None,
+                               stochasticity: pl.DataFrame | None = None) -> tuple[Section, list[str]]:  # fmt: skip
     """One row per headline metric × system: claim, proxy, validity level and evidence, uncertainty sources, the
     dominant one, claim strength; summary lines for metrics whose validity is LOW or UNKNOWN."""
     key, title = "construct_validity", "Construct validity and uncertainty (golden-eval §3.5, §6.6)"
@@ -164,7 +168,8 @@ def construct_validity_section(cells: pl.DataFrame, metrics: list[str], validity
         level, evidence = validity_level(metric, validity)
         c = CONSTRUCTS.get(metric)
         for cell in sys_cells.filter(pl.col("metric") == metric).sort("row").iter_rows(named=True):
-            sources, dominant = uncertainty_sources(cell, deltas, None, topics, shares, raters)
+            flips = {r["system_id"]: r for r in stochasticity.iter_rows(named=True)} if stochasticity is not None else {}
+            sources, dominant = uncertainty_sources(cell, deltas, None, topics, shares, raters, flip_text(flips.get(cell["row"])))
             rows.append([metric, cell["row"], c.claim if c else "–", c.proxy if c else "–", level, evidence,
                          "; ".join(f"{k}: {v}" for k, v in sources.items()), dominant, str(cell["claim_strength"]).upper()])
         if level in ("LOW", "UNKNOWN"):
