@@ -46,6 +46,7 @@ from hcat_pipeline.gates import (
 )
 from hcat_pipeline.gates.apply import system_capabilities
 from hcat_pipeline.gates.calibrated import human_calibrations
+from hcat_pipeline.gates.contamination import EXCLUDED_RISKS, contamination_note, flagged_cases, without_cases
 from hcat_pipeline.gates.flags import judge_second_signals, read_flag_reviews
 from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.golden.review import GatesRead, gate_tables, review_summary
@@ -85,6 +86,8 @@ class GateVerdictsConfig(dg.Config):
                                            "certifies (the campaign file's certify_below); empty: each gate's own")
     gates_read: GatesRead = Field(default="all", description="all: the gates read every case of the version; reviewed: only "
                                   "the cases a person accepted or edited (the campaign file's gates_read)")
+    exclude_risk: list[str] = Field(default=list(EXCLUDED_RISKS), description="contamination risks (case_contamination) whose "
+                                    "cases the gates leave out (golden-eval §3.5.4), counted on the first screen")
     review_note: str = Field(default="", description="what became of the campaign's shipped review (review.shipped): said "
                              "with the cases the gates read, on the first screen")
 
@@ -119,7 +122,8 @@ def _check_metadata(rows: pl.DataFrame) -> dict:
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="gates",
-    ins={k: dg.AssetIn(metadata=OPTIONAL) for k in ("llm_judge_scores", "grader_gaming", "calibrators", "calibrated_scores", "human_labels")},
+    ins={k: dg.AssetIn(metadata=OPTIONAL) for k in ("llm_judge_scores", "grader_gaming", "calibrators", "calibrated_scores", "human_labels",
+                                                     "case_contamination")},
     deps=["gates_file"],  # watched source (assets/sources.py): a changed gates file makes the verdicts stale
     check_specs=_CHECK_SPECS,
     description="Per campaign run: every release gate of gates.yaml per system (and scope group) — verdict PASS / FAIL / "
@@ -138,6 +142,7 @@ def gate_verdicts(
     calibrators: Optional[pl.DataFrame],
     calibrated_scores: Optional[pl.DataFrame],
     human_labels: Optional[pl.DataFrame],
+    case_contamination: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
     try:
@@ -152,6 +157,10 @@ def gate_verdicts(
     cases_read = review_summary(golden_set, config.gates_read)["text"]  # the report's first screen and the console say it
     if config.review_note:
         cases_read = f"{cases_read}; {config.review_note}"
+    contaminated = flagged_cases(case_contamination, config.exclude_risk)
+    if contaminated:  # golden-eval §3.5.4: a case the model may have memorised decides no gate
+        tables = without_cases(tables, contaminated)
+        cases_read = f"{cases_read}; {contamination_note(contaminated, config.exclude_risk)}"
     wanted = {g.table for g in gates.gates if g.kind == "trend"}
     warehouse = config.warehouse_dir or WAREHOUSE_DIR
     history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)

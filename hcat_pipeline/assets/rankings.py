@@ -25,6 +25,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.gates.contamination import (
+    EXCLUDED_RISKS,
     case_risk,
     contamination_risk,
     memorisation_probe,
@@ -48,7 +49,7 @@ RankingsConfig = create_model(
     __base__=dg.Config,
     metrics=(list[str], list(RANKING_METRICS)),
     methods=(list[str], list(METHODS)),  # elo | bradley_terry | trueskill (Dagster config has no list of literals)
-    exclude_risk=(list[str], ["high"]),  # high | medium: contamination risks left out of the headline
+    exclude_risk=(list[str], list(EXCLUDED_RISKS)),  # high | medium: contamination risks left out of the headline
     **{f.name: (typing.get_type_hints(RankingConfig)[f.name], f.default) for f in dataclasses.fields(RankingConfig)},
 )
 
@@ -157,7 +158,7 @@ class ParetoConfig(dg.Config):
                                 "groundedness by default); a system without any finite value is not placed, with the reason")
     tolerance: float = Field(default=0.0, ge=0.0, description="relative differences within this count as equal (on top of the "
                              "CIs having to be apart)")
-    exclude_risk: list[str] = Field(default=["high"], description="high | medium: contamination risks left out of the headline")
+    exclude_risk: list[str] = Field(default=list(EXCLUDED_RISKS), description="high | medium: contamination risks left out of the headline")
 
 
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity",

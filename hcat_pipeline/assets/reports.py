@@ -36,6 +36,7 @@ from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.images import png_data_uri
 from hcat_pipeline.configs import config_from, to_core
+from hcat_pipeline.gates.contamination import contamination_note, flagged_cases
 from hcat_pipeline.gates.drift import scoring_models
 from hcat_pipeline.gates.flags import detector_precision, precision_text, read_flag_reviews
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
@@ -153,7 +154,7 @@ def _given(frame: pl.DataFrame | None, asset: str, why: str = "") -> OptionalTab
 @dg.multi_asset(
     partitions_def=campaign_run,
     group_name="reports",
-    ins={"calibrated_scores": dg.AssetIn(metadata=OPTIONAL)},
+    ins={"calibrated_scores": dg.AssetIn(metadata=OPTIONAL), "case_contamination": dg.AssetIn(metadata=OPTIONAL)},
     outs={
         "weakness_report": dg.AssetOut(automation_condition=ON_NEW_RUN_DATA, description="Per campaign run: every metric's marginal and bivariate cells (n, mean, 95% bootstrap CI, "
                                        "claim strength, small-cell flag) — HCAT §6.2."),
@@ -173,9 +174,13 @@ def weakness_report(
     metric_tables: pl.DataFrame,
     behaviour_checks: pl.DataFrame,
     calibrated_scores: Optional[pl.DataFrame],
+    case_contamination: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
     cfg = _weakness_cfg(config)
+    contaminated = flagged_cases(case_contamination)  # golden-eval §3.5.4: out of the headline cells, shown apart
+    rag_responses, metric_tables, behaviour_checks = (t.filter(~pl.col("case_id").is_in(contaminated))
+                                                      for t in (rag_responses, metric_tables, behaviour_checks))
     rag_responses, metric_tables, behaviour_checks, calibrated_scores = (  # the user's systems only: canaries report apart
         drop_canaries(t) for t in (rag_responses, metric_tables, behaviour_checks, calibrated_scores))
     calibrated = _given(calibrated_scores, "calibrated_scores")
@@ -226,7 +231,7 @@ def weakness_report(
     group_name="reports",
     ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",
                                                           "metric_validity", "exam_report", "exam_topics", "exam_chunking", "canary_detection", "calibrators",
-                                                          "human_labels", "review_queue", "verdict_stochasticity")},  # fmt: skip
+                                                          "human_labels", "review_queue", "verdict_stochasticity", "case_contamination")},  # fmt: skip
     description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
     "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
 )
@@ -257,6 +262,7 @@ def campaign_report(
     human_labels: Optional[pl.DataFrame],
     review_queue: Optional[pl.DataFrame],
     verdict_stochasticity: Optional[pl.DataFrame],
+    case_contamination: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     rag_responses, metric_tables, behaviour_checks, retrieval_metrics, gate_verdicts, calibrated_scores, llm_judge_scores = (
@@ -292,6 +298,7 @@ def campaign_report(
         run={"version": version, "night": night, "n_rows": rag_responses.height, "judge_note": _judge_note(context),
              "review": review_link(review_queue, version, night), "suites_note": level_mismatch(manifest, gate_verdicts), "manifest": manifest,
              "live_shares": _live_shares(Path(config.warehouse_dir or WAREHOUSE_DIR), night),
+             "contamination_note": contamination_note(flagged_cases(case_contamination)),
              "detector_precision": precision_text(detector_precision(read_flag_reviews(Path(config.labels_dir or LABELS_DIR)).values()))},
         cells=weakness_report.drop(drop, strict=False), weakest=ranked_weakest(weakness_report.drop(drop, strict=False)),
         worst=weakest_cases, deltas=robustness_deltas, failures=failure_cases, scores=scores, optional=optional,

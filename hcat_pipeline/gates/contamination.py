@@ -189,6 +189,34 @@ def split_headline(frame: pl.DataFrame, risk: pl.DataFrame, exclude: Sequence[st
     return frame.filter(~pl.col("case_id").is_in(flagged)), frame.filter(pl.col("case_id").is_in(flagged))
 
 
+EXCLUDED_RISKS = ("high",)  # the risks left out of the gates, the headline and the rankings by default
+
+
+def flagged_cases(risk: pl.DataFrame | None, exclude: Sequence[str] = EXCLUDED_RISKS) -> list[str]:
+    """Case ids whose contamination risk is in ``exclude`` (none when the risk table is absent or empty)."""
+    if risk is None or risk.height == 0 or "risk" not in risk.columns:
+        return []
+    return sorted(risk.filter(pl.col("risk").is_in(list(exclude)))["case_id"].unique().to_list())
+
+
+def without_cases(tables: dict[str, pl.DataFrame | None], case_ids: Sequence[str]) -> dict[str, pl.DataFrame | None]:
+    """Every table with a ``case_id`` column without the rows of ``case_ids`` (golden-eval §3.5.4: contaminated cases
+    stay out of the gates and the headline); tables without one, and absent ones, unchanged."""
+    if not case_ids:
+        return tables
+    drop = list(case_ids)
+    return {k: (t.filter(~pl.col("case_id").is_in(drop)) if t is not None and "case_id" in t.columns else t) for k, t in tables.items()}
+
+
+def contamination_note(case_ids: Sequence[str], exclude: Sequence[str] = EXCLUDED_RISKS) -> str:
+    """The sentence the first screen and the headline carry: how many cases were left out, and which."""
+    if not case_ids:
+        return ""
+    first = ", ".join(list(case_ids)[:3]) + (" …" if len(case_ids) > 3 else "")
+    return (f"{len(case_ids)} case(s) at contamination risk {'/'.join(exclude)} left out of the gates and the headline, shown "
+            f"apart in case_contamination ({first})")
+
+
 def _lcs_run(a: list[str], b: list[str]) -> int:
     best, prev = 0, [0] * (len(b) + 1)
     for x in a:

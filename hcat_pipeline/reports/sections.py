@@ -189,6 +189,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         summary.append(f"Golden set: {prov['golden-set strata']}.")
     if run.get("suites_note"):
         summary.insert(0, run["suites_note"])
+    if run.get("contamination_note"):  # golden-eval §3.5.4
+        summary.append(f"Contamination: {run['contamination_note']}.")
     if prov.get("golden-set composition", "").startswith(tuple("0123456789")):  # the first screen says it, met or short
         summary.append(f"Golden-set composition (golden-eval §2.2-2.3): {prov['golden-set composition']}.")
     setting, setting_line = setting_section(run, optional)
