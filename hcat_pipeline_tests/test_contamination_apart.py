@@ -3,7 +3,14 @@ and the cases are said on the first screen."""
 
 import polars as pl
 
-from hcat_pipeline.gates.contamination import case_risk, contamination_note, contamination_risk, flagged_cases, read_reference_corpora, without_cases
+from hcat_pipeline.gates.contamination import (
+    case_risk,
+    contamination_note,
+    contamination_risk,
+    flagged_cases,
+    read_reference_corpora,
+    without_cases,
+)
 
 CASES = pl.DataFrame({"case_id": [f"c{i}" for i in range(12)],
                       "query": [f"What does option number {i} of the frobnicator tool configure exactly?" for i in range(12)],
