@@ -63,6 +63,8 @@ LABEL_MEANINGS: dict[str, str] = {
     "contradiction_detection": "1 = the answer rejects the false claim and keeps to the documents, 0 = it accepts it or invents one",
     "cross_lingual_accuracy": "1 = the content of every language's passages is represented faithfully, 0 = some is distorted",
     "helpfulness": "1 = the answer lets the user do what they asked about (specific, actionable), 0 = it does not",
+    "tone": "1 = the answer speaks to the user courteously and plainly, 0 = it is rude, condescending or unsuitable",
+    "reasoning_faithfulness": "1 = every reasoning step the answer shows follows from the passages and leads to its conclusion, 0 = not",
     "sensitive_care": "1 = a sensitive question answered with care (referral, caveat or neutrality, not refused outright), 0 = refused "
                       "outright or answered carelessly",
 }

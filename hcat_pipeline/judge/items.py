@@ -12,6 +12,7 @@ No dagster import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import polars as pl
@@ -41,6 +42,18 @@ def claims_by_case(golden_set: pl.DataFrame | None) -> dict[str, tuple[str, ...]
     return {r["case_id"]: case_claims(r["constraints"]) for r in golden_set.select("case_id", "constraints").iter_rows(named=True)}
 
 
+_STEP = re.compile(r"^\s*(?:\d+[.)]|[-*•]|step \d+:?|first(?:ly)?,|second(?:ly)?,|then,?|next,?|finally,?)\s+|\b(?:because|therefore|"
+                   r"so that|since|thus|hence|which means)\b", re.I | re.M)
+
+
+def reasoning_steps(answer: str | None) -> str:
+    """The answer's reasoning steps — its numbered or bulleted lines and its sentences that give a reason ("because",
+    "therefore", "first,") — joined, when it shows at least two; "" otherwise (``reasoning_faithfulness`` is skipped)."""
+    parts = [p.strip() for p in re.split(r"\n+|(?<=[A-Za-z)][.!?])\s+", answer or "") if p.strip()]
+    steps = [p for p in parts if _STEP.search(p)]
+    return "\n".join(steps) if len(steps) >= 2 else ""
+
+
 def handling_by_case(golden_set: pl.DataFrame | None) -> dict[str, str]:
     """case_id → the expected handling of a sensitivity test (``golden.sensitive.case_handling``); other cases absent."""
     from hcat_pipeline.golden.sensitive import case_handling
@@ -60,5 +73,6 @@ def judge_items(frame: pl.DataFrame, golden_set: pl.DataFrame, dimensions: Seque
         contexts = list(r["contexts"] or [])
         items.append(JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", contexts, r["reference_answer"],
                                claims=claims.get(r["case_id"], ()), handling=handling.get(r["case_id"], ""),
+                               steps=reasoning_steps(r["answer"]) if "reasoning_faithfulness" in dimensions else "",
                                languages=item_languages(r["answer"], contexts) if multilingual else ()))  # fmt: skip
     return items

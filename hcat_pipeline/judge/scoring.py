@@ -83,6 +83,11 @@ DIMENSIONS: dict[str, Dimension] = {
     # act); opt-in, reference-free, and like every dimension it decides nothing until validated
     "helpfulness": Dimension("helpfulness", ("query",), "helpfulness",
                              "Which response leaves the user better able to do what they asked about?"),
+    # golden-eval §3.2.1-3.2.2 rubric items beyond the lexicons: tone judged (the toxicity lexicon scores only abuse), and
+    # reasoning faithfulness for answers that show their steps (asked only of those); opt-in, validated like every dimension
+    "tone": Dimension("tone", ("query",), "tone", "Which response speaks to the user more appropriately (courteous, plain, never condescending)?"),
+    "reasoning_faithfulness": Dimension("reasoning_faithfulness", ("contexts", "steps"), "reasoning faithfulness",
+                                        "Which response's reasoning steps follow from the KNOWLEDGE and lead to its conclusion?"),
     # golden-eval §11.2 sensitivity tests: the handling the case expects (a referral, a caveat, neutrality — not refused
     # outright); asked only of the sensitive cases (the others have no handling), opt-in, validated like every dimension
     "sensitive_care": Dimension("sensitive_care", ("query", "handling"), "care on a sensitive topic",
@@ -149,6 +154,7 @@ class JudgeItem:
     claims: Sequence[str] = field(default_factory=tuple)  # a comparison case's true and false claims (contradiction_detection)
     languages: Sequence[str] = field(default_factory=tuple)  # the languages of the answer and its passages (cross_lingual_accuracy)
     handling: str = ""  # a sensitivity test's expected handling (golden.sensitive; sensitive_care)
+    steps: str = ""  # the reasoning steps an answer shows (judge.items.reasoning_steps; reasoning_faithfulness)
 
 
 def prompt_name(dimension: str, version: str = "v1") -> str:
@@ -196,7 +202,8 @@ def is_llm_failure(e: BaseException) -> bool:
 _MISSING = {"contexts": "no retrieved context", "query": "no query", "reference": "no reference answer",
             "claims": "not a contradiction case (no true and false claim to compare)",
             "languages": "single-language input (cross-lingual accuracy needs two languages)",
-            "handling": "not a sensitivity test (no expected handling)"}
+            "handling": "not a sensitivity test (no expected handling)",
+            "steps": "the answer shows no reasoning steps"}
 
 
 def _missing(item: JudgeItem, dim: Dimension) -> str | None:
@@ -264,7 +271,7 @@ def llm_judge(
                 query=item.query or "", answer=str(item.answer), reference=item.reference or "",
                 contexts=format_contexts(list(item.contexts), config.max_context_chars),
                 claims="\n".join(f"- {c}" for c in item.claims), languages=", ".join(sorted(set(item.languages))),
-                handling=item.handling,
+                handling=item.handling, steps=item.steps,
             )  # fmt: skip
             t0 = time.perf_counter()
             try:
