@@ -232,7 +232,7 @@ def test_a_screen_offers_the_dimensions_asked_for_and_their_labels_are_stored_fo
     assert settings.extra_dimensions == ("global_coherence", "groundedness")
     with pytest.raises(SystemExit, match="not a dimension name"):
         asked_dimensions(["Global Coherence"])
-    assert asked_dimensions(["tone", "tone"]) == ("tone",) and "no metric or judge dimension reads labels of 'tone'" in capsys.readouterr().err
+    assert asked_dimensions(["politeness", "politeness"]) == ("politeness",) and "no metric or judge dimension reads labels of 'politeness'" in capsys.readouterr().err
     labels = PageLabels(project.labels_dir)
     queue = Queue.load(settings, Queue.resolve(settings))
     dims = label_view(queue, labels.store.labels(), "alice", 1, settings.extra_dimensions)["item"]["dimensions"]
