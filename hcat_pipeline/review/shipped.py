@@ -120,7 +120,7 @@ def apply_shipped_review(review_dir: str | Path, version: str, golden_dir: str |
     frame, manifest = load_version(curated, golden_dir)
     s = review_summary(frame, "reviewed")
     prov = manifest.get("provenance") or manifest
+    count = lambda k: len(v) if isinstance(v := prov.get(k, 0), (dict, list)) else int(v or 0)  # noqa: E731 (a count or the cases)
     note = (f"{s['n_reviewed']} reviewed cases (by {', '.join(s['reviewers'])}, on {s['last_reviewed_at']}): the shipped review "
-            f"of {version} — {prov.get('rejected', 0)} rejected, {prov.get('edited', 0)} edited, "
-            f"{prov.get('left_with_their_base', 0)} left with their base")  # fmt: skip
+            f"of {version} — {count('rejected')} rejected, {count('edited')} edited, {count('left_with_their_base')} left with their base")  # fmt: skip
     return ShippedReview(curated, True, note)
