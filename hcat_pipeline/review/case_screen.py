@@ -129,7 +129,8 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
     i = order.index(case_id)
     row = frame.row(by_predicate=pl.col("case_id") == case_id, named=True)
     view.update(position=i, prev_id=order[i - 1] if i > 0 else None, next_id=order[i + 1] if i + 1 < len(order) else None,
-                next_left=next((c for c in order[i + 1:] if c not in done), None))  # fmt: skip
+                next_left=next((c for c in order[i + 1:] if c not in done), None),
+                others_left=sum(c != case_id for c in left))  # after a decision the page asks for the refit order's first  # fmt: skip
     view["case"] = {
         **{k: row.get(k) for k in ("case_id", "category", "query_type", "expected_behavior", "stratum_label", "variant_kind", "base_case_id",
                                    "distractor_passage", "reviewed_by", "reviewed_at", "review_verdict", "difficulty", "scoring_notes")},

@@ -185,7 +185,9 @@ async function decideOne(action, reason, edits) {
   if (r.status !== "saved") { say(r.message, "bad"); return; }
   say(one.dataset.case + ": " + action + " saved");
   if (action === "undo") location.reload();
-  else goCase(one.dataset.next, "saved: that was the last case left to review");
+  // the order is refit on every decision: the next case is the top of the new order, not the one this screen was given
+  else if (Number(one.dataset.othersLeft) > 0) location.href = "/curate/case?version=" + encodeURIComponent(one.dataset.version);
+  else say("saved: that was the last case left to review", "ok");
 }
 
 function saveEditOne() {
