@@ -276,9 +276,13 @@ def verdict_stochasticity(context: dg.AssetExecutionContext, config: Stochastici
     if not records:
         context.add_output_metadata({"re_asked": 0, "why": "no case with a decided verdict for every system, or n_cases 0"})
         return pl.DataFrame(schema=FLIP_SCHEMA)
-    checks = judge_behaviour(golden_set, responses_frame(records), embed=embedding_model.embed, support=nli_support(nli_model))
-    reasked = checks.select("case_id", "system_id", "verdict").with_columns(
-        pl.Series("repeat", [r["repeat"] for r in records]), pl.Series("answer", [r["answer"] for r in records]))
+    support, parts = nli_support(nli_model), []
+    for r in range(1, params.repeats + 1):  # one repeat at a time: (case, system) is a key within it, verdicts join back by it
+        mine = responses_frame([x for x in records if x["repeat"] == r])
+        checks = judge_behaviour(golden_set, mine, embed=embedding_model.embed, support=support)
+        parts.append(checks.select("case_id", "system_id", "verdict").join(mine.select("case_id", "system_id", "answer"),
+                                                                           on=["case_id", "system_id"]).with_columns(pl.lit(r).alias("repeat")))
+    reasked = pl.concat(parts)
     night = behaviour_checks.filter(pl.col("rule") == STOCHASTIC_RULE).join(
         rag_responses.select("case_id", "system_id", "answer"), on=["case_id", "system_id"], how="left")
     table = flip_table(night, reasked, {s.system_id: s.temperature for s in systems if s.http is None})
