@@ -33,6 +33,21 @@ def test_flips_are_counted_over_decided_pairs_with_their_interval():
     assert flip_text(None).startswith("not measured")
 
 
+def test_each_repeat_is_judged_apart_and_its_answers_stay_with_their_verdicts():
+    from hcat_pipeline.behaviour.stochasticity import reasked_verdicts
+
+    records = [{"case_id": c, "system_id": s, "repeat": r, "answer": f"{s}-{c}-{r}"} for r in (1, 2) for s in ("b", "a") for c in ("c2", "c1")]
+
+    def judge(recs):  # sorts its rows, as judge_behaviour does; the verdict says which answer it read
+        assert len({(x["case_id"], x["system_id"]) for x in recs}) == len(recs)  # one repeat: (case, system) is a key
+        rows = [{"case_id": x["case_id"], "system_id": x["system_id"], "verdict": x["answer"]} for x in recs]
+        return pl.DataFrame(rows).sort("system_id", "case_id")
+
+    out = reasked_verdicts(records, judge)
+    assert out.height == 8 and (out["verdict"] == out["answer"]).all()
+    assert all(a.endswith(f"-{r}") for a, r in zip(out["answer"], out["repeat"]))
+
+
 def test_a_sampling_system_changes_its_answers_when_re_asked_and_a_greedy_one_does_not(local_llm):
     """The real packaged LLM: re-asked with the next sampling seeds (what verdict_stochasticity does), a system at
     temperature 1.0 gives other answers; at temperature 0 the same."""

@@ -28,6 +28,7 @@ from hcat_pipeline.behaviour.stochasticity import (
     STOCHASTIC_RULE,
     StochasticityParams,
     flip_table,
+    reasked_verdicts,
     stochasticity_cases,
 )
 from hcat_pipeline.campaign_spec import DEFAULT_CAMPAIGN_FILE, CampaignFileError, CampaignSpec, campaign_sha256, load_campaign
@@ -276,13 +277,9 @@ def verdict_stochasticity(context: dg.AssetExecutionContext, config: Stochastici
     if not records:
         context.add_output_metadata({"re_asked": 0, "why": "no case with a decided verdict for every system, or n_cases 0"})
         return pl.DataFrame(schema=FLIP_SCHEMA)
-    support, parts = nli_support(nli_model), []
-    for r in range(1, params.repeats + 1):  # one repeat at a time: (case, system) is a key within it, verdicts join back by it
-        mine = responses_frame([x for x in records if x["repeat"] == r])
-        checks = judge_behaviour(golden_set, mine, embed=embedding_model.embed, support=support)
-        parts.append(checks.select("case_id", "system_id", "verdict").join(mine.select("case_id", "system_id", "answer"),
-                                                                           on=["case_id", "system_id"]).with_columns(pl.lit(r).alias("repeat")))
-    reasked = pl.concat(parts)
+    support = nli_support(nli_model)
+    reasked = reasked_verdicts(records, lambda recs: judge_behaviour(golden_set, responses_frame(recs), embed=embedding_model.embed,
+                                                                     support=support))  # fmt: skip
     night = behaviour_checks.filter(pl.col("rule") == STOCHASTIC_RULE).join(
         rag_responses.select("case_id", "system_id", "answer"), on=["case_id", "system_id"], how="left")
     table = flip_table(night, reasked, {s.system_id: s.temperature for s in systems if s.http is None})

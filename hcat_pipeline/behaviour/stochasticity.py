@@ -46,6 +46,21 @@ def stochasticity_cases(checks: pl.DataFrame, n: int, seed: int = 0) -> list[str
     return sorted(ids[:n])
 
 
+def reasked_verdicts(records: list[dict], judge) -> pl.DataFrame:
+    """(case_id, system_id, repeat, verdict, answer) of re-asked ``records`` (each with its ``repeat``): ``judge(records)``
+    returns the behaviour rows (case_id, system_id, verdict; in any order) of one repeat's records, where (case, system)
+    is a key — each repeat is judged apart and its answers joined back by that key."""
+    parts = []
+    for r in sorted({x["repeat"] for x in records}):
+        mine = [x for x in records if x["repeat"] == r]
+        answers = pl.DataFrame([{"case_id": x["case_id"], "system_id": x["system_id"], "answer": x.get("answer")} for x in mine],
+                               schema={"case_id": pl.String, "system_id": pl.String, "answer": pl.String})  # fmt: skip
+        parts.append(judge(mine).select("case_id", "system_id", "verdict").join(answers, on=["case_id", "system_id"])
+                     .with_columns(pl.lit(r, dtype=pl.Int64).alias("repeat")))  # fmt: skip
+    return pl.concat(parts) if parts else pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "verdict": pl.String,
+                                                                "answer": pl.String, "repeat": pl.Int64})
+
+
 def flip_table(original: pl.DataFrame, reasked: pl.DataFrame, temperatures: dict[str, float] | None = None) -> pl.DataFrame:
     """``FLIP_SCHEMA`` per system. ``original``: the night's rows (case_id, system_id, verdict, answer) of the rule;
     ``reasked``: the re-asked rows (case_id, system_id, repeat, verdict, answer)."""
