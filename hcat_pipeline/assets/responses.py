@@ -265,7 +265,8 @@ def verdict_stochasticity(context: dg.AssetExecutionContext, config: Stochastici
                           chunk_embeddings: pl.DataFrame, rag_responses: pl.DataFrame, behaviour_checks: pl.DataFrame) -> pl.DataFrame:
     spec, params = config.resolve(), to_core(StochasticityParams, config)
     ids = stochasticity_cases(behaviour_checks, params.n_cases, params.seed)
-    systems = [s for s in spec.systems if s.system_id in set(drop_canaries(behaviour_checks)["system_id"].to_list())]
+    answered = set(drop_canaries(behaviour_checks)["system_id"].to_list())
+    systems = [s for s in spec.systems if s.system_id in answered and (s.http is None or params.ask_http)]  # a user's service: opt-in
     cases = _cases_by_id(golden_set, ids)
     index = chunks.select("chunk_id", "text").join(chunk_embeddings, on="chunk_id", how="inner")
     records = []

@@ -32,6 +32,8 @@ class StochasticityParams:
     n_cases: int = field(default=4, metadata={"description": "happy-path cases re-asked (0: not measured)", "ge": 0})
     repeats: int = field(default=2, metadata={"description": "times each is asked again, each with the next sampling seed", "ge": 1})
     seed: int = field(default=0, metadata={"description": "which cases (seeded choice)"})
+    ask_http: bool = field(default=False, metadata={"description": "re-ask the user's HTTP services too (extra calls to their "
+                                                                   "service every night; off: the reference systems only)"})
 
 
 def stochasticity_cases(checks: pl.DataFrame, n: int, seed: int = 0) -> list[str]:
@@ -83,7 +85,8 @@ def flip_table(original: pl.DataFrame, reasked: pl.DataFrame, temperatures: dict
 def flip_text(row: dict | None) -> str:
     """The uncertainty table's words for one system's row (None: not measured this night)."""
     if row is None:
-        return "not measured this night (verdict_stochasticity: no case re-asked)"
+        return ("not measured this night (verdict_stochasticity re-asks the reference systems; an HTTP service only with "
+                "ask_http: it costs the service calls)")
     if not row["n_pairs"]:
         return f"not estimated: none of {row['n_cases']} re-asked case(s) had a decided verdict both times"
     share = f"{row['flips']} of {row['n_pairs']} verdicts flipped ({row['flip_share']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}])"
