@@ -41,7 +41,8 @@ generation:
   pairs_per_attribute: 0
   robustness: {{typo: 1, colloquial: 0, misleading_premise: 0, distractor: 1, injection: 1, ood: 1, ambiguous: 0,
                edge_case: 0, partially_answerable: 0, jailbreak: 1, pii_elicitation: 0, format_constraint: 0, boundary_probe: 0,
-               follow_up: 0, correction: 0, long_history: 0, paraphrase: 0, instruction_hierarchy: 0, yes_no: 0}}
+               follow_up: 0, correction: 0, long_history: 0, paraphrase: 0, instruction_hierarchy: 0, yes_no: 0,
+               sensitive_topic: 0}}
 max_cases: 8
 max_failure_rate: 0.6
 judge: {{enabled: "off"}}
@@ -181,9 +182,8 @@ def test_the_rerun_of_the_night_asks_only_what_failed(night):
     meta = _materialization(night["instance"], "rag_responses", _first_run_partition(_version(night)))
     assert meta["llm_calls_this_run"] == sum(night["asked_second"].values()), meta  # only those http cases; no LLM system asked
     real = pl.read_parquet(night["warehouse"] / "rag_responses" / _version(night) / f"{NIGHT}.parquet").filter(
-        ~pl.col("system_id").str.starts_with("canary:"))  # 3 systems × their cases: max_cases 8 beyond the gates' floors (the
-    # sensitive-topics gate's 10 cases come first and are never cut; fewer when the set is smaller)
-    assert real.height == 3 * real.filter(pl.col("system_id") == "reference").height and real.height <= 3 * (8 + 10)
+        ~pl.col("system_id").str.starts_with("canary:"))  # 3 systems × their cases (max_cases 8, fewer when the set is smaller)
+    assert real.height == 3 * real.filter(pl.col("system_id") == "reference").height and real.height <= 3 * 8
     assert meta["responses_resumed_from_checkpoint"] == real.height - meta["llm_calls_this_run"], meta
     assert meta["failed_responses"] == 0
 
