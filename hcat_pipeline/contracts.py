@@ -57,6 +57,7 @@ CONTRACTS: dict[str, Contract] = {
     "system_rankings": Contract(s.SYSTEM_RANKINGS, (), ("metric", "method", "system_id")),
     "pareto_frontier": Contract(s.PARETO_FRONTIER, (), ("system_id",)),
     "case_contamination": Contract(s.CASE_CONTAMINATION, ("case_id",), ("risk",)),
+    "verdict_stochasticity": Contract(s.VERDICT_STOCHASTICITY, ("system_id",), ("n_cases", "repeats", "n_pairs", "flips", "answers_changed")),
     "weakness_report": Contract({**s.WEAKNESS_CELLS, **s.RUN_COLUMNS}, (), ("analysis", "metric", *RUN)),
     "weakest_cases": Contract(s.WEAKEST_CASES, (), ("metric", "case_id", "system_id")),
     "campaign_report": Contract(s.CAMPAIGN_REPORT, (), ("path",)),

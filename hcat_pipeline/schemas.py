@@ -589,3 +589,9 @@ def conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     if missing or wrong:
         raise ValueError(f"table does not match its contract: missing={missing} wrong_types={wrong}")
     return frame
+
+# verdict_stochasticity (golden-eval §6.6): per system, verdicts that flipped when re-asked with new sampling seeds
+VERDICT_STOCHASTICITY = {
+    "system_id": pl.String, "n_cases": pl.Int64, "repeats": pl.Int64, "n_pairs": pl.Int64, "flips": pl.Int64, "flip_share": pl.Float64,
+    "ci_low": pl.Float64, "ci_high": pl.Float64, "answers_changed": pl.Int64, "temperature": pl.Float64,
+}  # fmt: skip

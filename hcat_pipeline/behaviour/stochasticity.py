@@ -17,12 +17,11 @@ import polars as pl
 
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.common.stats import wilson_interval
+from hcat_pipeline.schemas import VERDICT_STOCHASTICITY
 
 STOCHASTIC_RULE = "answer_correct"
 DECIDED = ("pass", "fail")
-FLIP_SCHEMA = {"system_id": pl.String, "n_cases": pl.Int64, "repeats": pl.Int64, "n_pairs": pl.Int64, "flips": pl.Int64,
-               "flip_share": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "answers_changed": pl.Int64,
-               "temperature": pl.Float64}  # fmt: skip
+FLIP_SCHEMA = VERDICT_STOCHASTICITY
 
 
 @dataclass(frozen=True)
