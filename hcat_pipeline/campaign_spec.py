@@ -152,6 +152,10 @@ class JudgeSpec(Strict):
     llm: Optional[LLMSpec] = Field(default=None, description="the judge LLM; absent: the llm resource")
     enabled: Literal["auto", "on", "off"] = Field(default="auto", description="auto: only when the estimated time fits time_budget_s")
     time_budget_s: float = Field(default=900.0, gt=0)
+    ensemble: list[LLMSpec] = Field(default_factory=list, description="more judges scoring the answers the judge scored (ensemble "
+                                    "judging, golden-eval §5.5: judge_ensemble): their agreement per dimension is reported, a "
+                                    "disagreement raises the item in the review queue, and their mean score is used where it "
+                                    "beat each judge on held-out human labels (judge_validation with the same ensemble)")
     dimensions: Optional[list[str]] = Field(default=None, min_length=1, description="the judge's dimensions (judge.scoring.DIMENSIONS: "
                                             "e.g. global_coherence, contradiction_detection, cross_lingual_accuracy — concept chapter "
                                             "§14.4); absent: the judge's defaults")
@@ -338,7 +342,7 @@ def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
     return spec.model_copy(update={
         "corpus": spec.corpus.model_copy(update={"paths": [absolute(p) for p in spec.corpus.paths]}),
         "llm": llm(spec.llm), "generation": spec.generation.model_copy(update={"llm": llm(spec.generation.llm)}),
-        "judge": spec.judge.model_copy(update={"llm": llm(spec.judge.llm)}),
+        "judge": spec.judge.model_copy(update={"llm": llm(spec.judge.llm), "ensemble": [llm(m) for m in spec.judge.ensemble]}),
         "systems": [s.model_copy(update={"llm": llm(s.llm)}) for s in spec.systems],
         "monitoring": spec.monitoring and spec.monitoring.model_copy(update={"paths": [absolute(p) for p in spec.monitoring.paths]}),
         "shipped_review": absolute(spec.shipped_review),
@@ -351,6 +355,7 @@ def campaign_run_config(spec: CampaignSpec, review_note: str = "") -> dict:
     ops = {"rag_responses": {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}}
     ops["verdict_stochasticity"] = {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}  # which systems to re-ask
     ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json", exclude_none=True)}
+    ops["judge_ensemble"] = ops["llm_judge_scores"]  # the same judge block: the ensemble re-judges what the judge judged
     if spec.metrics:  # the opt-in metrics beside the defaults, on every night of this campaign
         ops["metric_tables"] = {"config": {"extra_metrics": list(spec.metrics)}}
     ops["gate_verdicts"] = {"config": {"gates_read": spec.gates_read, **({"certify_below": spec.certify_below} if spec.certify_below is not None else {}),

@@ -205,6 +205,12 @@ LLM_JUDGE_SCORES = {
 }  # fmt: skip
 
 # judge_validation: per dimension, the judge against human labels (judge.validation)
+# ensemble judging chosen per dimension on half the held-out labels, its κ on the other half (judge.ensemble.choose_scorer)
+ENSEMBLE_CHOICE = {
+    "members": pl.String, "ensemble_used": pl.Boolean, "ensemble_validated": pl.Boolean, "ensemble_kappa": pl.Float64,
+    "ensemble_kappa_ci_low": pl.Float64, "ensemble_kappa_ci_high": pl.Float64, "ensemble_n": pl.Int64, "ensemble_reason": pl.String,
+}  # fmt: skip
+
 JUDGE_VALIDATION = {
     "judge_config_hash": pl.String,
     "judge_model": pl.String,
@@ -235,7 +241,17 @@ JUDGE_VALIDATION = {
     "position_flip_ci_high": pl.Float64,
     "position_n_pairs": pl.Int64,
     "position_bias_flagged": pl.Boolean,
+    **ENSEMBLE_CHOICE,  # null when judge_validation ran without an ensemble
 }
+
+# llm_judge_scores' ensemble (golden-eval §5.5, judge.ensemble): one row per case × system × dimension × judge — each
+# member's score and the ensemble's mean (judge_model "ensemble"), with whether it decides the dimension (used)
+JUDGE_ENSEMBLE = {
+    **RUN_COLUMNS,
+    "case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "judge_model": pl.String, "score": pl.Float64,
+    "passed": pl.Boolean, "n_judges": pl.Int64, "judges_agree": pl.Boolean, "scores": pl.String, "used": pl.Boolean,
+    "validated": pl.Boolean, "validation_kappa": pl.Float64, "validation_reason": pl.String, "error": pl.String,
+}  # fmt: skip
 
 # exam_candidates: one row per candidate question (assets.exam)
 EXAM_CANDIDATES = {

@@ -46,7 +46,7 @@ def _run(pii_leaks: int):
     io = _TablesIO(_tables(pii_leaks))
     upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("metric_tables", "behaviour_checks", "retrieval_metrics",
                                                                        "rag_responses", "llm_judge_scores", "grader_gaming", "calibrators",
-                                                                       "calibrated_scores", "human_labels", "case_contamination")]  # absent (None)
+                                                                       "calibrated_scores", "human_labels", "case_contamination", "judge_ensemble")]  # absent (None)
     result = dg.materialize(
         [*upstream, dg.AssetSpec("golden_set", partitions_def=golden_set_version), gate_verdicts, release_decision],
         partition_key=campaign_run_key("v1", "2025-03-01"), instance=instance, resources={"io_manager": io},

@@ -56,7 +56,7 @@ def _materialize(tmp_path, with_labels: bool):
     io = TablesIO(tables)
     upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in ("metric_tables", "behaviour_checks", "retrieval_metrics", "rag_responses",
                                                                        "llm_judge_scores", "grader_gaming", "calibrators", "calibrated_scores",
-                                                                       "human_labels", "case_contamination")]  # fmt: skip
+                                                                       "human_labels", "case_contamination", "judge_ensemble")]  # fmt: skip
     config = {"warehouse_dir": str(tmp_path / "wh"), "gates_file": str(tmp_path / "gates.yaml"), "labels_dir": str(labels_dir)}
     dg.materialize([*upstream, dg.AssetSpec("golden_set", partitions_def=golden_set_version), gate_verdicts],
                    partition_key=campaign_run_key(VERSION, NIGHT), instance=instance, resources={"io_manager": io},

@@ -51,6 +51,7 @@ from hcat_pipeline.gates.flags import judge_second_signals, read_flag_reviews
 from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.golden.review import GatesRead, gate_tables, review_summary
 from hcat_pipeline.io import OPTIONAL
+from hcat_pipeline.judge.ensemble import with_ensemble
 from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import LABELS_DIR, WAREHOUSE_DIR
@@ -123,7 +124,7 @@ def _check_metadata(rows: pl.DataFrame) -> dict:
     partitions_def=campaign_run,
     group_name="gates",
     ins={k: dg.AssetIn(metadata=OPTIONAL) for k in ("llm_judge_scores", "grader_gaming", "calibrators", "calibrated_scores", "human_labels",
-                                                     "case_contamination")},
+                                                     "case_contamination", "judge_ensemble")},
     deps=["gates_file"],  # watched source (assets/sources.py): a changed gates file makes the verdicts stale
     check_specs=_CHECK_SPECS,
     description="Per campaign run: every release gate of gates.yaml per system (and scope group) — verdict PASS / FAIL / "
@@ -143,8 +144,10 @@ def gate_verdicts(
     calibrated_scores: Optional[pl.DataFrame],
     human_labels: Optional[pl.DataFrame],
     case_contamination: Optional[pl.DataFrame],
+    judge_ensemble: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
+    llm_judge_scores = with_ensemble(llm_judge_scores, judge_ensemble)  # the ensemble's rows where it beat each judge (§5.5)
     try:
         gates = load_gates(config.gates_file or DEFAULT_GATES_FILE)
     except GatesFileError as e:

@@ -39,6 +39,7 @@ from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.judge.audit import wilson
 from hcat_pipeline.judge.campaign_labels import campaign_label_items, held_out, stored_answers, stored_claims
 from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, faithdial_pairs, sample_items, toxigen_items
+from hcat_pipeline.judge.ensemble import ENSEMBLE, agreement_table, choose_scorer, ensemble_rows
 from hcat_pipeline.judge.items import judge_items
 from hcat_pipeline.judge.plots import validation_figures
 from hcat_pipeline.judge.scoring import JudgeConfig, judge_config_hash, llm_judge, model_family
@@ -49,8 +50,9 @@ from hcat_pipeline.paths import WAREHOUSE_DIR
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.responses.retrieval import without_planted
+from hcat_pipeline.schemas import ENSEMBLE_CHOICE, RUN_COLUMNS
+from hcat_pipeline.schemas import JUDGE_ENSEMBLE as ENSEMBLE_SCHEMA
 from hcat_pipeline.schemas import LLM_JUDGE_SCORES as SCORE_COLUMNS
-from hcat_pipeline.schemas import RUN_COLUMNS
 
 
 def _judge_fields() -> dict:
@@ -92,6 +94,8 @@ JudgeValidationConfig = config_from(
     n_pairs=(int, Field(default=5, ge=0, description="position-bias pairs, each asked in both orders")),
     sample_seed=(int, 0),
     llm=(Optional[LLMSpec], Field(default=None, description="the judge LLM to validate; absent: the llm resource")),
+    ensemble=(list[LLMSpec], Field(default_factory=list, description="the campaign's judge.ensemble: each member judges the same "
+                                   "items; per dimension the ensemble is chosen where it beats each judge (judge.ensemble)")),
     campaign_labels=(bool, Field(default=True, description="also the campaign's own human labels (human_labels: the review page, "
                                  "data/labels) of the judge's dimensions, on the answers they were given to")),
     max_campaign_items=(int, Field(default=200, ge=0, description="held-out campaign-labelled items judged at most per dimension")),
@@ -214,6 +218,63 @@ def llm_judge_scores(
     return out
 
 
+@dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="judge", pool=llm_pool(),
+          description="Per campaign run: ensemble judging (golden-eval §5.5) — each judge.ensemble member scores the answers "
+          "llm_judge_scores scored; one row per case × system × dimension × judge plus the ensemble's mean (judge_model "
+          "'ensemble'), whether the judges agree, and whether the ensemble decides the dimension (it beat each judge on held-out "
+          "human labels in judge_validation). Pairwise agreement per dimension in metadata and the report; a disagreement "
+          "raises the item in the review queue. Empty without an ensemble.")
+def judge_ensemble(context: dg.AssetExecutionContext, config: JudgeScoresConfig, llm: LLM, llm_judge_scores: pl.DataFrame,
+                   rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
+    cfg = _core_config(config)
+    primary = named_llm(llm, config.llm, "judge_ensemble (judge.llm)")
+    scored = llm_judge_scores.filter(pl.col("score").is_not_null())
+    if not config.ensemble or scored.height == 0:
+        why = "no ensemble configured (judge.ensemble)" if not config.ensemble else "the judge scored no answer this night"
+        context.add_output_metadata({"skipped": why, "dagster/row_count": 0})
+        return pl.DataFrame(schema=ENSEMBLE_SCHEMA)
+    members = [named_llm(llm, s, f"judge_ensemble (judge.ensemble[{i}])") for i, s in enumerate(config.ensemble)]
+    refs = golden_set.select("case_id", "reference_answer").unique("case_id", keep="first")
+    frame = rag_responses.join(refs, on="case_id", how="left").join(scored.select("case_id", "system_id").unique(),
+                                                                   on=["case_id", "system_id"], how="semi")  # fmt: skip
+    items, dims = judge_items(frame, golden_set, cfg.dimensions), sorted(scored["dimension"].unique().to_list())
+    keys = ["case_id", "system_id", "dimension"]
+    per_judge = [scored.select(*keys, pl.col("score").cast(pl.Float64), pl.lit(primary.fingerprint()).alias("judge_model"))]
+    errors = 0
+    for member in members:
+        rows = llm_judge(items, member, cfg, model_fingerprint=member.fingerprint(), dimensions=dims)
+        errors += sum(r["error"] is not None for r in rows)
+        per_judge.append(pl.DataFrame([{"case_id": r["item_id"].split("|", 1)[0], "system_id": r["item_id"].split("|", 1)[1],
+                                        "dimension": r["dimension"], "score": r["score"], "judge_model": member.fingerprint()} for r in rows],
+                                      schema={**{k: pl.String for k in keys}, "score": pl.Float64, "judge_model": pl.String}))  # fmt: skip
+    judged = pl.concat(per_judge)
+    names = ",".join(sorted(judged["judge_model"].unique().to_list()))
+    choice = _ensemble_lookup(config.validation_table, judge_config_hash(cfg, primary.fingerprint()), names)
+    ens = ensemble_rows(judged, cfg.pass_threshold).with_columns(pl.lit(ENSEMBLE).alias("judge_model"))
+    decided = pl.DataFrame([{"dimension": d, "used": bool(c.get("ensemble_used")), "validated": bool(c.get("ensemble_validated")),
+                             "validation_kappa": c.get("ensemble_kappa"), "validation_reason": c.get("ensemble_reason") or
+                             f"judge_validation has not judged this ensemble ({names}): the judge decides"}
+                            for d in dims for c in [choice.get(d, {})]],
+                           schema={k: ENSEMBLE_SCHEMA[k] for k in ("dimension", "used", "validated", "validation_kappa", "validation_reason")})  # fmt: skip
+    ens = ens.join(decided, on="dimension", how="left")
+    run = {c: (llm_judge_scores[c][0] if llm_judge_scores.height else None) for c in RUN_COLUMNS}
+    members_rows = judged.with_columns((pl.col("score") >= cfg.pass_threshold).alias("passed"))
+    out = pl.concat([members_rows, ens], how="diagonal_relaxed").with_columns([pl.lit(v).alias(c) for c, v in run.items()])
+    out = out.select([pl.col(c).cast(t) if c in out.columns else pl.lit(None, t).alias(c) for c, t in ENSEMBLE_SCHEMA.items()])
+    agreement = agreement_table(judged, cfg.pass_threshold)
+    context.add_output_metadata({"dagster/row_count": out.height, "members": names, "member_errors": errors,
+                                 "disagreements": int((ens["judges_agree"] == False).sum()),  # noqa: E712
+                                 "used_for": dg.MetadataValue.json(sorted(d for d in dims if choice.get(d, {}).get("ensemble_used"))),
+                                 "agreement": preview(agreement, 40, 60)})  # fmt: skip
+    return out
+
+
+def _ensemble_lookup(path: str, cfg_hash: str, members: str) -> dict[str, dict]:
+    """judge_validation's ensemble choice per dimension for this judge and exactly these members (empty: never judged)."""
+    rows = _validation_lookup(path, cfg_hash)
+    return {d: r for d, r in rows.items() if r.get("members") == members}
+
+
 def _campaign_items(human_labels: pl.DataFrame, warehouse: Path, cfg: JudgeConfig, cap: int) -> tuple[list, dict]:
     """The campaign's labelled answers of the judge's dimensions (held out: test split, at most ``cap`` per dimension) and
     their metadata: items per dimension, and every label that could not be used with its reason."""
@@ -229,6 +290,25 @@ def _campaign_items(human_labels: pl.DataFrame, warehouse: Path, cfg: JudgeConfi
         "campaign_items_over_cap": dg.MetadataValue.json(counts["over_cap"]), "campaign_labels_unused": skipped.height,
         "campaign_labels_unused_reasons": dg.MetadataValue.json(dict(skipped.group_by("reason").len().sort("reason").iter_rows())),
     }  # fmt: skip
+
+
+def _ensemble_choice(context, config, llm: LLM, items: list, cfg: JudgeConfig, scores: pl.DataFrame,
+                     table: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+    """Each ensemble member judges the same held-out items; ``judge.ensemble.choose_scorer`` per dimension; its columns
+    joined onto the validation table."""
+    fp = llm.fingerprint()
+    rows = [scores.select("item_id", "dimension", "score", "human_label").with_columns(pl.lit(fp).alias("judge_model"))] if scores.height else []
+    for i, spec in enumerate(config.ensemble):
+        member = named_llm(llm, spec, f"judge_validation (judge.ensemble[{i}])")
+        judged = validate_judge(member, items, [], cfg, min_items=config.min_items, kappa_floor=config.kappa_floor)["scores"]
+        if judged.height:
+            rows.append(judged.select("item_id", "dimension", "score", "human_label").with_columns(pl.lit(member.fingerprint()).alias("judge_model")))
+        context.log.info(f"judge_validation: ensemble member {member.fingerprint()} judged {judged.height} items")
+    labelled = pl.concat(rows) if rows else pl.DataFrame(schema={"item_id": pl.String, "dimension": pl.String, "score": pl.Int64,
+                                                                   "human_label": pl.Int64, "judge_model": pl.String})  # fmt: skip
+    choice = choose_scorer(labelled, cfg.pass_threshold, config.kappa_floor, config.min_items)
+    out = table.drop([c for c in ENSEMBLE_CHOICE if c in table.columns]).join(choice, on="dimension", how="left")
+    return out, {"ensemble": preview(choice, 20, 160)}
 
 
 @dg.asset(
@@ -264,8 +344,11 @@ def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationC
         max_abs_length_rho=config.max_abs_length_rho, max_self_preference_gap=config.max_self_preference_gap,
         progress=lambda d, t: context.log.info(f"judge validation {d}/{t}") if d % 10 == 0 else None,
     )  # fmt: skip
-    wall = time.perf_counter() - t0
     table = res["validation"]
+    if config.ensemble:
+        table, ensemble_meta = _ensemble_choice(context, config, llm, items, cfg, res["scores"], table)
+        campaign_meta.update(ensemble_meta)
+    wall = time.perf_counter() - t0
     figures = validation_figures(res)
     scores = res["scores"]
     cols = ["dimension", "validated", "kappa", "kappa_ci_low", "kappa_ci_high", "n", "accuracy", "n_errors", "reason"]

@@ -144,9 +144,10 @@ def _write(frame: pl.DataFrame, path: Path) -> None:
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="calibration",
-    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True})},
+    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True}), "judge_ensemble": dg.AssetIn(metadata={"optional": True})},
     description="Per campaign run: the case × system × dimension items humans should label next — a seeded draw with known "
-    "inclusion probabilities (calibration.design: items the LLM judge is unsure of or disagrees with the metric on "
+    "inclusion probabilities (calibration.design: items the LLM judge is unsure of or disagrees with the metric on, "
+    "or the ensemble's judges disagree on "
     "(golden-eval §5.5) and unsure conformal sets ∅ / {0,1} more likely, none certain), frozen at its first draw, exported "
     "to data/labels/review_queue.csv in the design's order.",
 )
@@ -159,6 +160,7 @@ def review_queue(
     golden_set: pl.DataFrame,
     human_labels: pl.DataFrame,
     llm_judge_scores: Optional[pl.DataFrame],
+    judge_ensemble: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     labelled = (human_labels.group_by("case_id", "system_id", "dimension").agg((pl.col("labelled_at").max().dt.epoch("ms") / 1000.0).alias("at"))
@@ -166,7 +168,7 @@ def review_queue(
     scales = dict(human_labels.select("dimension", "scale").unique("dimension").iter_rows()) if human_labels.height else {}
     cases = golden_set.select("case_id", *[c for c in ("stratum", "stratum_label", "query_type") if c in golden_set.columns]).unique("case_id")
     cand = drop_canaries(calibrated_scores).filter(pl.col("raw_score").is_not_null())
-    flags = judge_review_flags(llm_judge_scores, calibrated_scores)
+    flags = judge_review_flags(llm_judge_scores, calibrated_scores, judge_ensemble)  # + the ensemble's disagreements (§5.5)
     cand = cand.join(cases, on="case_id", how="left").join(flags, on=["case_id", "system_id", "dimension"], how="left")
     labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
     drawn, added = _frozen_design(cand, design_file(labels_dir, version, night), to_core(DesignConfig, config), f"{version}|{night}", night)

@@ -23,6 +23,7 @@ from hcat_pipeline.calibration.agreement import consensus_labels
 from hcat_pipeline.calibration.conformal import set_labels
 from hcat_pipeline.calibration.design import DESIGN, DesignConfig, draw, inclusion_probabilities
 from hcat_pipeline.calibration.fitting import CalibrationResult
+from hcat_pipeline.judge.ensemble import disagreement_flags
 from hcat_pipeline.schemas import CALIBRATED_SCORES as CALIBRATED_SCHEMA
 
 __all__ = [
@@ -182,13 +183,18 @@ def calibrate_long(long: pl.DataFrame, active: Mapping[str, CalibrationResult], 
 JUDGE_AGREEMENT_DIMENSIONS = ("groundedness", "answer_relevancy", "completeness")
 
 
-def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame) -> pl.DataFrame:
+def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame, ensemble: pl.DataFrame | None = None) -> pl.DataFrame:
     """Items the LLM judge sends to humans first (golden-eval §5.5): per case × system × dimension, a ``judge_reason``
     when the judge was unsure (confidence ``low``) or its verdict differs from the calibrated metric's (judge pass vs
-    machine_verdict fail, or the reverse; dimensions of ``JUDGE_AGREEMENT_DIMENSIONS``). A judge's low confidence on a
-    dimension the metrics do not calibrate (correctness, safety) flags the item's calibrated rows of the same case."""
+    machine_verdict fail, or the reverse; dimensions of ``JUDGE_AGREEMENT_DIMENSIONS``), or the ensemble's judges
+    disagree with each other (``judge.ensemble.disagreement_flags``). A flag on a dimension the metrics do not calibrate
+    (correctness, safety) flags the item's calibrated rows of the same case."""
     schema = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "judge_reason": pl.String}
+    split = disagreement_flags(ensemble)
     if judge is None or judge.height == 0:
+        judge = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "score": pl.Int64,
+                                     "passed": pl.Boolean, "confidence": pl.String})  # fmt: skip
+    if judge.height == 0 and split.height == 0:
         return pl.DataFrame(schema=schema)
     scored = judge.filter(pl.col("score").is_not_null()).select("case_id", "system_id", "dimension", "score", "passed", "confidence")
     machine = calibrated.filter(pl.col("machine_verdict").is_in(["pass", "fail"])).select("case_id", "system_id", "dimension", "machine_verdict")
@@ -200,7 +206,8 @@ def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame) -> 
                         pl.when(pl.col("passed")).then(pl.lit("pass")).otherwise(pl.lit("fail")), "machine_verdict"))
         .when(pl.col("confidence") == "low").then(pl.format("judge unsure: low confidence on {} ({}/5)", "dimension", "score"))
     )  # fmt: skip
-    flagged = both.with_columns(reason.alias("judge_reason")).filter(pl.col("judge_reason").is_not_null())
+    flagged = both.with_columns(reason.alias("judge_reason")).filter(pl.col("judge_reason").is_not_null()).select(*schema)
+    flagged = pl.concat([flagged, split.select(*schema)]).unique(["case_id", "system_id", "dimension"], keep="first")
     direct = flagged.filter(pl.col("dimension").is_in(calibrated["dimension"].unique().to_list())).select(*schema)
     # an unsure judge on a dimension nobody calibrates: the same case × system goes first on every calibrated dimension
     other = flagged.join(direct.select("case_id", "system_id").unique(), on=["case_id", "system_id"], how="anti")

@@ -22,6 +22,7 @@ from hcat_pipeline.common.stats import wilson_interval
 from hcat_pipeline.gates.calibrated import EVIDENCE_TEXT
 from hcat_pipeline.gates.flags import flag_text
 from hcat_pipeline.gates.gate import WORST_FIRST
+from hcat_pipeline.judge.ensemble import ENSEMBLE, agreement_table
 from hcat_pipeline.reports.campaign_report import Section
 
 _ORDER = WORST_FIRST
@@ -192,3 +193,33 @@ def judge_section(judge: pl.DataFrame | None, why: str = "") -> Section:
                                                    "validated"], rows=rows, row_classes=classes,
                    note="Only dimensions validated against held-out human labels (judge_validation) may decide a gate "
                    "(golden-eval §5.6); items where the judge is unsure or disagrees with the metric go to the review queue first.")  # fmt: skip
+
+
+def ensemble_section(ensemble: pl.DataFrame | None, pass_threshold: int = 4, why: str = "") -> Section:
+    """Ensemble judging (golden-eval §5.5): per dimension and pair of judges, their agreement — Cohen's κ [95 % CI], the
+    agreeing share [Wilson 95 % CI], n — the disagreements sent to the review queue, and whether the ensemble decides."""
+    title = "Judges in ensemble"
+    if ensemble is None or ensemble.height == 0:
+        return Section.missing("judge_ensemble", title, why or "no ensemble this night (the campaign file's judge.ensemble is empty, "
+                               "or the judge scored nothing)")  # fmt: skip
+    members = ensemble.filter(pl.col("judge_model") != ENSEMBLE)
+    combined = ensemble.filter(pl.col("judge_model") == ENSEMBLE)
+    rows = []
+    for r in agreement_table(members, pass_threshold).iter_rows(named=True):
+        mine = combined.filter(pl.col("dimension") == r["dimension"])
+        used = bool(mine["used"].any()) if mine.height else False
+        kappa = "undefined (one verdict only)" if r["kappa"] is None else _ci(r["kappa"], r["kappa_ci_low"], r["kappa_ci_high"])
+        rows.append([r["dimension"], r["judge_a"], r["judge_b"], str(r["n"]), _ci(r["agree_share"], r["agree_ci_low"], r["agree_ci_high"]),
+                     kappa, str(int((mine["judges_agree"] == False).sum())),  # noqa: E712
+                     "yes" if used else f"no — {(mine['validation_reason'][0] if mine.height else None) or 'not chosen: the judge decides'}"])  # fmt: skip
+    return Section("judge_ensemble", title, columns=["dimension", "judge", "judge", "n", "agree [95% CI]", "Cohen's κ [95% CI]",
+                                                     "disagreements (to the review queue)", "ensemble decides"], rows=rows,
+                   note="Each judge scored the same answers; the ensemble's score is their mean. It decides a dimension only where "
+                   "it beat each judge on half of the held-out human labels and held on the other half (judge_validation with "
+                   "the same ensemble); elsewhere the judge decides. A disagreement raises the item in the review queue's design.")  # fmt: skip
+
+
+def _ci(x: float | None, lo: float | None, hi: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.2f}" + ("" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]")

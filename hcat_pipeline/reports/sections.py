@@ -17,7 +17,7 @@ from hcat_pipeline.gates.gate import WORST_FIRST
 from hcat_pipeline.golden.composition import describe as describe_composition
 from hcat_pipeline.golden.composition import describe_suites
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
-from hcat_pipeline.reports.decision import decision_section, gate_matrix_section, judge_section
+from hcat_pipeline.reports.decision import decision_section, ensemble_section, gate_matrix_section, judge_section
 from hcat_pipeline.reports.paraphrase import paraphrase_section
 from hcat_pipeline.reports.rubric import rubric_sections
 from hcat_pipeline.reports.validity import construct_validity_section, rater_disagreement
@@ -225,11 +225,13 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     summary += construct_lines
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
     judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")
+    ens = optional.get("judge_ensemble") or OptionalTable(None, "judge_ensemble is not materialized for this run")
     sections = {
         "decision": decision,
         "gates": gate_matrix_section(gate_frame, run.get("detector_precision")) if gate_frame is not None else gates,
         "gates_detail": gates,
         "judge": judge_section(judge.frame, judge.why),
+        "judge_ensemble": ensemble_section(ens.frame, why=ens.why),
         "headline": headline_section(cells, metrics),
         "test_setting": setting,
         "canaries": canaries,
