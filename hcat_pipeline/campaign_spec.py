@@ -24,7 +24,7 @@ from hcat_pipeline.campaign_monitoring import MonitoringSpec
 from hcat_pipeline.campaign_systems import ChunkingSpec, LLMSpec, Strict, SweepSpec, SystemSpec, sweep_systems
 from hcat_pipeline.common.canary_ids import CANARY_PREFIX
 from hcat_pipeline.common.yaml_errors import load_yaml_mapping, validation_problems
-from hcat_pipeline.configs import to_core
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.corpus.chunking import Chunking
 from hcat_pipeline.corpus.sampling import SAMPLE_SIZE, AllocationMode, SamplingParams
 from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
@@ -36,6 +36,7 @@ from hcat_pipeline.golden.paraphrase import PER_CASE as PARAPHRASES_PER_CASE
 from hcat_pipeline.golden.query_mix import DEFAULT_SHARES, type_shares
 from hcat_pipeline.golden.review import GatesRead
 from hcat_pipeline.golden.robustness import ATTRIBUTES, MAX_BIAS_SHARE, VARIANT_COUNTS
+from hcat_pipeline.judge.harm import HarmSurveyParams
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 
 DEFAULT_CAMPAIGN_FILE = Path(os.environ.get("HCAT_CAMPAIGN_FILE", PROJECT_ROOT / "campaign.yaml"))
@@ -168,6 +169,11 @@ class JudgeSpec(Strict):
         return None if v is None else _members(v, tuple(DIMENSIONS), "judge dimension")
 
 
+# the harm judge per answer (golden-eval §3.2.6, judge.harm; asset harm_judgements): the core's tiers + which LLM
+HarmJudgeSpec = config_from(HarmSurveyParams, "HarmJudgeSpec", base=Strict,
+                            llm=(Optional[LLMSpec], Field(default=None, description="the harm judge LLM; absent: the llm resource")))
+
+
 class CanarySpec(Strict):
     """Planted-fault copies of one system of the campaign (``gates.canaries``): each fault applied to its answers,
     deterministically and offline, with no extra LLM call. Canaries are never ranked or released."""
@@ -217,6 +223,9 @@ class CampaignSpec(Strict):
     include_imports: bool = Field(default=True, description="add responses imported with `hcat import-responses`")
     llm: Optional[LLMSpec] = Field(default=None, description="the campaign's default LLM (systems without their own); absent: the llm resource")
     judge: JudgeSpec = Field(default_factory=lambda: JudgeSpec())
+    harm_judge: HarmJudgeSpec = Field(default_factory=lambda: HarmJudgeSpec(), description="the AILuminate harm category of "
+                                      "answers (golden-eval §3.2.6): every answer the rules flag and a seeded sample of the rest, "
+                                      "the rate per category over all answers with its interval; off by default (docs/judge.md)")
     metrics: list[str] = Field(default_factory=list, description="opt-in metrics computed on every night beside the defaults "
                                "(metrics.registry: cross_lingual_similarity, hierarchical_consistency — with the cross-section contradictions —, "
                                "long_document_faithfulness — concept chapter §14.2-14.5); stored in metric_tables and reported")
@@ -343,6 +352,7 @@ def _absolute_paths(spec: CampaignSpec, base: Path) -> CampaignSpec:
         "corpus": spec.corpus.model_copy(update={"paths": [absolute(p) for p in spec.corpus.paths]}),
         "llm": llm(spec.llm), "generation": spec.generation.model_copy(update={"llm": llm(spec.generation.llm)}),
         "judge": spec.judge.model_copy(update={"llm": llm(spec.judge.llm), "ensemble": [llm(m) for m in spec.judge.ensemble]}),
+        "harm_judge": spec.harm_judge.model_copy(update={"llm": llm(spec.harm_judge.llm)}),
         "systems": [s.model_copy(update={"llm": llm(s.llm)}) for s in spec.systems],
         "monitoring": spec.monitoring and spec.monitoring.model_copy(update={"paths": [absolute(p) for p in spec.monitoring.paths]}),
         "shipped_review": absolute(spec.shipped_review),
@@ -356,6 +366,7 @@ def campaign_run_config(spec: CampaignSpec, review_note: str = "") -> dict:
     ops["verdict_stochasticity"] = {"config": {"campaign": spec.model_dump(mode="json"), "campaign_file": ""}}  # which systems to re-ask
     ops["llm_judge_scores"] = {"config": spec.judge.model_dump(mode="json", exclude_none=True)}
     ops["judge_ensemble"] = ops["llm_judge_scores"]  # the same judge block: the ensemble re-judges what the judge judged
+    ops["harm_judgements"] = {"config": spec.harm_judge.model_dump(mode="json", exclude_none=True)}
     if spec.metrics:  # the opt-in metrics beside the defaults, on every night of this campaign
         ops["metric_tables"] = {"config": {"extra_metrics": list(spec.metrics)}}
     ops["gate_verdicts"] = {"config": {"gates_read": spec.gates_read, **({"certify_below": spec.certify_below} if spec.certify_below is not None else {}),

@@ -50,6 +50,7 @@ CONTRACTS: dict[str, Contract] = {
     "bias_report": Contract(s.BIAS_REPORT, (), ()),
     "llm_judge_scores": Contract(s.LLM_JUDGE_SCORES, (), ("case_id", "system_id", "dimension", *RUN)),
     "judge_ensemble": Contract(s.JUDGE_ENSEMBLE, ("case_id", "system_id", "dimension", "judge_model"), RUN),
+    "harm_judgements": Contract(s.HARM_JUDGEMENTS, ("case_id", "system_id"), ("stratum", "drawn", *RUN)),
     "calibrated_scores": Contract(s.CALIBRATED_SCORES, (), ("case_id", "system_id")),
     # gates and reports (per campaign run)
     "gate_verdicts": Contract(s.GATE_VERDICTS, (), ("gate", "kind", "verdict", "system_id")),

@@ -611,3 +611,15 @@ VERDICT_STOCHASTICITY = {
     "system_id": pl.String, "n_cases": pl.Int64, "repeats": pl.Int64, "n_pairs": pl.Int64, "flips": pl.Int64, "flip_share": pl.Float64,
     "ci_low": pl.Float64, "ci_high": pl.Float64, "answers_changed": pl.Int64, "temperature": pl.Float64,
 }  # fmt: skip
+
+# harm_judgements (golden-eval §3.2.6, judge.harm): every answer of the night with its stratum of the harm judge's design
+# (flagged by the rules / rest), its inclusion probability, whether it was drawn, and the judge's verdict per AILuminate
+# category (1 harmful, 0 not, null not judged)
+HARM_CATEGORY_COLUMNS = ("HARM_VIOLENCE", "HARM_SELF_HARM", "HARM_SEXUAL_CONTENT", "HARM_HATE", "HARM_PRIVACY", "HARM_DEFAMATION",
+                         "HARM_SPECIALIZED_ADVICE", "HARM_ELECTIONS", "HARM_INTELLECTUAL_PROPERTY", "HARM_INDISCRIMINATE_WEAPONS")  # fmt: skip
+HARM_JUDGEMENTS = {
+    **RUN_COLUMNS,
+    "case_id": pl.String, "system_id": pl.String, "stratum": pl.String, "stratum_size": pl.Int64, "inclusion_probability": pl.Float64,
+    "drawn": pl.Boolean, **{c: pl.Int64 for c in HARM_CATEGORY_COLUMNS}, "harm_any": pl.Int64, "harm_categories": pl.String,
+    "harm_error": pl.String, "harm_prompt_hash": pl.String, "judge_model": pl.String,
+}  # fmt: skip

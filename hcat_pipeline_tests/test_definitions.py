@@ -14,7 +14,8 @@ PER_RUN = {"rag_responses", "retrieval_metrics", "behaviour_checks", "metric_tab
            "llm_judge_scores",  # enabled=auto: skipped (cheaply, saying why) when the local model would exceed its time budget
            "calibrated_scores", "review_queue", "gate_verdicts", "release_decision", "system_rankings", "pareto_frontier",
            "case_contamination", "grader_gaming", "canary_detection", "verdict_stochasticity",
-           "judge_ensemble"}  # empty without judge.ensemble; with one, it re-judges only what llm_judge_scores judged
+           "judge_ensemble",  # empty without judge.ensemble; with one, it re-judges only what llm_judge_scores judged
+           "harm_judgements"}  # empty unless harm_judge.enabled is on
 # unpartitioned, run with the night: the label store and reference scores (so calibrated_scores has calibrators on a
 # fresh machine) and the calibration refit downstream of the run's tables
 ALSO_IN_RUN = {"human_labels", "reference_label_scores", "calibrators", "metric_validity"}

@@ -25,12 +25,13 @@ the calibrator; they never enter a rate.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+
+from hcat_pipeline.common.stats import seeded_uniforms
 
 DESIGN = "sequential_poisson_v1"
 #: labels from outside any design: they train calibrators and never enter a rate
@@ -50,15 +51,10 @@ class DesignConfig:
     seed: int = 0
 
 
-def _unit(seed: int, key: str, salt: str) -> float:
-    digest = hashlib.blake2b(f"{seed}|{salt}|{key}".encode(), digest_size=8).digest()
-    return (int.from_bytes(digest, "big") + 0.5) / 2.0**64
-
-
 def design_uniforms(keys: list[str], seed: int, salt: str) -> np.ndarray:
-    """A seeded uniform in (0, 1) per key (blake2b of seed, salt and key): the same key and seed give the same draw on
-    every machine, whatever the order of ``keys``."""
-    return np.array([_unit(seed, k, salt) for k in keys], dtype=float)
+    """A seeded uniform in (0, 1) per key (``common.stats.seeded_uniforms``: blake2b of seed, salt and key): the same key
+    and seed give the same draw on every machine, whatever the order of ``keys``."""
+    return seeded_uniforms(keys, seed, salt)
 
 
 def inclusion_probabilities(p, unsure, budget: float, *, uniform_share: float = 0.5, boost: float = 2.0,

@@ -23,6 +23,7 @@ constants (``CLAIM_RULES``) so the report can print them.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -289,3 +290,13 @@ def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return min(max(0.0, centre - half), p), max(min(1.0, centre + half), p)
+
+
+def seeded_uniforms(keys: Sequence[str], seed: int, salt: str) -> np.ndarray:
+    """A seeded uniform in (0, 1) per key (blake2b of seed, salt and key): the same key and seed give the same draw on
+    every machine, whatever the order of ``keys`` — what a sampling design with known inclusion probabilities draws on."""
+    def unit(key: str) -> float:
+        digest = hashlib.blake2b(f"{seed}|{salt}|{key}".encode(), digest_size=8).digest()
+        return (int.from_bytes(digest, "big") + 0.5) / 2.0**64
+
+    return np.array([unit(k) for k in keys], dtype=float)

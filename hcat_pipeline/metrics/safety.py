@@ -40,20 +40,10 @@ from hcat_pipeline.metrics.toxicity.model import load_profanity_classifier as lo
 from hcat_pipeline.metrics.toxicity.rules import vader
 from hcat_pipeline.schemas import BIAS_PAIRS as BIAS_PAIRS_SCHEMA
 from hcat_pipeline.schemas import BIAS_REPORT as BIAS_REPORT_SCHEMA
+from hcat_pipeline.schemas import HARM_CATEGORY_COLUMNS
 
 # golden-eval §3.2.6: the ten MLCommons AILuminate v1.0 harm sub-dimensions
-AILUMINATE_CATEGORIES: tuple[str, ...] = (
-    "HARM_VIOLENCE",
-    "HARM_SELF_HARM",
-    "HARM_SEXUAL_CONTENT",
-    "HARM_HATE",
-    "HARM_PRIVACY",
-    "HARM_DEFAMATION",
-    "HARM_SPECIALIZED_ADVICE",
-    "HARM_ELECTIONS",
-    "HARM_INTELLECTUAL_PROPERTY",
-    "HARM_INDISCRIMINATE_WEAPONS",
-)
+AILUMINATE_CATEGORIES: tuple[str, ...] = HARM_CATEGORY_COLUMNS  # schemas: harm_judgements has a column per category
 HARM_JUDGE_PROMPT = "harm_judge_v1"
 
 

@@ -164,3 +164,30 @@ def rubric_sections(metric_tables: pl.DataFrame | None, behaviour_checks: pl.Dat
     harm, harm_lines = harm_section(harm_table(bc, golden_set, judge_scores) if harm_ok else None)
     return ({"citations": cites, "formats": formats, "hierarchy": hierarchy, "sensitive": sensitive, "stated_confidence": conf, "harm": harm},
             plots, harm_lines + sensitive_lines + cite_lines + format_lines + hierarchy_lines + conf_lines)
+
+
+def harm_judged_section(judgements: pl.DataFrame | None, why: str = "") -> tuple[Section, list[str]]:
+    """The LLM harm judge per answer, tiered (judge.harm): per system × AILuminate category with any harmful answer (and
+    ``any``), the stratified rate over all answers [95 % CI], the flagged tier and the sample behind it, errors."""
+    from hcat_pipeline.judge.harm import harm_rates
+
+    key, title = "harm_judged", "Harm category per answer (LLM judge, tiered; golden-eval §3.2.6)"
+    if judgements is None or judgements.height == 0:
+        return Section.missing(key, title, why or "harm_judgements has no rows (harm_judge.enabled is off in the campaign file)"), []
+    rates = harm_rates(judgements)
+    shown = rates.filter((pl.col("harm_category") == "any") | (pl.col("flagged_harmful") + pl.col("rest_harmful") > 0))
+    rows, lines = [], []
+    for r in shown.iter_rows(named=True):
+        rate = "no estimate" if r["rate"] is None else f"{r['rate']:.3f}"
+        rows.append([r["system_id"], r["harm_category"], f"{rate} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] of {r['n_answers']}",
+                     f"{r['flagged_harmful']} of {r['flagged_judged']} judged ({r['flagged_n']} flagged)",
+                     f"{r['rest_harmful']} of {r['rest_judged']} sampled ({r['rest_n']} others)", str(r["errors"])])
+        if r["harm_category"] == "any":
+            lines.append(f"Harm judge ({r['system_id']}): harmful answers {rate} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] of "
+                         f"{r['n_answers']} (judged {r['n_judged']}; not validated).")  # fmt: skip
+    return Section(key, title, columns=["system_id", "category", "rate over all answers [95% CI]", "flagged by the rules",
+                                        "sample of the rest", "judge errors"], rows=rows,
+                   note="Every answer the rules flag (an attack served or undecided, toxicity over the threshold) and a seeded "
+                   "sample of the others are judged; the rate is the stratified estimate over all answers, its interval "
+                   "each stratum's Wilson interval at 97.5 % combined (at least 95 % together). Not validated against human "
+                   "harm labels: shown, it decides no gate. Categories with no harmful answer are left out."), lines  # fmt: skip

@@ -19,7 +19,7 @@ from hcat_pipeline.golden.composition import describe_suites
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, ensemble_section, gate_matrix_section, judge_section
 from hcat_pipeline.reports.paraphrase import paraphrase_section
-from hcat_pipeline.reports.rubric import rubric_sections
+from hcat_pipeline.reports.rubric import harm_judged_section, rubric_sections
 from hcat_pipeline.reports.validity import construct_validity_section, rater_disagreement
 from hcat_pipeline.reports.verdicts import calibration_section, canary_section, paired_section, pareto_section, rankings_section
 from hcat_pipeline.reports.weakness_plots import heatmap_png, violin_png
@@ -226,12 +226,16 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     cell_cols = ["dims", "row", "col", "metric", "source", "n", "n_missing", "mean", "ci_low", "ci_high", "claim_strength", "small"]
     judge = optional.get("llm_judge_scores") or OptionalTable(None, "llm_judge_scores is not materialized for this run")
     ens = optional.get("judge_ensemble") or OptionalTable(None, "judge_ensemble is not materialized for this run")
+    harm_src = optional.get("harm_judgements") or OptionalTable(None, "harm_judgements is not materialized for this run")
+    harm_judged, harm_lines = harm_judged_section(harm_src.frame, harm_src.why)
+    summary += harm_lines
     sections = {
         "decision": decision,
         "gates": gate_matrix_section(gate_frame, run.get("detector_precision")) if gate_frame is not None else gates,
         "gates_detail": gates,
         "judge": judge_section(judge.frame, judge.why),
         "judge_ensemble": ensemble_section(ens.frame, why=ens.why),
+        "harm_judged": harm_judged,
         "headline": headline_section(cells, metrics),
         "test_setting": setting,
         "canaries": canaries,
