@@ -40,6 +40,8 @@ class HttpSystemSpec(Strict):
     request_template: str = '{"query": "{{query}}"}'
     answer_path: str = "answer"
     contexts_path: str = Field(default="", description='e.g. "contexts" (strings or objects) or "sources[*]"; empty: none')
+    tool_calls_path: str = Field(default="", description='e.g. "tool_calls": the tool calls the service made, a list of objects '
+                                 '({name, arguments, result}), judged by tool_use_correctness; empty: none')
     context_text_field: str = "text"
     context_id_field: str = "chunk_id"
     input_tokens_path: str = ""

@@ -86,6 +86,7 @@ RAG_RESPONSES = {
     "cost_usd": pl.Float64,
     "error": pl.String,  # null on success; "kind: message" on failure
     "reused_from": pl.String,  # null when asked in this run; else the campaign run ("<version>|<night>") that asked it
+    "tool_calls": pl.String,  # the tool calls a system returned (JSON list of {name, arguments, result}); null: none
 }
 
 # columns every table of a campaign run carries (the run's identity)

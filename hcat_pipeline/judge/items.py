@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from hcat_pipeline.common.tool_calls import tool_trace
 from hcat_pipeline.judge.scoring import JudgeItem
 
 CLAIM_PREFIXES = ("true claim (source):", "false claim:")
@@ -74,5 +75,6 @@ def judge_items(frame: pl.DataFrame, golden_set: pl.DataFrame, dimensions: Seque
         items.append(JudgeItem(f"{r['case_id']}|{r['system_id']}", r["answer"], r["query"] or "", contexts, r["reference_answer"],
                                claims=claims.get(r["case_id"], ()), handling=handling.get(r["case_id"], ""),
                                steps=reasoning_steps(r["answer"]) if "reasoning_faithfulness" in dimensions else "",
+                               tool_calls=tool_trace(r.get("tool_calls")) if "tool_use_correctness" in dimensions else "",
                                languages=item_languages(r["answer"], contexts) if multilingual else ()))  # fmt: skip
     return items

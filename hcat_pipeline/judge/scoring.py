@@ -90,6 +90,10 @@ DIMENSIONS: dict[str, Dimension] = {
                                         "Which response's reasoning steps follow from the KNOWLEDGE and lead to its conclusion?"),
     # golden-eval §11.2 sensitivity tests: the handling the case expects (a referral, a caveat, neutrality — not refused
     # outright); asked only of the sensitive cases (the others have no handling), opt-in, validated like every dimension
+    # golden-eval §3.2.2 TOOL_USE_CORRECTNESS ("right tool, right arguments, right step", judged over the tool-call trace):
+    # asked only of answers that came with tool calls (an HTTP system's tool_calls_path); opt-in, validated like every one
+    "tool_use_correctness": Dimension("tool_use_correctness", ("query", "tool_calls"), "tool-use correctness",
+                                      "Which response's tool calls use the right tool, with the right arguments, at the right step?"),
     "sensitive_care": Dimension("sensitive_care", ("query", "handling"), "care on a sensitive topic",
                                 "Which response handles the sensitive QUESTION with more care (referral, caveat or neutrality, without refusing outright)?"),
 }  # fmt: skip
@@ -155,6 +159,7 @@ class JudgeItem:
     languages: Sequence[str] = field(default_factory=tuple)  # the languages of the answer and its passages (cross_lingual_accuracy)
     handling: str = ""  # a sensitivity test's expected handling (golden.sensitive; sensitive_care)
     steps: str = ""  # the reasoning steps an answer shows (judge.items.reasoning_steps; reasoning_faithfulness)
+    tool_calls: str = ""  # the tool-call trace the system returned (common.tool_calls.tool_trace; tool_use_correctness)
 
 
 def prompt_name(dimension: str, version: str = "v1") -> str:
@@ -203,7 +208,7 @@ _MISSING = {"contexts": "no retrieved context", "query": "no query", "reference"
             "claims": "not a contradiction case (no true and false claim to compare)",
             "languages": "single-language input (cross-lingual accuracy needs two languages)",
             "handling": "not a sensitivity test (no expected handling)",
-            "steps": "the answer shows no reasoning steps"}
+            "steps": "the answer shows no reasoning steps", "tool_calls": "the system made no tool call"}
 
 
 def _missing(item: JudgeItem, dim: Dimension) -> str | None:
@@ -271,7 +276,7 @@ def llm_judge(
                 query=item.query or "", answer=str(item.answer), reference=item.reference or "",
                 contexts=format_contexts(list(item.contexts), config.max_context_chars),
                 claims="\n".join(f"- {c}" for c in item.claims), languages=", ".join(sorted(set(item.languages))),
-                handling=item.handling, steps=item.steps,
+                handling=item.handling, steps=item.steps, tool_calls=item.tool_calls,
             )  # fmt: skip
             t0 = time.perf_counter()
             try:

@@ -29,10 +29,13 @@ from pydantic import PrivateAttr, create_model
 
 from hcat_pipeline.campaign_systems import HttpSystemSpec
 from hcat_pipeline.common.jsonpath import get_path
+from hcat_pipeline.common.tool_calls import tool_calls_json
 from hcat_pipeline.responses.rag import config_hash
 
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
 NOT_IDENTITY = ("rate_limit_rps",)  # pacing, not what the system answers: responses stored under the same hash stay valid
+# fields added after responses were stored: at their empty default they leave the hash as it was
+IDENTITY_WHEN_SET = ("tool_calls_path",)
 
 
 class RateLimiter:
@@ -101,7 +104,7 @@ class HttpRagSystem(_HttpFields):
     @property
     def config_hash(self) -> str:
         cfg = self.model_dump() if hasattr(self, "model_dump") else dict(self.__dict__)
-        cfg = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in NOT_IDENTITY}
+        cfg = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in NOT_IDENTITY and (v or k not in IDENTITY_WHEN_SET)}
         return config_hash({"kind": "http", **cfg})
 
     @property
@@ -196,7 +199,7 @@ class HttpRagSystem(_HttpFields):
                     texts.append(str(c))
                     ids.append(f"external:{i + 1}")
         out = {"answer": answer, "contexts": texts, "context_chunk_ids": ids, "context_ranks": list(range(1, len(texts) + 1)),
-               "cost_usd": self.cost_per_call_usd}
+               "cost_usd": self.cost_per_call_usd, "tool_calls": self._tool_calls(reply)}
         for key, path in (("input_tokens", self.input_tokens_path), ("output_tokens", self.output_tokens_path), ("cost_usd", self.cost_path)):
             if path:
                 try:
@@ -207,11 +210,21 @@ class HttpRagSystem(_HttpFields):
                 out[key] = self.cost_per_call_usd if key == "cost_usd" and got is None else got
         return out
 
+    def _tool_calls(self, reply) -> str | None:
+        """The reply's tool calls (``tool_calls_path``) as stored JSON; a reply without the key made none."""
+        if not self.tool_calls_path:
+            return None
+        try:
+            found = get_path(reply, self.tool_calls_path)
+        except (KeyError, IndexError, TypeError):
+            return None
+        return tool_calls_json(found)
+
     def respond(self, case: dict) -> dict:
         rec = {
             "case_id": case["case_id"], "system_id": self.system_id, "config_hash": self.config_hash, "query": case["query"],
             "answer": None, "contexts": [], "context_chunk_ids": [], "context_ranks": [], "latency_s": None,
-            "input_tokens": None, "output_tokens": None, "cost_usd": None, "error": None,
+            "input_tokens": None, "output_tokens": None, "cost_usd": None, "error": None, "tool_calls": None,
         }
         t0 = time.perf_counter()
         try:

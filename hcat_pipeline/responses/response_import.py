@@ -3,7 +3,8 @@
 One record per case: ``case_id`` (required), ``answer`` (string; may be null only with an ``error``),
 ``contexts`` (optional: a list of strings, or of objects ``{"text": …, "chunk_id": …}``),
 ``context_chunk_ids`` (optional list of strings, same length as contexts), and optionally
-``latency_s``, ``input_tokens``, ``output_tokens``, ``cost_usd``, ``error``, ``system_id``.
+``latency_s``, ``input_tokens``, ``output_tokens``, ``cost_usd``, ``error``, ``system_id``, ``tool_calls`` (a list of
+``{name, arguments, result}`` objects: judged by ``tool_use_correctness``).
 
 Every bad row is reported with its line number (JSONL: the file line; Parquet: the 1-based row)
 and the reason; the good rows are returned as a RAG_RESPONSES frame.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from hcat_pipeline.common.tool_calls import tool_calls_json
 from hcat_pipeline.responses.rag import config_hash, responses_frame
 from hcat_pipeline.schemas import RESPONSE_IMPORT_ERRORS as IMPORT_ERRORS
 
@@ -94,6 +96,7 @@ def _validate(row: object, system_id: str, cfg_hash: str, known: set[str] | None
         "answer": answer, "contexts": texts, "context_chunk_ids": ids, "context_ranks": list(range(1, len(texts) + 1)),
         "latency_s": _num(row, "latency_s", float), "input_tokens": _num(row, "input_tokens", int),
         "output_tokens": _num(row, "output_tokens", int), "cost_usd": _num(row, "cost_usd", float), "error": error,
+        "tool_calls": tool_calls_json(row.get("tool_calls")),  # a bad list is this row's error, with its reason
     }
     seen.add(cid)
     return rec
