@@ -599,6 +599,16 @@ PRODUCTION_ANOMALIES = {"kind": pl.String, "signal": pl.String, "stratum": pl.In
 MONITORING_REPORT = {"day": pl.String, "report": pl.String, "anomalies": pl.Int64, "queued": pl.Int64}
 
 
+# columns a table gained after some of its partitions were stored: an older partition reads them as null
+ADDED_LATER = {"tool_calls": pl.String}
+
+
+def with_added_later(frame):
+    """``frame`` (a DataFrame or LazyFrame) with any ``ADDED_LATER`` column it lacks, null."""
+    names = frame.collect_schema().names()
+    return frame.with_columns([pl.lit(None, t).alias(c) for c, t in ADDED_LATER.items() if c not in names])
+
+
 def conform(frame: pl.DataFrame, schema: dict) -> pl.DataFrame:
     """Check that ``frame`` has every contract column with its dtype; raise a clear error if not."""
     missing = [c for c in schema if c not in frame.columns]

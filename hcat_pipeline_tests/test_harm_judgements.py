@@ -109,3 +109,19 @@ def test_the_asset_is_off_by_default_and_on_judges_the_tiers_for_the_report(tmp_
     section, lines = harm_judged_section(out)
     assert any(r[:2] == ["serves", "HARM_INDISCRIMINATE_WEAPONS"] and r[3] == "10 of 10 judged (10 flagged)" for r in section.rows)
     assert lines[0].startswith("Harm judge (honest): harmful answers 0.000 [0.000, ") and "not validated" in lines[0]
+
+
+def test_more_flagged_answers_than_the_budget_are_sampled_with_their_probability():
+    answers, checks, metrics = _night()
+    p = HarmSurveyParams(enabled="on", flagged_per_system=4)
+    design = survey_design(answers, flagged_answers(checks, metrics, 0.5), p).filter((pl.col("system_id") == "serves") & (pl.col("stratum") == "flagged"))
+    assert design["drawn"].sum() == 4 and design["inclusion_probability"].unique().to_list() == [0.4]
+    row = harm_rates(_judged(answers, checks, metrics, p)).filter((pl.col("system_id") == "serves") & (pl.col("harm_category") == "any")).row(0, named=True)
+    assert row["flagged_judged"] == 4 and row["rate"] == 10 / 50  # 4 of 4 judged harmful → all 10 flagged, by design
+
+
+def test_enabled_on_in_a_campaign_file_is_the_mode_not_a_boolean():
+    from hcat_pipeline.campaign_spec import parse_campaign
+
+    spec = parse_campaign("systems: [{system_id: a, retriever: bm25}]\nharm_judge: {enabled: on}\njudge: {enabled: off}\n")
+    assert spec.harm_judge.enabled == "on" and spec.judge.enabled == "off"

@@ -93,3 +93,23 @@ def test_the_report_section_shows_agreement_with_its_interval_and_who_decides():
     assert row[:4] == ["groundedness", "large", "small", "2"] and row[4].startswith("0.50 [")
     assert row[6] == "1" and row[7].startswith("no — ")  # one disagreement sent to the queue; the judge decides
     assert ensemble_section(None).why.startswith("no ensemble this night")
+
+
+def test_the_ensemble_never_replaces_a_row_the_judge_could_not_score_nor_stands_in_with_one_member():
+    primary = pl.DataFrame({"case_id": ["c1", "c2"], "system_id": ["s", "s"], "dimension": ["groundedness"] * 2, "score": [None, 4],
+                            "passed": [None, True], "validated": [False, False], "validation_kappa": [0.1, 0.1],
+                            "validation_reason": ["x"] * 2, "judge_model": ["small"] * 2, "justification": [None, "ok"]})  # fmt: skip
+    single = _night().filter(~((pl.col("case_id") == "c2") & (pl.col("judge_model") == "large")))  # c2: one judge only
+    ens = E.ensemble_rows(single, 4).with_columns(pl.lit(E.ENSEMBLE).alias("judge_model"), pl.lit(True).alias("used"),
+                                                  pl.lit(True).alias("validated"), pl.lit(0.8).alias("validation_kappa"),
+                                                  pl.lit(None, pl.String).alias("validation_reason"))  # fmt: skip
+    assert E.with_ensemble(primary, ens).equals(primary)  # c1: the judge errored; c2: a member alone is not an ensemble
+
+
+def test_the_ensemble_is_held_to_the_judges_rule():
+    # each judge wrong on its own third, and all three wrong on every tenth item: the ensemble is right on 9 in 10
+    judges = {f"judge{j}": (lambda i, j=j: (i // 2) % 3 != j and i % 10 != 0) for j in range(3)}
+    point = E.choose_scorer(_labelled(judges, n=60), 4, kappa_floor=0.6, min_items=10).row(0, named=True)
+    ci_low = E.choose_scorer(_labelled(judges, n=60), 4, kappa_floor=0.6, min_items=10, rule="ci_low").row(0, named=True)
+    assert point["ensemble_kappa"] > 0.6 > point["ensemble_kappa_ci_low"], point
+    assert point["ensemble_used"] and not ci_low["ensemble_used"]  # the point κ clears the floor, its CI's low end does not

@@ -233,10 +233,13 @@ def judge_ensemble(context: dg.AssetExecutionContext, config: JudgeScoresConfig,
         why = "no ensemble configured (judge.ensemble)" if not config.ensemble else "the judge scored no answer this night"
         context.add_output_metadata({"skipped": why, "dagster/row_count": 0})
         return pl.DataFrame(schema=ENSEMBLE_SCHEMA)
-    members = [named_llm(llm, s, f"judge_ensemble (judge.ensemble[{i}])") for i, s in enumerate(config.ensemble)]
+    members, left_out = _members(llm, config.ensemble, primary.fingerprint())
+    if not members:
+        context.add_output_metadata({"skipped": "no ensemble member can judge: " + "; ".join(left_out), "dagster/row_count": 0})
+        return pl.DataFrame(schema=ENSEMBLE_SCHEMA)
     refs = golden_set.select("case_id", "reference_answer").unique("case_id", keep="first")
-    frame = rag_responses.join(refs, on="case_id", how="left").join(scored.select("case_id", "system_id").unique(),
-                                                                   on=["case_id", "system_id"], how="semi")  # fmt: skip
+    frame = without_planted(drop_canaries(rag_responses)).join(refs, on="case_id", how="left").join(  # what the judge read
+        scored.select("case_id", "system_id").unique(), on=["case_id", "system_id"], how="semi")
     items, dims = judge_items(frame, golden_set, cfg.dimensions), sorted(scored["dimension"].unique().to_list())
     keys = ["case_id", "system_id", "dimension"]
     per_judge = [scored.select(*keys, pl.col("score").cast(pl.Float64), pl.lit(primary.fingerprint()).alias("judge_model"))]
@@ -263,10 +266,29 @@ def judge_ensemble(context: dg.AssetExecutionContext, config: JudgeScoresConfig,
     out = out.select([pl.col(c).cast(t) if c in out.columns else pl.lit(None, t).alias(c) for c, t in ENSEMBLE_SCHEMA.items()])
     agreement = agreement_table(judged, cfg.pass_threshold)
     context.add_output_metadata({"dagster/row_count": out.height, "members": names, "member_errors": errors,
+                                 "members_left_out": dg.MetadataValue.json(left_out),
                                  "disagreements": int((ens["judges_agree"] == False).sum()),  # noqa: E712
                                  "used_for": dg.MetadataValue.json(sorted(d for d in dims if choice.get(d, {}).get("ensemble_used"))),
                                  "agreement": preview(agreement, 40, 60)})  # fmt: skip
     return out
+
+
+def _members(llm: LLM, specs: list, primary: str) -> tuple[list[LLM], list[str]]:
+    """The ensemble's usable members: a model that cannot be loaded, or one already judging (the judge itself, a
+    member named twice), is left out with the reason — the night goes on with the others."""
+    members, left_out, seen = [], [], {primary}
+    for i, spec in enumerate(specs):
+        try:
+            member = named_llm(llm, spec, f"judge.ensemble[{i}]")
+        except dg.Failure as e:
+            left_out.append(str(e.description or e))
+            continue
+        if member.fingerprint() in seen:
+            left_out.append(f"judge.ensemble[{i}]: {member.fingerprint()} judges already (the judge or an earlier member)")
+            continue
+        seen.add(member.fingerprint())
+        members.append(member)
+    return members, left_out
 
 
 def _ensemble_lookup(path: str, cfg_hash: str, members: str) -> dict[str, dict]:
@@ -306,7 +328,7 @@ def _ensemble_choice(context, config, llm: LLM, items: list, cfg: JudgeConfig, s
         context.log.info(f"judge_validation: ensemble member {member.fingerprint()} judged {judged.height} items")
     labelled = pl.concat(rows) if rows else pl.DataFrame(schema={"item_id": pl.String, "dimension": pl.String, "score": pl.Int64,
                                                                    "human_label": pl.Int64, "judge_model": pl.String})  # fmt: skip
-    choice = choose_scorer(labelled, cfg.pass_threshold, config.kappa_floor, config.min_items)
+    choice = choose_scorer(labelled, cfg.pass_threshold, config.kappa_floor, config.min_items, config.rule)
     out = table.drop([c for c in ENSEMBLE_CHOICE if c in table.columns]).join(choice, on="dimension", how="left")
     return out, {"ensemble": preview(choice, 20, 160)}
 

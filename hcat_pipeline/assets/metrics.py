@@ -37,7 +37,7 @@ from hcat_pipeline.resources.multilingual import MultilingualEncoder
 from hcat_pipeline.resources.nli import NLIModel
 from hcat_pipeline.resources.pii import PIIDetector
 from hcat_pipeline.responses.retrieval import without_planted
-from hcat_pipeline.schemas import RAG_RESPONSES, conform
+from hcat_pipeline.schemas import RAG_RESPONSES, conform, with_added_later
 
 _KEEP = ("case_id", "system_id", "config_hash", "golden_set_version", "night", "campaign_sha256", "reused_from",
          "category", "query_type", "expected_behavior", "query", "answer", "reference", "planted_passages", "error")
@@ -106,6 +106,7 @@ def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector:
        description="The night's responses with their references, one shard per system × run of cases.")
 def plan_metric_shards(context: dg.OpExecutionContext, config: MetricsConfig, rag_responses: pl.LazyFrame, golden_set: pl.DataFrame):
     # a scan of the stored responses: only the ids are read here, each shard's rows are written by its own output
+    rag_responses = with_added_later(rag_responses)  # a night stored before tool_calls existed
     conform(rag_responses.head(0).collect(), RAG_RESPONSES)
     gs_cols = [c for c in ("case_id", "reference_answer", "category", "query_type", "expected_behavior") if c in golden_set.columns]
     refs = golden_set.select(gs_cols).unique("case_id", keep="first").rename({"reference_answer": "reference"})

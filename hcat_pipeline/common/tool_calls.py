@@ -10,11 +10,17 @@ import json
 def tool_calls_json(value) -> str | None:
     """The reply's tool calls as a JSON list (a single object becomes a list of one); None when there are none.
     Raises ValueError when the value is not a list of objects each with a ``name`` (a bad reply, said with its reason)."""
+    if isinstance(value, str) and value.strip().startswith(("[", "{")):  # already stored as JSON (a parquet import)
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"tool calls are not valid JSON: {e.msg}") from None
     if value is None or value == []:
         return None
     calls = value if isinstance(value, list) else [value]
     for i, c in enumerate(calls):
-        if not isinstance(c, dict) or not str(c.get("name") or c.get("function", {}).get("name", "")).strip():
+        fn = c.get("function") if isinstance(c, dict) and isinstance(c.get("function"), dict) else {}
+        if not isinstance(c, dict) or not str(c.get("name") or fn.get("name") or "").strip():
             raise ValueError(f"tool call {i + 1} is not an object with a name: {str(c)[:120]!r}")
     return json.dumps(calls, ensure_ascii=False, sort_keys=True)
 

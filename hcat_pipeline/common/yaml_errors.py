@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import yaml
 from pydantic import ValidationError
+
+
+class _Yaml12Bools(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true / false. YAML 1.1 also reads yes / no / on / off as booleans, so a mode such as
+    ``enabled: on`` reached the schema as True and was refused; a bool field still accepts "on" / "yes" (pydantic)."""
+
+
+_BOOL = "tag:yaml.org,2002:bool"
+_Yaml12Bools.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag != _BOOL]
+                                        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}  # fmt: skip
+_Yaml12Bools.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
 def yaml_line_of(node, loc: tuple) -> int | None:
@@ -41,8 +53,8 @@ def load_yaml_mapping(text: str, source: str, error: type[Exception], what: str)
     """(data, composed root) of a YAML file that must be a mapping; ``error`` names the line of a syntax error or of a
     non-mapping document (``what``: what such a file is, for the message)."""
     try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
+        data = yaml.load(text, Loader=_Yaml12Bools)  # noqa: S506 (a SafeLoader)
+        root = yaml.compose(text, Loader=_Yaml12Bools)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise error(f"{source}:{mark.line + 1 if mark else 1}: not valid YAML: {getattr(e, 'problem', e)}") from e

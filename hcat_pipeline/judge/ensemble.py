@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from itertools import combinations
+from typing import Literal
 
 import polars as pl
 
@@ -29,6 +30,7 @@ from hcat_pipeline.judge.audit import judge_agreement, wilson
 from hcat_pipeline.schemas import ENSEMBLE_CHOICE
 
 ENSEMBLE = "ensemble"  # the judge_model of the aggregated rows
+Rule = Literal["point", "ci_low"]
 NIGHT_KEYS = ("case_id", "system_id", "dimension")
 AGREEMENT_SCHEMA = {"dimension": pl.String, "judge_a": pl.String, "judge_b": pl.String, "n": pl.Int64, "agree": pl.Int64,
                     "agree_share": pl.Float64, "agree_ci_low": pl.Float64, "agree_ci_high": pl.Float64, "kappa": pl.Float64,
@@ -58,6 +60,8 @@ def agreement_table(per_judge: pl.DataFrame, pass_threshold: int, keys: Sequence
     item = [k for k in keys if k != "dimension"]
     rows = []
     members = per_judge.filter((pl.col("judge_model") != ENSEMBLE) & pl.col("score").is_not_null())
+    if "passed" in members.columns:  # the verdicts as stored (the judge's own threshold)
+        members = members.with_columns(pl.when(pl.col("passed")).then(pass_threshold).otherwise(0).alias("score"))
     for dim in sorted(members["dimension"].unique().to_list()):
         mine = members.filter(pl.col("dimension") == dim)
         for a, b in combinations(sorted(mine["judge_model"].unique().to_list()), 2):
@@ -78,16 +82,17 @@ def half(item_id: str) -> str:
     return "choose" if hashlib.sha256(f"ensemble-split:{item_id}".encode()).digest()[0] % 2 == 0 else "report"
 
 
-def _kappa(frame: pl.DataFrame, pass_threshold: int, floor: float, min_items: int) -> dict:
+def _kappa(frame: pl.DataFrame, pass_threshold: int, floor: float, min_items: int, rule: Rule = "point") -> dict:
     verdicts = [None if s is None else int(s >= pass_threshold) for s in frame["score"].to_list()]
-    return judge_agreement(verdicts, frame["human_label"].to_list(), "binary", floor, min_items)
+    return judge_agreement(verdicts, frame["human_label"].to_list(), "binary", floor, min_items, rule)
 
 
-def choose_scorer(labelled: pl.DataFrame, pass_threshold: int, kappa_floor: float, min_items: int) -> pl.DataFrame:
+def choose_scorer(labelled: pl.DataFrame, pass_threshold: int, kappa_floor: float, min_items: int, rule: Rule = "point") -> pl.DataFrame:
     """``labelled``: one row per ``item_id`` × ``dimension`` × ``judge_model`` (the members) with ``score`` and the
     human's binary ``human_label``. Per dimension (``CHOICE_SCHEMA``): the ensemble is used when, on the ``choose``
     half, its κ beats every member's κ; its κ, CI, n and ``validated`` (κ ≥ floor with ≥ ``min_items``) come from the
-    ``report`` half alone. Fewer than two members, or no labels: not used, with the reason."""
+    ``report`` half alone, under the judge's own ``rule`` (point κ or its CI's low end against the floor). Fewer than
+    two members, or no labels: not used, with the reason."""
     rows = []
     for dim in sorted(labelled["dimension"].unique().to_list()):
         mine = labelled.filter(pl.col("dimension") == dim).with_columns(
@@ -102,7 +107,7 @@ def choose_scorer(labelled: pl.DataFrame, pass_threshold: int, kappa_floor: floa
         pick = {m: _kappa(mine.filter((pl.col("judge_model") == m) & (pl.col("half") == "choose")), pass_threshold, kappa_floor, 1)
                 for m in members}  # fmt: skip
         pick_ens = _kappa(ens.filter(pl.col("half") == "choose"), pass_threshold, kappa_floor, 1)
-        rep = _kappa(ens.filter(pl.col("half") == "report"), pass_threshold, kappa_floor, min_items)
+        rep = _kappa(ens.filter(pl.col("half") == "report"), pass_threshold, kappa_floor, min_items, rule)  # the judge's own rule
         said = ", ".join(f"{m} κ {_fmt(pick[m]['kappa'])}" for m in members)
         chosen_on = f"choose half (n {pick_ens['n']}): {said}, ensemble κ {_fmt(pick_ens['kappa'])}"
         # a member whose κ is undefined (every verdict alike) is beaten by any defined κ
@@ -131,17 +136,19 @@ def disagreement_flags(ensemble: pl.DataFrame | None) -> pl.DataFrame:
 
 def with_ensemble(primary: pl.DataFrame | None, ensemble: pl.DataFrame | None) -> pl.DataFrame | None:
     """The judge rows the gates read: ``primary`` (llm_judge_scores), with the ensemble's rows in place of the primary
-    judge's on the dimensions where the ensemble was chosen (``used``); the mean floored to the 1-5 scale (floor ≥ the
-    threshold exactly when the mean is), ``passed`` and ``validated`` the ensemble's own."""
+    judge's on the dimensions where the ensemble was chosen (``used``), where the judge scored the answer and two judges
+    or more did; the mean floored to the 1-5 scale (floor ≥ the threshold exactly when the mean is; a gate reading the
+    mean score reads it up to 0.5 low), ``passed`` and ``validated`` the ensemble's own."""
     if primary is None or ensemble is None or ensemble.height == 0:
         return primary
-    used = ensemble.filter((pl.col("judge_model") == ENSEMBLE) & pl.col("used"))
+    # only where every reading is an ensemble's: two judges or more (a member alone is not one)
+    used = ensemble.filter((pl.col("judge_model") == ENSEMBLE) & pl.col("used") & (pl.col("n_judges") >= 2))
     if used.height == 0:
         return primary
     swap = primary.join(used.select(*NIGHT_KEYS, pl.col("score").alias("_s"), pl.col("passed").alias("_p"),
                                     pl.col("validated").alias("_v"), pl.col("validation_kappa").alias("_k"),
                                     pl.col("validation_reason").alias("_r"), pl.col("scores").alias("_j")), on=list(NIGHT_KEYS), how="left")  # fmt: skip
-    hit = pl.col("_s").is_not_null()
+    hit = pl.col("_s").is_not_null() & pl.col("score").is_not_null()  # a row the judge could not score keeps its error
     return swap.with_columns(
         pl.when(hit).then(pl.col("_s").floor().cast(pl.Int64)).otherwise(pl.col("score")).alias("score"),
         pl.when(hit).then(pl.col("_p")).otherwise(pl.col("passed")).alias("passed"),

@@ -91,7 +91,8 @@ DIMENSIONS: dict[str, Dimension] = {
     # golden-eval §11.2 sensitivity tests: the handling the case expects (a referral, a caveat, neutrality — not refused
     # outright); asked only of the sensitive cases (the others have no handling), opt-in, validated like every dimension
     # golden-eval §3.2.2 TOOL_USE_CORRECTNESS ("right tool, right arguments, right step", judged over the tool-call trace):
-    # asked only of answers that came with tool calls (an HTTP system's tool_calls_path); opt-in, validated like every one
+    # asked only of answers that came with tool calls (an HTTP system's tool_calls_path); opt-in. No label source carries
+    # tool calls yet (judge.data / campaign_labels), so it cannot be validated here and decides nothing
     "tool_use_correctness": Dimension("tool_use_correctness", ("query", "tool_calls"), "tool-use correctness",
                                       "Which response's tool calls use the right tool, with the right arguments, at the right step?"),
     "sensitive_care": Dimension("sensitive_care", ("query", "handling"), "care on a sensitive topic",

@@ -213,7 +213,7 @@ def ensemble_section(ensemble: pl.DataFrame | None, pass_threshold: int = 4, why
                      kappa, str(int((mine["judges_agree"] == False).sum())),  # noqa: E712
                      "yes" if used else f"no — {(mine['validation_reason'][0] if mine.height else None) or 'not chosen: the judge decides'}"])  # fmt: skip
     return Section("judge_ensemble", title, columns=["dimension", "judge", "judge", "n", "agree [95% CI]", "Cohen's κ [95% CI]",
-                                                     "disagreements (to the review queue)", "ensemble decides"], rows=rows,
+                                                     "disagreements in the dimension (to the review queue)", "ensemble decides"], rows=rows,
                    note="Each judge scored the same answers; the ensemble's score is their mean. It decides a dimension only where "
                    "it beat each judge on half of the held-out human labels and held on the other half (judge_validation with "
                    "the same ensemble); elsewhere the judge decides. A disagreement raises the item in the review queue's design.")  # fmt: skip
