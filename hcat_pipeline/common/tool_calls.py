@@ -7,6 +7,12 @@ from __future__ import annotations
 import json
 
 
+def _name_and_arguments(call: dict) -> tuple[str, object]:
+    """A call's tool name and arguments, as given or in OpenAI's ``function`` shape."""
+    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    return str(call.get("name") or fn.get("name") or "").strip(), call.get("arguments", fn.get("arguments"))
+
+
 def tool_calls_json(value) -> str | None:
     """The reply's tool calls as a JSON list (a single object becomes a list of one); None when there are none.
     Raises ValueError when the value is not a list of objects each with a ``name`` (a bad reply, said with its reason)."""
@@ -19,8 +25,7 @@ def tool_calls_json(value) -> str | None:
         return None
     calls = value if isinstance(value, list) else [value]
     for i, c in enumerate(calls):
-        fn = c.get("function") if isinstance(c, dict) and isinstance(c.get("function"), dict) else {}
-        if not isinstance(c, dict) or not str(c.get("name") or fn.get("name") or "").strip():
+        if not isinstance(c, dict) or not _name_and_arguments(c)[0]:
             raise ValueError(f"tool call {i + 1} is not an object with a name: {str(c)[:120]!r}")
     return json.dumps(calls, ensure_ascii=False, sort_keys=True)
 
@@ -31,9 +36,7 @@ def tool_trace(stored: str | None, max_chars: int = 3000) -> str:
         return ""
     lines = []
     for i, c in enumerate(json.loads(stored)):
-        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
-        name = c.get("name") or fn.get("name")
-        args = c.get("arguments", fn.get("arguments"))
+        name, args = _name_and_arguments(c)
         line = f"{i + 1}. {name}({json.dumps(args, ensure_ascii=False) if not isinstance(args, str) else args})"
         if c.get("result") is not None:
             line += f" → {str(c['result'])[:300]}"
