@@ -18,3 +18,5 @@ REPORTS_DIR = Path(os.environ.get("HCAT_REPORTS_DIR", DATA_DIR / "reports"))  # 
 CACHE_DIR = Path(os.environ.get("HCAT_CACHE_DIR", Path.home() / ".cache" / "hcat_pipeline"))
 EMBEDDING_CACHE_DIR = Path(os.environ.get("HCAT_EMBEDDING_CACHE_DIR", CACHE_DIR / "embeddings"))
 MODELS_DIR = CACHE_DIR / "models"
+# scored frames by content (metrics.score_cache); HCAT_SCORE_CACHE_DIR="" turns the cache off
+SCORE_CACHE_DIR = os.environ.get("HCAT_SCORE_CACHE_DIR", str(CACHE_DIR / "scores"))

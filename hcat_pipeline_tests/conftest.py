@@ -1,10 +1,14 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# one score cache per test run (metrics.score_cache), shared by the run's tests and the processes they start; set before
+# hcat_pipeline.paths is imported
+os.environ.setdefault("HCAT_SCORE_CACHE_DIR", tempfile.mkdtemp(prefix="hcat-score-cache-"))
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,7 @@
 """The metric registry and the scorer's failure rules, with a deterministic stand-in embedding (fast).
 The real models go through ``score()`` in test_metrics_api.py."""
 
-import hashlib
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -12,23 +10,7 @@ from hcat_pipeline.metrics.batch import Resources
 from hcat_pipeline.metrics.options import ScoreOptions
 from hcat_pipeline.metrics.registry import NEEDS, MetricUnavailable, metric, registered, resolve_metrics
 from hcat_pipeline.metrics.scoring import score_frame
-
-FRAME = pl.DataFrame({
-    "query": ["Where is the tower?", "Where is the tower?"],
-    "contexts": [["The tower is in Paris. It is tall."], ["The tower is in Paris."]],
-    "answer": ["The tower is in Paris.", None],
-    "error": [None, "timeout"],
-})  # fmt: skip
-
-
-def fake_embed(texts):
-    """Unit vectors seeded by the text: equal texts → cosine 1, different texts → near 0."""
-    out = []
-    for t in texts:
-        rng = np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16))
-        v = rng.normal(size=64)
-        out.append(v / np.linalg.norm(v))
-    return np.asarray(out, dtype=np.float32)
+from hcat_pipeline_tests.metrics_data import FRAME, fake_embed
 
 
 @pytest.fixture

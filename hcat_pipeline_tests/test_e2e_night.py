@@ -34,6 +34,7 @@ name: e2e
 corpus:
   paths: [corpus]
 generation:
+  llm: {{model: qwen2.5-0.5b-instruct-q4_k_m, reuse_prompt_prefix: true}}   # the generator is not what this night tests
   sample_size: 6
   cases_per_stratum: 1
   max_requests_per_stratum: 2

@@ -30,6 +30,7 @@ NIGHTS = ("2026-11-21", "2026-11-22")
 CAMPAIGN = """name: chain
 corpus: {paths: [corpus]}
 generation:
+  llm: {model: qwen2.5-0.5b-instruct-q4_k_m, reuse_prompt_prefix: true}   # the generator is not what this chain tests
   sample_size: 4
   cases_per_stratum: 1
   max_requests_per_stratum: 2

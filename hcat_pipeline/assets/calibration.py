@@ -22,6 +22,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.assets._score_cache import score_cache
 from hcat_pipeline.automation import ON_ANY_RUN_UPDATE
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, campaign_label_scores, long_scores
 from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA, CalibrationResult, fit_calibration
@@ -57,16 +58,18 @@ def reference_label_scores(
     multilingual_encoder: MultilingualEncoder,
 ) -> pl.DataFrame:
     frames, info_all = [], {}
+    cache = score_cache(embedding_model, nli_model, multilingual_encoder)  # the same labels every night: scored once
     for name in config.sets:
         ref = load_reference(name)
         metrics = config.metrics_by_set.get(name) or list(REFERENCE_SETS[name].metrics)
         try:
             scored, info = score_frame(ref.select("query", "contexts", "answer"), metrics, embed=embedding_model.embed,
                                          embed_layers=embedding_model.layer_features, nli=nli_model,
-                                         multilingual=multilingual_encoder, device=embedding_model.device)
+                                         multilingual=multilingual_encoder, device=embedding_model.device, cache=cache)
         except MetricUnavailable as e:
             raise dg.Failure(f"reference_label_scores: {name}: {e}") from e
-        info_all[name] = {"metrics": metrics, "rows_scored": info["rows_scored"], "seconds": info["seconds"]}
+        info_all[name] = {"metrics": metrics, "rows_scored": info["rows_scored"], "seconds": info["seconds"],
+                          "score_cache": info.get("cache", "off")}
         long = pl.concat(
             [ref.select("set", "item_id", "dimension", "label", "split", pl.lit(m).alias("metric"), scored[m].cast(pl.Float64).alias("score"))
              for m in metrics]

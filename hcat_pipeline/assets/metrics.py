@@ -18,6 +18,7 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
+from hcat_pipeline.assets._score_cache import score_cache
 from hcat_pipeline.assets._shards import emit_work, shard_config_mapping, shard_log
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.common.canary_ids import drop_canaries, is_canary
@@ -91,6 +92,7 @@ def _score(config: MetricsConfig, embedding_model: EmbeddingModel, pii_detector:
             multilingual=multilingual_encoder,  # its model loads only when a metric needing it is requested
             embed_stats=lambda: embedding_model.last_stats.as_metadata(),
             device=embedding_model.device,
+            cache=score_cache(embedding_model, pii_detector, nli_model, multilingual_encoder),  # unchanged answers: reused
             **config.model_dump(exclude={"metrics", "extra_metrics", "allow_unavailable", "shard_cases", "long_document_min_chunks", "corpus_dir"}),
         )
     except MetricUnavailable as e:
@@ -134,7 +136,8 @@ def score_shard(context: dg.OpExecutionContext, config: MetricsConfig, embedding
     rows = as_frame(work["rows"])
     scored, info = _score(config, embedding_model, pii_detector, nli_model, multilingual_encoder, rows)
     info["models"] = {"embedding": embedding_model.model_id, "nli": nli_model.fingerprint()}  # drift checks (gates.drift)
-    shard_log(context, work["shard"], f"{info['rows_scored']} scored, {info['rows_skipped']} skipped in {info['seconds']:.1f}s")
+    reused = " (reused: the same inputs scored before)" if info.get("cache") == "hit" else ""
+    shard_log(context, work["shard"], f"{info['rows_scored']} scored, {info['rows_skipped']} skipped in {info['seconds']:.1f}s{reused}")
     return {"shard": work["shard"], "frame": scored, "info": info, "columns": rows.columns}
 
 

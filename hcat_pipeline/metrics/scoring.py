@@ -29,6 +29,7 @@ import polars as pl
 from hcat_pipeline.metrics.batch import LOAD_ERRORS, Batch, Resources
 from hcat_pipeline.metrics.options import ScoreOptions
 from hcat_pipeline.metrics.registry import FIXES, RESOURCES, STR_LIST, Metric, MetricUnavailable, registered, resolve_metrics
+from hcat_pipeline.metrics.score_cache import ScoreCache, frame_key
 from hcat_pipeline.resources.devices import Device
 
 SENTENCE_COLUMNS = {"query_sentences": "query", "context_sentences": "context", "answer_sentences": "answer"}
@@ -43,6 +44,7 @@ def score_frame(
     progress: bool = False,
     embed_stats: Callable[[], dict] | None = None,
     device: Device = "cpu",
+    cache: ScoreCache | None = None,
     **options: Any,
 ) -> tuple[pl.DataFrame, dict]:
     """Score ``frame``; returns (frame + metric and explanation columns, info dict). See the module docstring.
@@ -52,6 +54,8 @@ def score_frame(
     ``multilingual``, ``llm`` (instances, or zero-argument factories called only when a requested
     metric needs them) and the ``ScoreOptions`` fields (``aggregation`` may be a {metric: method} dict).
     ``device``: where the metrics' own fine-tuned encoders run (the toxicity head's; pass the embedding model's).
+    ``cache``: a ``ScoreCache`` whose ``models`` name the resources given; the same inputs scored before are read from it
+    (``info["cache"]`` says ``hit`` or ``miss``), a result with an unavailable metric is never stored.
     """
     t_start = time.perf_counter()
     given = {k: options.pop(k) for k in RESOURCES if k in options}
@@ -60,6 +64,12 @@ def score_frame(
     wanted = resolve_metrics(metrics, batch.has_reference)
     if unknown := set(opts.aggregation_by_metric) - set(registered()):
         raise ValueError(f"aggregation for unknown metrics {sorted(unknown)}; known metrics: {sorted(registered())}")
+    key = None
+    if cache is not None and sentence_weights is None:
+        key = frame_key(frame, [m.name for m in wanted], opts, {**cache.models, "given": sorted(given), "device": device})
+        if (entry := cache.get(key)) is not None:
+            columns, info = entry
+            return frame.with_columns(columns), {**info, "cache": "hit", "seconds": round(time.perf_counter() - t_start, 4)}
     resources = Resources(batch.has_reference, device, **given)
     unavailable: dict[str, MetricUnavailable] = {}
     timings: dict[str, float | int] = {}
@@ -132,6 +142,10 @@ def score_frame(
     }
     if embed_stats is not None and embedders:
         info["embedding"] = embed_stats()
+    if key is not None:
+        info["cache"] = "miss"
+        if not unavailable:
+            cache.put(key, pl.DataFrame(new), info)
     return frame.with_columns(new), info
 
 
@@ -159,4 +173,6 @@ def merge_score_infos(infos: Sequence[dict]) -> dict:
         out["metrics_unavailable"].update(info["metrics_unavailable"])
     out["metrics_computed"] = [m for m in out["metrics_requested"] if m not in out["metrics_unavailable"]]
     out["shards"] = len(infos)
+    out["shards_reused"] = sum(info.get("cache") == "hit" for info in infos)  # read from the score cache, not recomputed
+    out.pop("cache", None)
     return out
