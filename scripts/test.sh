@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
 ruff check hcat_pipeline hcat_pipeline_tests benchmarks
-python -m pytest -q "$@"
+# --durations=25: the 25 slowest tests are printed every run, so the suite's growth shows in each submission
+python -m pytest -q --durations=25 "$@"
