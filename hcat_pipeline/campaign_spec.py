@@ -206,7 +206,7 @@ class CampaignSpec(Strict):
         "cases a person accepted or edited on the review page (golden-eval §2.5) — the report's first screen says which and how many")
     shipped_review: str = Field(
         default="", description="a folder of reviews shipped with the campaign (<version>.decisions.jsonl, written by `hcat "
-        "review --ship`), relative to this file: a generated version with one is curated by it before the night (gates_read: "
+        "ship-review VERSION`), relative to this file: a generated version with one is curated by it before the night (gates_read: "
         "reviewed then reads the reviewed cases); one without is said in capitals on the first screen (review.shipped)")
     retry_failed: bool = Field(default=True, description="re-ask checkpointed failures when a run resumes")
     provider_retries: int = Field(

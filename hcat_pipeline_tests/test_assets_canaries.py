@@ -75,7 +75,8 @@ def _run(responses_fn, warehouse, night: str) -> dict[str, pl.DataFrame]:
     return {a: pl.read_parquet(warehouse / a / "v1" / f"{night}.parquet") for a in ("metric_tables", "behaviour_checks", "retrieval_metrics")}
 
 
-def test_parents_byte_identical_with_and_without_canaries(tmp_path):
+def test_parents_byte_identical_with_and_without_canaries(tmp_path, monkeypatch):
+    monkeypatch.setattr("hcat_pipeline.assets._score_cache.SCORE_CACHE_DIR", "")  # both runs score: none reads the other's scores
     without = _run(_parents, tmp_path / "a", "2026-11-20")
     with_c = _run(_with_canaries, tmp_path / "b", "2026-11-20")
     for asset, frame in without.items():

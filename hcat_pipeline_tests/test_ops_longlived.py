@@ -2,9 +2,11 @@
 metadata); a golden set's manifest says when and by which run it was frozen, beside byte-identical
 content; duplicate case ids in a curated import are errors, never dropped."""
 
+import datetime
 import json
 import os
 import time
+from types import SimpleNamespace
 
 import dagster as dg
 import numpy as np
@@ -86,12 +88,22 @@ def test_chunk_embeddings_records_cache_size_after_gc(tmp_path):
     assert meta["embedding_cache_shards_after"].value == 1 and meta["embedding_cache_bytes_after"].value > 0
 
 
-def test_manifest_records_when_and_by_which_run_beside_identical_content(tmp_path):
+class _Clock(datetime.datetime):
+    """A wall clock that reads 12:00:00, then 12:00:07, …: two freezes are seconds apart without waiting for it."""
+
+    ticks = iter(range(0, 3600, 7))
+
+    @classmethod
+    def now(cls, tz=None):
+        return datetime.datetime(2026, 12, 7, 12, 0, 0, tzinfo=tz) + datetime.timedelta(seconds=next(cls.ticks))
+
+
+def test_manifest_records_when_and_by_which_run_beside_identical_content(tmp_path, monkeypatch):
     from hcat_pipeline.golden.cases import frozen_by
 
+    monkeypatch.setattr("hcat_pipeline.golden.cases.dt", SimpleNamespace(datetime=_Clock, date=datetime.date, UTC=datetime.UTC))
     frame = cases_frame(_cases())
     a = freeze_version(frame, "v1", tmp_path / "a", created_at="2025-01-02", provenance={"run_id": "run-1"})
-    time.sleep(1.1)
     b = freeze_version(frame, "v1", tmp_path / "b", created_at="2025-01-02", provenance={"run_id": "run-2"})
     assert (tmp_path / "a" / "v1" / "golden_set.parquet").read_bytes() == (tmp_path / "b" / "v1" / "golden_set.parquet").read_bytes()
     assert a["content_sha256"] == b["content_sha256"] and a["table_sha256"] == b["table_sha256"]

@@ -108,7 +108,7 @@ def apply_shipped_review(review_dir: str | Path, version: str, golden_dir: str |
         return ShippedReview(version, False, (
             f"SHIPPED REVIEW NOT APPLIED: {review_dir} holds the review of {', '.join(have) or 'no version'}, not of {version} — "
             "the generator or the corpus changed, so tonight's cases are unreviewed; review them on the curate page and ship "
-            "the decisions (hcat review --ship)"))  # fmt: skip
+            "the decisions (hcat ship-review VERSION)"))  # fmt: skip
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, work / src.name)
