@@ -62,6 +62,30 @@ def test_a_generated_version_without_a_shipped_review_is_said_in_capitals(projec
     assert out.note.startswith("SHIPPED REVIEW NOT APPLIED") and "gs-000000000000" in out.note and VERSION in out.note
 
 
+def test_a_review_of_another_version_still_decides_the_cases_both_hold(project, tmp_path):
+    """The generation moved on part of the set (another machine's arithmetic, say): the shipped decisions on the cases the
+    new version still holds (same case id = same content) apply, the new cases stay unreviewed, the note says so in capitals."""
+    from hcat_pipeline.golden.cases import cases_frame, freeze_version, new_case
+
+    ids = _decide(project)  # accept ids[0], edit ids[1], reject ids[2]
+    shipped = tmp_path / "review"
+    ship_review(project.curation_dir, VERSION, shipped, "f" * 16)
+    base, _ = load_version(VERSION, project.golden_dir)
+    moved = [r for r in base.iter_rows(named=True) if r["case_id"] != ids[0] and r["base_case_id"] != ids[0]]  # one case changed…
+    fresh = new_case(category="happy_path", query_type="simple", query="What does the pass statement do when executed?",
+                     reference_answer="Nothing happens.", expected_behavior="answer", source_chunk_ids=["c1"])  # … into this one
+    freeze_version(cases_frame([*moved, fresh]), "gs-moved", project.golden_dir, created_at="2026-11-27")
+    out = apply_shipped_review(shipped, "gs-moved", project.golden_dir, tmp_path / "work")
+    assert out.matched and out.version.startswith("gs-moved-reviewed-")
+    frame, _ = load_version(out.version, project.golden_dir)
+    s = review_summary(frame, "reviewed")
+    assert s["n_reviewed"] == 1  # the edit of ids[1]; ids[0] (accepted) is not in this version, ids[2] was rejected
+    assert ids[2] not in frame["case_id"].to_list() and fresh["case_id"] in frame["case_id"].to_list()
+    n = len(moved) + 1
+    assert out.note.startswith(f"SHIPPED REVIEW PARTLY APPLIED: the shipped review of {VERSION} decides 2 of the {n} cases of gs-moved")
+    assert f"the other {n - 2} were generated differently" in out.note and "1 rejected, 1 edited" in out.note
+
+
 def test_the_note_reaches_the_gates_cases_read_line():
     from hcat_pipeline.campaign_spec import CampaignSpec, campaign_run_config
 

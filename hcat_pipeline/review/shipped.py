@@ -8,9 +8,14 @@ that made the version, written by ``ship_review``). At campaign time:
 * the generated version has a shipped review ⇒ its decisions are applied and the result frozen as a curated version
   (``<version>-reviewed-<hash of the decisions>``, ``review.curation.freeze_curated``: rejected cases leave, edits make new
   cases, each kept case stamped with who reviewed it when) — the night reads that version;
-* it has none (the generator or the corpus changed, so the case ids moved) ⇒ ``ShippedReview.note`` says so in capitals,
-  on the console's first screen and the report's (the gates then read no reviewed case: every gate is INDETERMINATE);
-  ``test_shipped_review`` fails on the same change — the fingerprint moved — so the review is redone before it lands.
+* it has none, but a shipped review decides some of its cases (a case id is a hash of the case's content: the same id is
+  the same case, so its decision stands — the generator's output moved on part of the set, e.g. where this machine's
+  int8 / float arithmetic tips a selection threshold the other way) ⇒ those decisions are applied as above, the rest of
+  the version stays unreviewed, and the note says "SHIPPED REVIEW PARTLY APPLIED" in capitals with the counts;
+* no shipped decision names any of its cases (the generator or the corpus changed, so the case ids moved) ⇒
+  ``ShippedReview.note`` says so in capitals, on the console's first screen and the report's (the gates then read no
+  reviewed case: every gate is INDETERMINATE); ``test_shipped_review`` fails on a change to the generator — the
+  fingerprint moved — so the review is redone before it lands.
 
 No Dagster import.
 """
@@ -103,17 +108,29 @@ def apply_shipped_review(review_dir: str | Path, version: str, golden_dir: str |
     from hcat_pipeline.golden.review import review_summary
 
     src = Path(review_dir) / f"{version}{DECISIONS}"
-    if not src.is_file():
-        have = shipped_versions(review_dir)
-        return ShippedReview(version, False, (
-            f"SHIPPED REVIEW NOT APPLIED: {review_dir} holds the review of {', '.join(have) or 'no version'}, not of {version} — "
-            "the generator or the corpus changed, so tonight's cases are unreviewed; review them on the curate page and ship "
-            "the decisions (hcat ship-review VERSION)"))  # fmt: skip
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, work / src.name)
+    partly = ""
+    if src.is_file():
+        shutil.copyfile(src, work / src.name)
+    else:  # another version: its decisions on the cases this one holds too (a case id is its content) still stand
+        have = shipped_versions(review_dir)
+        ids = set(load_version(version, golden_dir)[0]["case_id"].to_list())
+        lines = [ln for v in have for ln in (Path(review_dir) / f"{v}{DECISIONS}").read_text(encoding="utf-8").splitlines(keepends=True)
+                 if ln.strip() and json.loads(ln)["case_id"] in ids]  # fmt: skip
+        if not lines:
+            return ShippedReview(version, False, (
+                f"SHIPPED REVIEW NOT APPLIED: {review_dir} holds the review of {', '.join(have) or 'no version'}, not of {version} — "
+                "the generator or the corpus changed, so tonight's cases are unreviewed; review them on the curate page and ship "
+                "the decisions (hcat ship-review VERSION)"))  # fmt: skip
+        (work / src.name).write_text("".join(lines), encoding="utf-8")
+        decided = len({json.loads(ln)["case_id"] for ln in lines})
+        partly = (f"SHIPPED REVIEW PARTLY APPLIED: the shipped review of {', '.join(have)} decides {decided} of the {len(ids)} cases "
+                  f"of {version} (the same case id is the same case); the other {len(ids) - decided} were generated differently — "
+                  "the generator, the corpus, or this machine's libraries or arithmetic changed them — and are unreviewed: review them on the "
+                  "curate page and ship the decisions (hcat ship-review VERSION). ")  # fmt: skip
     log = CurationLog(work, version)
-    curated = f"{version}-reviewed-{short_hash(src.read_bytes().decode('utf-8'), n=6)}"
+    curated = f"{version}-reviewed-{short_hash((work / src.name).read_text(encoding='utf-8'), n=6)}"
     if not (Path(golden_dir) / curated).is_dir():
         raters = sorted({e["rater"] for e in log.entries()})
         freeze_curated(log, golden_dir, curated, check, ", ".join(raters))
@@ -121,6 +138,6 @@ def apply_shipped_review(review_dir: str | Path, version: str, golden_dir: str |
     s = review_summary(frame, "reviewed")
     prov = manifest.get("provenance") or manifest
     count = lambda k: len(v) if isinstance(v := prov.get(k, 0), (dict, list)) else int(v or 0)  # noqa: E731 (a count or the cases)
-    note = (f"{s['n_reviewed']} reviewed cases (by {', '.join(s['reviewers'])}, on {s['last_reviewed_at']}): the shipped review "
+    note = partly + (f"{s['n_reviewed']} reviewed cases (by {', '.join(s['reviewers'])}, on {s['last_reviewed_at']}): the shipped review "
             f"of {version} — {count('rejected')} rejected, {count('edited')} edited, {count('left_with_their_base')} left with their base")  # fmt: skip
     return ShippedReview(curated, True, note)
