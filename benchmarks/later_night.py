@@ -3,10 +3,11 @@
     bash scripts/campaign.sh                       # first: the default night (generates and freezes the golden set)
     python benchmarks/later_night.py [--data data] [--out benchmarks/results/later_night.json]
 
-The default campaign file plus one HTTP system (``their_rag``, a service on loopback answering from the golden set's
-references) runs two nights on a copy of ``--data`` (its frozen golden sets, warehouse and labels; nothing of the
-project's own data is written): night 1 — the service as it was; night 2 — the service changed (every third answer is
-now "I am not sure."). Each night is ``hcat campaign --night`` in a fresh process, timed whole; per stage, the console's
+The default campaign file on the golden-set version the data's last night read (``golden_set_version`` pinned, no
+shipped review, ``gates_read: all``) plus one HTTP system (``their_rag``, a service on loopback answering from the golden
+set's references) runs two nights on a copy of ``--data`` (its frozen golden sets, warehouse with the earlier night's
+answers, labels; nothing of the project's own data is written): night 1 — the service as it was; night 2 — the service
+changed (a third of its answers are now "I am not sure."). Each night is ``hcat campaign --night`` in a fresh process, timed whole; per stage, the console's
 "done in" seconds. Reuse read from what the night stored: the responses taken from an earlier night (``reused_from``),
 the metric shards read from the score cache (``metrics.score_cache``), the reference labels' scoring, the embedding
 cache. Run it alone.
@@ -29,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NIGHTS = ("2026-12-01", "2026-12-02")
+NIGHTS = ("2099-01-01", "2099-01-02")  # after any night the data holds: its answers are "earlier"
 STEP = re.compile(r"✔ (\S+) done in ([0-9.]+)s")
 
 
@@ -71,11 +72,13 @@ def service(golden_sets: list[Path], state: dict):
         server.shutdown()
 
 
-def campaign_file(path: Path, url: str) -> None:
+def campaign_file(path: Path, url: str, version: str) -> None:
+    """The default campaign file on the version the earlier night read, every case read by the gates (a user's default),
+    plus ``their_rag``."""
     import yaml
 
     spec = yaml.safe_load((ROOT / "campaign.yaml").read_text())
-    spec["shipped_review"] = str(ROOT / spec["shipped_review"])  # relative to the project's file, not the copy's
+    spec.update(golden_set_version=version, shipped_review="", gates_read="all")
     spec["systems"].append({"system_id": "their_rag", "http": {"url": url, "request_template": '{"question": "{{query}}"}',
                                                                "answer_path": "answer", "contexts_path": "contexts"}})  # fmt: skip
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -116,8 +119,10 @@ def main() -> None:
     args = ap.parse_args()
     src = Path(args.data)
     versions = sorted(p for p in (src / "golden_sets").glob("*/golden_set.parquet"))
-    if not versions:
-        sys.exit(f"{src}/golden_sets holds no frozen version: run `bash scripts/campaign.sh` first")
+    nights = sorted((src / "warehouse" / "rag_responses").glob("*/*.parquet"), key=lambda p: p.stat().st_mtime)
+    if not versions or not nights:
+        sys.exit(f"{src} holds no night: run `bash scripts/campaign.sh` first")
+    version = nights[-1].parent.name  # the version the last night read: its answers are the earlier night's
     tmp = Path(tempfile.mkdtemp(prefix="later-night-"))
     data = tmp / "data"
     for sub in ("golden_sets", "warehouse", "labels", "curation"):
@@ -132,7 +137,7 @@ def main() -> None:
     results = []
     with service(versions, state) as url:
         cfg = tmp / "campaign.yaml"
-        campaign_file(cfg, url)
+        campaign_file(cfg, url, version)
         for i, key in enumerate(NIGHTS):
             state["changed"] = i == 1
             results.append(night(env, cfg, key))
