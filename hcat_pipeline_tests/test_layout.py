@@ -11,8 +11,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hcat_pipeline"
 # the core: one package per lineage stage (in lineage order) and the shared utilities; no Dagster inside
 STAGES = ("corpus", "golden", "responses", "behaviour", "metrics", "judge", "calibration", "gates", "reports", "exam", "irt")
 # beside the lineage: the review page's core (labelling, curation, interchange; its web app and templates) and production
-# monitoring (the service's traffic logs) — the same guards
-CORE_PACKAGES = ("common", *STAGES, "review", "monitoring")
+# monitoring (the service's traffic logs) and release sign-off (the plan, the evidence bundle, the signed log) — the same guards
+CORE_PACKAGES = ("common", *STAGES, "review", "monitoring", "release")
 
 
 def _imports(path: Path) -> set[str]:
@@ -90,7 +90,7 @@ def test_assets_import_no_command_line_module_and_the_core_imports_no_asset():
 
 # the layers, lowest first: a package imports only packages before it (the scorers of metrics/ are a library the golden
 # set's validity checks and the responses' abstention figures use, below the stages that read them)
-LAYERS = ("common", "irt", "corpus", "metrics", "golden", "responses", "behaviour", "judge", "calibration", "monitoring", "gates", "reports", "exam", "review")
+LAYERS = ("common", "irt", "corpus", "metrics", "golden", "responses", "behaviour", "judge", "calibration", "monitoring", "gates", "release", "reports", "exam", "review")
 
 
 def test_stage_packages_import_only_the_layers_below_them():

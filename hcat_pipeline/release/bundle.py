@@ -1,0 +1,61 @@
+"""The evidence bundle (issue 67 item 3): a manifest of the files a night's decision rests on — each file's SHA-256 and
+size under a name — and one root hash over the sorted list, so one hash names the whole night. ``verify_bundle`` finds
+a changed, missing or added file by name."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from hcat_pipeline.common.ids import canonical_json, sha256_hex
+
+BUNDLE_FILE = "bundle.json"
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def bundle_root(entries: list[dict]) -> str:
+    """The root hash: SHA-256 over the entries sorted by name (name, sha256, bytes)."""
+    return sha256_hex(canonical_json(sorted(({k: e[k] for k in ("name", "sha256", "bytes")} for e in entries),
+                                            key=lambda e: e["name"]), compact=True))  # fmt: skip
+
+
+def make_bundle(files: dict[str, str | Path], base: str | Path) -> dict:
+    """{"files": [{name, path (relative to ``base``), sha256, bytes}], "root": …} for ``files`` (name → path)."""
+    base = Path(base)
+    entries = []
+    for name, path in sorted(files.items()):
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"evidence {name!r}: {p} does not exist")
+        entries.append({"name": name, "path": str(p.resolve().relative_to(base.resolve())), "sha256": file_sha256(p),
+                        "bytes": p.stat().st_size})  # fmt: skip
+    return {"files": entries, "root": bundle_root(entries)}
+
+
+def write_bundle(bundle: dict, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(bundle, indent=1, sort_keys=True))
+    return p
+
+
+def verify_bundle(bundle: dict, base: str | Path) -> list[str]:
+    """What broke, one line each (empty: every file is as hashed and the root is theirs)."""
+    problems = []
+    if bundle_root(bundle["files"]) != bundle["root"]:
+        problems.append(f"the bundle's root {bundle['root'][:12]} is not the hash of its file list (the manifest was edited)")
+    for e in bundle["files"]:
+        p = Path(base) / e["path"]
+        if not p.is_file():
+            problems.append(f"{e['name']}: {e['path']} is missing")
+        elif (digest := file_sha256(p)) != e["sha256"]:
+            problems.append(f"{e['name']}: {e['path']} changed (sha256 {digest[:12]}, the bundle says {e['sha256'][:12]})")
+    return problems
