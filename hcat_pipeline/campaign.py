@@ -28,6 +28,7 @@ import polars as pl
 
 from hcat_pipeline.console import GATE_CHECK_FAILURE, is_release_verdict
 from hcat_pipeline.partitions import FIRST_NIGHT, campaign_run_key, golden_set_version, tonight
+from hcat_pipeline.release.plan import NightPlan
 
 
 def version_for_candidates(candidates: pl.DataFrame) -> str:
@@ -257,6 +258,50 @@ def _shipped_review(spec, version: str, golden_dir, instance, loggers, tags) -> 
     return (shipped.version if _report(curated, quiet=loggers is not None) else None), shipped.note
 
 
+def night_plan(spec, version: str, night: str, golden_dir) -> NightPlan:
+    """The night's plan (``release.plan``) from the campaign file, the frozen version and the gates file in force."""
+    from hcat_pipeline.common.ids import canonical_json, sha256_hex
+    from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE, load_gates
+    from hcat_pipeline.golden.cases import read_manifest
+    from hcat_pipeline.metrics.score_cache import code_fingerprint
+    from hcat_pipeline.release.bundle import file_sha256
+    from hcat_pipeline.release.night import folder_sha256
+
+    digest = lambda v: sha256_hex(canonical_json(v, compact=True))  # noqa: E731
+    gates = {g.name: g.model_dump(mode="json", exclude={"description"}) for g in load_gates(DEFAULT_GATES_FILE).gates}
+    judge = spec.judge.model_dump(mode="json")
+    return NightPlan(
+        campaign=spec.name, night=night, golden_set_version=version,
+        golden_set_sha256=str(read_manifest(version, golden_dir).get("content_sha256", "")),
+        shipped_review=folder_sha256(spec.shipped_review, "*.decisions.jsonl") if spec.shipped_review else "",
+        systems={s.system_id: digest(s.model_dump(mode="json")) for s in spec.systems}, gates_sha256=file_sha256(DEFAULT_GATES_FILE),
+        gates=gates, certify_below=spec.certify_below if spec.certify_below is not None else -1.0, gates_read=spec.gates_read,
+        judge={"config_sha256": digest(judge), "enabled": judge.get("enabled")}, metric_code=code_fingerprint(), seed=spec.case_seed,
+    )  # fmt: skip
+
+
+def _lock_plan(spec, version: str, night: str, golden_dir) -> None:
+    from hcat_pipeline.paths import DATA_DIR
+    from hcat_pipeline.release.night import lock_plan, release_dir
+
+    directory = release_dir(DATA_DIR, version, night)
+    digest, moved = lock_plan(night_plan(spec, version, night, golden_dir), directory)
+    print(f"plan locked before the night: sha256 {digest} ({directory / 'plan.json'})")
+    for m in moved:
+        print(f"THE BAR MOVED since this night's earlier plan: {m['field']} from {m['from']} to {m['to']} (plan of {m['when']})")
+
+
+def _seal_bundle(version: str, night: str, golden_dir) -> None:
+    from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
+    from hcat_pipeline.paths import DATA_DIR, LABELS_DIR, WAREHOUSE_DIR
+    from hcat_pipeline.release.night import evidence_files, release_dir, seal_bundle
+
+    files = evidence_files(DATA_DIR, WAREHOUSE_DIR, golden_dir, LABELS_DIR, version, night, DEFAULT_GATES_FILE)
+    bundle = seal_bundle(files, DATA_DIR, release_dir(DATA_DIR, version, night))
+    print(f"evidence bundle: root sha256 {bundle['root']} ({len(bundle['files'])} files; hcat verify {night} checks it, "
+          f"hcat sign {night} signs it)")
+
+
 def run_campaign(
     instance: dg.DagsterInstance | None = None,
     version: str | None = None,
@@ -315,6 +360,7 @@ def run_campaign(
         print(f"golden-set version {version} frozen; no night run (--generate-only): review it (hcat review, /curate/case), then run the night")
         return CampaignOutcome(True, version)
     print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
+    _lock_plan(spec, version, night, golden_dir)  # before any system answers: the bar is fixed first
     result = _execute("campaign_run_job", loggers, run_config=campaign_run_config(spec, review_note), instance=instance,
                       partition_key=campaign_run_key(version, night), tags={**tags, "golden_set_version": version, "night": night})  # fmt: skip
     ok = _report(result, quiet=loggers is not None)
@@ -322,6 +368,8 @@ def run_campaign(
     ok = ok or blocked  # a blocked release is a verdict of a completed campaign, not a failed campaign
     if blocked:
         print("release gates: BLOCKED (blocking hard gates failed or INDETERMINATE; see gate_verdicts and the report)")
+    if ok:
+        _seal_bundle(version, night, golden_dir)
     if console is not None:
         from hcat_pipeline.console import format_summary
 

@@ -117,7 +117,7 @@ def night(tmp_path_factory):
     (tmp / "first.out").write_text(first.stdout + first.stderr)
     (tmp / "second.out").write_text(second.stdout + second.stderr)
     instance = dg.DagsterInstance.from_config(str(home))
-    yield {"tmp": tmp, "first": first, "second": second, "faulted": faulted, "asked_first": asked_first,
+    yield {"tmp": tmp, "first": first, "second": second, "faulted": faulted, "asked_first": asked_first, "env": env,
            "asked_second": asked_second, "instance": instance, "warehouse": tmp / "data" / "warehouse"}  # fmt: skip
     instance.dispose()
 
@@ -236,3 +236,49 @@ def test_canaries_are_caught_and_never_released_or_ranked(night):
     assert distractor["verdict"] == "NOT_APPLICABLE" and not distractor["blocking"] and "planted passage" in distractor["reason"]
     second = night["second"].stdout
     assert f"canaries: {len(CANARY_FAULTS)}/{len(CANARY_FAULTS)} caught" in second, second[-3000:]
+
+
+def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hcat_pipeline.cli", *args], env=env, capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)  # a stall guard only  # fmt: skip
+
+
+def test_the_plan_is_locked_first_and_the_signed_night_verifies_until_its_evidence_or_bar_changes(night):
+    """Issue 67 known answers on the night itself (last in this module: it edits files and puts each back)."""
+    out, env = night["first"].stdout, night["env"]
+    assert "plan locked before the night: sha256 " in out and out.index("plan locked") < out.index("answer_shard")
+    assert "evidence bundle: root sha256 " in out
+    ok = _cli(env, "verify", NIGHT)
+    assert ok.returncode == 0 and "verified" in ok.stdout and "validator: missing" in ok.stdout, ok.stdout + ok.stderr
+    signed = _cli(env, "sign", NIGHT, "--who", "Ana Validator", "--role", "validator", "--decision", "approve_with_conditions",
+                  "--note", "8 cases leave gates INDETERMINATE: a full night before release")  # fmt: skip
+    assert signed.returncode == 0 and "signed: Ana Validator (validator) approve_with_conditions" in signed.stdout, signed.stderr
+    after = _cli(env, "verify", NIGHT)
+    assert after.returncode == 0 and "validator: fresh — Ana Validator" in after.stdout and "released: yes" in after.stdout
+    # an edited gate row: verify names the table, and nobody can sign on it
+    gv = night["warehouse"] / "gate_verdicts" / _version(night) / f"{NIGHT}.parquet"
+    original = gv.read_bytes()
+    table = pl.read_parquet(gv)
+    table.with_columns(pl.lit("PASS").alias("verdict")).write_parquet(gv)
+    try:
+        broken = _cli(env, "verify", NIGHT)
+        assert broken.returncode == 1 and "BROKEN: gate_verdicts:" in broken.stdout, broken.stdout
+        refused = _cli(env, "sign", NIGHT, "--who", "Ben", "--role", "risk officer", "--decision", "approve")
+        assert refused.returncode == 1 and "does not verify, nothing signed" in refused.stderr
+    finally:
+        gv.write_bytes(original)
+    # the bar lowered after the plan: another gates file in force
+    lowered = night["tmp"] / "gates_lowered.yaml"
+    lowered.write_text((ROOT / "gates.yaml").read_text().replace("threshold: 0", "threshold: 0.05", 1))
+    moved = _cli({**env, "HCAT_GATES_FILE": str(lowered)}, "verify", NIGHT)
+    assert moved.returncode == 1 and "changed after the night's plan" in moved.stdout, moved.stdout
+    # an edited sign-off: the chain names it
+    log = night["tmp"] / "data" / "release" / "signoffs.jsonl"
+    text = log.read_text()
+    log.write_text(text.replace("approve_with_conditions", "approve"))
+    try:
+        edited = _cli(env, "verify", NIGHT)
+        assert edited.returncode == 1 and "sign-off log: entry 1" in edited.stdout and "edited" in edited.stdout, edited.stdout
+    finally:
+        log.write_text(text)
+    assert _cli(env, "verify", NIGHT).returncode == 0  # everything put back: it verifies again

@@ -28,15 +28,15 @@ def bundle_root(entries: list[dict]) -> str:
 
 
 def make_bundle(files: dict[str, str | Path], base: str | Path) -> dict:
-    """{"files": [{name, path (relative to ``base``), sha256, bytes}], "root": …} for ``files`` (name → path)."""
+    """{"files": [{name, path (relative to ``base``, else absolute), sha256, bytes}], "root": …} for ``files`` (name → path)."""
     base = Path(base)
     entries = []
     for name, path in sorted(files.items()):
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"evidence {name!r}: {p} does not exist")
-        entries.append({"name": name, "path": str(p.resolve().relative_to(base.resolve())), "sha256": file_sha256(p),
-                        "bytes": p.stat().st_size})  # fmt: skip
+        rel = p.resolve().relative_to(base.resolve()) if p.resolve().is_relative_to(base.resolve()) else p.resolve()
+        entries.append({"name": name, "path": str(rel), "sha256": file_sha256(p), "bytes": p.stat().st_size})
     return {"files": entries, "root": bundle_root(entries)}
 
 

@@ -1,0 +1,113 @@
+"""``hcat verify NIGHT`` and ``hcat sign NIGHT``: a night's release decision checked offline and signed (issue 67,
+``hcat_pipeline.release``). Both read ``data/release/<version>/<night>/`` (the plan and the evidence bundle the night
+wrote) and the sign-off log ``data/release/signoffs.jsonl``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hcat_pipeline.commands import command
+
+ROLES_HELP = "roles whose sign-off the release needs (default: validator)"
+
+
+def _night_dir(night: str, version: str | None) -> Path:
+    from hcat_pipeline.paths import DATA_DIR
+
+    found = [d for d in sorted((DATA_DIR / "release").glob(f"*/{night}")) if not version or d.parent.name == version]
+    if len(found) != 1:
+        names = ", ".join(d.parent.name for d in found) or "none"
+        raise SystemExit(f"night {night}: {len(found)} golden-set versions have a plan ({names}); name one with --version")
+    return found[0]
+
+
+def problems_of(directory: Path, gates_file: Path) -> list[str]:
+    """Every broken link of a night's plan, bundle and the sign-off log, one line each."""
+    from hcat_pipeline.paths import DATA_DIR
+    from hcat_pipeline.release.bundle import file_sha256, verify_bundle
+    from hcat_pipeline.release.plan import bar_moved, plan_hash, plan_history
+    from hcat_pipeline.release.signoff import read_log, verify_log
+
+    history = plan_history(directory)
+    if not history:
+        return [f"{directory}: no plan.json (the night wrote none: run it with this version of hcat)"]
+    out = [f"plan {i + 1}: its hash is not its content's (edited after it was written)" for i, h in enumerate(history)
+           if plan_hash(h["plan"]) != h["sha256"]]  # fmt: skip
+    for earlier, later in zip(history, history[1:]):
+        out += [f"the bar moved after the plan: {m['field']} from {m['from']} to {m['to']} (plan of {m['when']})" for m in bar_moved(earlier, later)]
+    if gates_file.is_file() and file_sha256(gates_file) != history[-1]["plan"]["gates_sha256"]:
+        out.append(f"the gates file {gates_file} changed after the night's plan (the bar moved; re-run the night for a new plan)")
+    bundle_path = directory / "bundle.json"
+    if not bundle_path.is_file():
+        out.append(f"{bundle_path} missing: the night did not complete, or its bundle was removed")
+    else:
+        out += verify_bundle(json.loads(bundle_path.read_text()), DATA_DIR)
+    out += [f"sign-off log: {p}" for p in verify_log(read_log(DATA_DIR / "release" / "signoffs.jsonl"))]
+    return out
+
+
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("night", help="night key YYYY-MM-DD")
+    p.add_argument("--version", default=None, help="golden-set version (needed when several have a plan for the night)")
+    p.add_argument("--roles", nargs="*", default=["validator"], help=ROLES_HELP)
+
+
+@command("verify", "check a night's plan, evidence bundle and sign-off log offline; exit 1 naming each broken link", _verify_args)
+def _verify(args: argparse.Namespace) -> int:
+    from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
+    from hcat_pipeline.paths import DATA_DIR
+    from hcat_pipeline.release.signoff import read_log, signoff_status
+
+    directory = _night_dir(args.night, args.version)
+    problems = problems_of(directory, Path(DEFAULT_GATES_FILE))
+    for p in problems:
+        print(f"BROKEN: {p}")
+    bundle_path = directory / "bundle.json"
+    if bundle_path.is_file():
+        root = json.loads(bundle_path.read_text())["root"]
+        status = signoff_status(read_log(DATA_DIR / "release" / "signoffs.jsonl"), args.night, root, args.roles)
+        for role, r in status["roles"].items():
+            who = f"{r['who']}: {r['decision']} at {r['at']}" if r["state"] != "missing" else "not signed"
+            print(f"{role}: {r['state'].upper() if r['state'] == 'stale' else r['state']} — {who}"
+                  + (" (signed on evidence that has changed since)" if r["state"] == "stale" else ""))  # fmt: skip
+        print(f"bundle root {root}; released: {'yes' if status['released'] else 'no'} (yet to sign: {', '.join(status['yet_to_sign']) or 'nobody'})")
+    print("verified" if not problems else f"{len(problems)} broken link(s)")
+    return 1 if problems else 0
+
+
+def _sign_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("night", help="night key YYYY-MM-DD")
+    p.add_argument("--version", default=None, help="golden-set version (needed when several have a plan for the night)")
+    p.add_argument("--who", required=True, help="the person signing")
+    p.add_argument("--role", required=True, help="e.g. validator, model owner, risk officer")
+    p.add_argument("--decision", required=True, choices=["approve", "approve_with_conditions", "reject"])
+    p.add_argument("--note", default="", help="the conditions or the reasons (required unless approve)")
+    p.add_argument("--campaign", default="", help="the campaign's name (default: the plan's)")
+
+
+@command("sign", "sign a night's release decision, bound to its evidence bundle's hash (refused when it does not verify)", _sign_args)
+def _sign(args: argparse.Namespace) -> int:
+    from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
+    from hcat_pipeline.paths import DATA_DIR
+    from hcat_pipeline.release.night import now
+    from hcat_pipeline.release.plan import plan_history
+    from hcat_pipeline.release.signoff import append_signoff
+
+    directory = _night_dir(args.night, args.version)
+    if problems := problems_of(directory, Path(DEFAULT_GATES_FILE)):
+        print("hcat sign: the night does not verify, nothing signed:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    plan = plan_history(directory)[-1]
+    root = json.loads((directory / "bundle.json").read_text())["root"]
+    try:
+        entry = append_signoff(DATA_DIR / "release" / "signoffs.jsonl", night=args.night, campaign=args.campaign or plan["plan"]["campaign"],
+                               who=args.who, role=args.role, decision=args.decision, note=args.note, bundle_root=root,
+                               plan_sha256=plan["sha256"], at=now())  # fmt: skip
+    except ValueError as e:
+        print(f"hcat sign: {e}", file=sys.stderr)
+        return 2
+    print(f"signed: {entry['who']} ({entry['role']}) {entry['decision']} on bundle {root[:16]}; log entry {entry['seq']} {entry['hash'][:16]}")
+    return 0

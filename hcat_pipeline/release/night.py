@@ -1,0 +1,60 @@
+"""A night's plan and evidence bundle from what the project stores (issue 67 items 2-3): where they live, which files a
+decision rests on. Paths in, files out; the campaign (``hcat_pipeline.campaign``) calls ``lock_plan`` before any system
+answers and ``seal_bundle`` after the night; ``hcat verify`` / ``hcat sign`` read them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from hcat_pipeline.common.ids import canonical_json, sha256_hex
+from hcat_pipeline.release.bundle import BUNDLE_FILE, file_sha256, make_bundle, write_bundle
+from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_history, write_plan
+
+# per-run tables a decision rests on: the verdicts and their certificates, the answers behind every counted failure, the
+# checks and scores the gates read, the labelling design's queue
+RUN_TABLES = ("gate_verdicts", "release_decision", "rag_responses", "behaviour_checks", "metric_tables", "review_queue",
+              "calibrated_scores", "llm_judge_scores")  # fmt: skip
+
+
+def release_dir(data_dir: str | Path, version: str, night: str) -> Path:
+    return Path(data_dir) / "release" / version / night
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def folder_sha256(folder: str | Path, pattern: str = "*") -> str:
+    """SHA-256 over a folder's files (names and contents, sorted); empty when the folder has none."""
+    files = sorted(p for p in Path(folder).glob(pattern) if p.is_file()) if folder and Path(folder).is_dir() else []
+    return sha256_hex(canonical_json([[p.name, file_sha256(p)] for p in files], compact=True)) if files else ""
+
+
+def lock_plan(plan: NightPlan, directory: Path) -> tuple[str, list[dict]]:
+    """Write the plan (``release.plan.write_plan``); its hash and what the bar moved from the night's previous plan."""
+    _, digest = write_plan(plan, directory, now())
+    history = plan_history(directory)
+    moved = bar_moved(history[-2], history[-1]) if len(history) > 1 else []
+    return digest, moved
+
+
+def evidence_files(data_dir: str | Path, warehouse: str | Path, golden_dir: str | Path, labels_dir: str | Path, version: str,
+                   night: str, gates_file: str | Path) -> dict[str, Path]:  # fmt: skip
+    """name → path of every stored file the night's decision rests on (the ones that exist)."""
+    out = {"plan": release_dir(data_dir, version, night) / "plan.json", "gates_file": Path(gates_file),
+           "golden_set": Path(golden_dir) / version / "golden_set.parquet", "golden_set_manifest": Path(golden_dir) / version / "manifest.json"}  # fmt: skip
+    for table in RUN_TABLES:
+        out[table] = Path(warehouse) / table / version / f"{night}.parquet"
+    labels = Path(labels_dir)
+    for p in sorted(labels.rglob("*")) if labels.is_dir() else []:  # the labels, their designs, the flag reviews
+        if p.is_file() and p.suffix in (".jsonl", ".parquet", ".csv", ".json"):
+            out[f"labels/{p.relative_to(labels).as_posix()}"] = p
+    return {k: v for k, v in out.items() if v.is_file()}
+
+
+def seal_bundle(files: dict[str, Path], base: str | Path, directory: Path) -> dict:
+    """The bundle of ``files`` written to ``<directory>/bundle.json``; returned."""
+    bundle = make_bundle(files, base)
+    write_bundle(bundle, directory / BUNDLE_FILE)
+    return bundle
