@@ -277,6 +277,7 @@ def night_plan(spec, version: str, night: str, golden_dir) -> NightPlan:
         systems={s.system_id: digest(s.model_dump(mode="json")) for s in spec.systems}, gates_sha256=file_sha256(DEFAULT_GATES_FILE),
         gates=gates, certify_below=spec.certify_below if spec.certify_below is not None else -1.0, gates_read=spec.gates_read,
         judge={"config_sha256": digest(judge), "enabled": judge.get("enabled")}, metric_code=code_fingerprint(), seed=spec.case_seed,
+        intended_use=spec.intended_use.model_dump(mode="json"),
     )  # fmt: skip
 
 
@@ -285,6 +286,9 @@ def _lock_plan(spec, version: str, night: str, golden_dir) -> None:
     from hcat_pipeline.release.night import lock_plan, release_dir
 
     directory = release_dir(DATA_DIR, version, night)
+    if missing := spec.intended_use.missing():
+        print(f"INTENDED USE NOT DECLARED: the campaign file's intended_use lacks {', '.join(missing)} — a reviewer cannot tell "
+              "what this evaluation is fit for (hcat init writes the fields)")  # fmt: skip
     digest, moved = lock_plan(night_plan(spec, version, night, golden_dir), directory)
     print(f"plan locked before the night: sha256 {digest} ({directory / 'plan.json'})")
     for m in moved:

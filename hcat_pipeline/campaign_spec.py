@@ -187,10 +187,27 @@ class CanarySpec(Strict):
         return _members(v, FAULTS, "canary fault")
 
 
+class IntendedUseSpec(Strict):
+    """The system's intended use, stated before it is validated (HCAT §1.2; golden-eval §9.2; issue 67 item 1): what it is for,
+    who uses it, what it may and may not be used for, and the decision this evaluation supports. In the night's plan."""
+
+    purpose: str = Field(default="", description="what the system is for, in a sentence")
+    users: str = Field(default="", description="who uses it (e.g. branch staff answering customers' questions)")
+    in_scope: list[str] = Field(default_factory=list, description="the uses it is validated for")
+    out_of_scope: list[str] = Field(default_factory=list, description="the uses it is not validated for")
+    decision: str = Field(default="", description="the decision this evaluation supports (e.g. release to the pilot branches)")
+
+    def missing(self) -> list[str]:
+        """The fields left empty."""
+        return [k for k, v in self.model_dump().items() if not v]
+
+
 class CampaignSpec(Strict):
     """A campaign: corpus, generation, systems, case budget and options (the schema of campaign.yaml)."""
 
     name: str = "default"
+    intended_use: IntendedUseSpec = Field(default_factory=IntendedUseSpec, description="what the system is for, stated before "
+                                          "it is validated; a night without it says so")
     corpus: CorpusSpec = Field(default_factory=CorpusSpec)
     generation: GenerationSpec = Field(default_factory=GenerationSpec)
     golden_set_version: str = Field(default="latest", description="'latest' = the most recently frozen version")

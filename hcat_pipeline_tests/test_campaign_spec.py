@@ -166,6 +166,10 @@ def test_hcat_init_writes_a_valid_commented_file_and_never_overwrites(tmp_path, 
     assert spec.corpus.paths == [str(docs)] and {s.system_id for s in spec.systems} == {"closed_book", "hybrid", "my_rag"}
     assert spec.systems[-1].http.url == "http://127.0.0.1:9/ask" and "# Your documents" in out.read_text()
     assert [(c.of, c.faults) for c in spec.canaries] == [("my_rag", list(FAULTS))] and "# faults: [pii, account_leak, insult" in out.read_text()
+    # the intended use: every field written with its prompt, empty until the user states it (a night then says so)
+    assert spec.intended_use.missing() == ["purpose", "users", "in_scope", "out_of_scope", "decision"]
+    assert "# what the system is for" in out.read_text() and "# the decision this evaluation supports" in out.read_text()
+    assert load_campaign().intended_use.missing() == []  # the default campaign states its own
     assert main(["init", "--out", str(out)]) == 2 and "exists" in capsys.readouterr().err
     assert main(["init", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path / "d.yaml")]) == 2
 

@@ -19,6 +19,13 @@ TEMPLATE = """\
 # Schema: hcat_pipeline/campaign_spec.py (CampaignSpec). Unknown keys and wrong values are refused with their line.
 name: {name}
 
+intended_use:                    # stated before the system is validated (HCAT §1.2); in the night's plan and its sign-off
+  purpose: ""                    # what the system is for, in a sentence
+  users: ""                      # who uses it, e.g. branch staff answering customers' questions
+  in_scope: []                   # the uses it is validated for, e.g. ["questions on the published fee schedule"]
+  out_of_scope: []               # the uses it is not, e.g. ["advice on an individual customer's account"]
+  decision: ""                   # the decision this evaluation supports, e.g. "release to the pilot branches"
+
 corpus:
   # Your documents: folders, files or globs (.txt .md .html .jsonl .pdf), relative to this file.
   paths: {paths}
