@@ -254,7 +254,7 @@ def test_the_plan_is_locked_first_and_the_signed_night_verifies_until_its_eviden
                   "--note", "8 cases leave gates INDETERMINATE: a full night before release")  # fmt: skip
     assert signed.returncode == 0 and "signed: Ana Validator (validator) approve_with_conditions" in signed.stdout, signed.stderr
     after = _cli(env, "verify", NIGHT)
-    assert after.returncode == 0 and "validator: fresh — Ana Validator" in after.stdout and "released: yes" in after.stdout
+    assert after.returncode == 0 and "validator: fresh — Ana Validator" in after.stdout and "signed off: yes" in after.stdout
     # an edited gate row: verify names the table, and nobody can sign on it
     gv = night["warehouse"] / "gate_verdicts" / _version(night) / f"{NIGHT}.parquet"
     original = gv.read_bytes()

@@ -24,31 +24,6 @@ def _night_dir(night: str, version: str | None) -> Path:
     return found[0]
 
 
-def problems_of(directory: Path, gates_file: Path) -> list[str]:
-    """Every broken link of a night's plan, bundle and the sign-off log, one line each."""
-    from hcat_pipeline.paths import DATA_DIR
-    from hcat_pipeline.release.bundle import file_sha256, verify_bundle
-    from hcat_pipeline.release.plan import bar_moved, plan_hash, plan_history
-    from hcat_pipeline.release.signoff import read_log, verify_log
-
-    history = plan_history(directory)
-    if not history:
-        return [f"{directory}: no plan.json (the night wrote none: run it with this version of hcat)"]
-    out = [f"plan {i + 1}: its hash is not its content's (edited after it was written)" for i, h in enumerate(history)
-           if plan_hash(h["plan"]) != h["sha256"]]  # fmt: skip
-    for earlier, later in zip(history, history[1:]):
-        out += [f"the bar moved after the plan: {m['field']} from {m['from']} to {m['to']} (plan of {m['when']})" for m in bar_moved(earlier, later)]
-    if gates_file.is_file() and file_sha256(gates_file) != history[-1]["plan"]["gates_sha256"]:
-        out.append(f"the gates file {gates_file} changed after the night's plan (the bar moved; re-run the night for a new plan)")
-    bundle_path = directory / "bundle.json"
-    if not bundle_path.is_file():
-        out.append(f"{bundle_path} missing: the night did not complete, or its bundle was removed")
-    else:
-        out += verify_bundle(json.loads(bundle_path.read_text()), DATA_DIR)
-    out += [f"sign-off log: {p}" for p in verify_log(read_log(DATA_DIR / "release" / "signoffs.jsonl"))]
-    return out
-
-
 def _verify_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("night", help="night key YYYY-MM-DD")
     p.add_argument("--version", default=None, help="golden-set version (needed when several have a plan for the night)")
@@ -59,21 +34,22 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
 def _verify(args: argparse.Namespace) -> int:
     from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
     from hcat_pipeline.paths import DATA_DIR
+    from hcat_pipeline.release.night import signoff_log, verify_night
     from hcat_pipeline.release.signoff import read_log, signoff_status
 
     directory = _night_dir(args.night, args.version)
-    problems = problems_of(directory, Path(DEFAULT_GATES_FILE))
+    problems = verify_night(directory, DATA_DIR, Path(DEFAULT_GATES_FILE))
     for p in problems:
         print(f"BROKEN: {p}")
     bundle_path = directory / "bundle.json"
     if bundle_path.is_file():
         root = json.loads(bundle_path.read_text())["root"]
-        status = signoff_status(read_log(DATA_DIR / "release" / "signoffs.jsonl"), args.night, root, args.roles)
+        status = signoff_status(read_log(signoff_log(DATA_DIR)), args.night, root, args.roles)
         for role, r in status["roles"].items():
             who = f"{r['who']}: {r['decision']} at {r['at']}" if r["state"] != "missing" else "not signed"
             print(f"{role}: {r['state'].upper() if r['state'] == 'stale' else r['state']} — {who}"
                   + (" (signed on evidence that has changed since)" if r["state"] == "stale" else ""))  # fmt: skip
-        print(f"bundle root {root}; released: {'yes' if status['released'] else 'no'} (yet to sign: {', '.join(status['yet_to_sign']) or 'nobody'})")
+        print(f"bundle root {root}; signed off: {'yes' if status['released'] else 'no'} (yet to sign: {', '.join(status['yet_to_sign']) or 'nobody'})")
     print("verified" if not problems else f"{len(problems)} broken link(s)")
     return 1 if problems else 0
 
@@ -92,18 +68,18 @@ def _sign_args(p: argparse.ArgumentParser) -> None:
 def _sign(args: argparse.Namespace) -> int:
     from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
     from hcat_pipeline.paths import DATA_DIR
-    from hcat_pipeline.release.night import now
+    from hcat_pipeline.release.night import now, signoff_log, verify_night
     from hcat_pipeline.release.plan import plan_history
     from hcat_pipeline.release.signoff import append_signoff
 
     directory = _night_dir(args.night, args.version)
-    if problems := problems_of(directory, Path(DEFAULT_GATES_FILE)):
+    if problems := verify_night(directory, DATA_DIR, Path(DEFAULT_GATES_FILE)):
         print("hcat sign: the night does not verify, nothing signed:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
     plan = plan_history(directory)[-1]
     root = json.loads((directory / "bundle.json").read_text())["root"]
     try:
-        entry = append_signoff(DATA_DIR / "release" / "signoffs.jsonl", night=args.night, campaign=args.campaign or plan["plan"]["campaign"],
+        entry = append_signoff(signoff_log(DATA_DIR), night=args.night, campaign=args.campaign or plan["plan"]["campaign"],
                                who=args.who, role=args.role, decision=args.decision, note=args.note, bundle_root=root,
                                plan_sha256=plan["sha256"], at=now())  # fmt: skip
     except ValueError as e:

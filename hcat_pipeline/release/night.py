@@ -5,11 +5,13 @@ answers and ``seal_bundle`` after the night; ``hcat verify`` / ``hcat sign`` rea
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 from hcat_pipeline.common.ids import canonical_json, sha256_hex
-from hcat_pipeline.release.bundle import BUNDLE_FILE, file_sha256, make_bundle, write_bundle
-from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_history, write_plan
+from hcat_pipeline.release.bundle import BUNDLE_FILE, file_sha256, make_bundle, verify_bundle, write_bundle
+from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_hash, plan_history, write_plan
+from hcat_pipeline.release.signoff import LOG_FILE, read_log, verify_log
 
 # per-run tables a decision rests on: the verdicts and their certificates, the answers behind every counted failure, the
 # checks and scores the gates read, the labelling design's queue
@@ -19,6 +21,11 @@ RUN_TABLES = ("gate_verdicts", "release_decision", "rag_responses", "behaviour_c
 
 def release_dir(data_dir: str | Path, version: str, night: str) -> Path:
     return Path(data_dir) / "release" / version / night
+
+
+def signoff_log(data_dir: str | Path) -> Path:
+    """The sign-off log, one for every night (its chain runs across them)."""
+    return Path(data_dir) / "release" / LOG_FILE
 
 
 def now() -> str:
@@ -58,3 +65,23 @@ def seal_bundle(files: dict[str, Path], base: str | Path, directory: Path) -> di
     bundle = make_bundle(files, base)
     write_bundle(bundle, directory / BUNDLE_FILE)
     return bundle
+
+
+def verify_night(directory: Path, data_dir: str | Path, gates_file: Path) -> list[str]:
+    """Every broken link of a night's plan, bundle and the sign-off log, one line each."""
+    history = plan_history(directory)
+    if not history:
+        return [f"{directory}: no plan.json (the night wrote none: run it with this version of hcat)"]
+    out = [f"plan {i + 1}: its hash is not its content's (edited after it was written)" for i, h in enumerate(history)
+           if plan_hash(h["plan"]) != h["sha256"]]  # fmt: skip
+    for earlier, later in zip(history, history[1:]):
+        out += [f"the bar moved after the plan: {m['field']} from {m['from']} to {m['to']} (plan of {m['when']})" for m in bar_moved(earlier, later)]
+    if gates_file.is_file() and file_sha256(gates_file) != history[-1]["plan"]["gates_sha256"]:
+        out.append(f"the gates file {gates_file} changed after the night's plan (the bar moved; re-run the night for a new plan)")
+    bundle_path = directory / "bundle.json"
+    if not bundle_path.is_file():
+        out.append(f"{bundle_path} missing: the night did not complete, or its bundle was removed")
+    else:
+        out += verify_bundle(json.loads(bundle_path.read_text()), data_dir)
+    out += [f"sign-off log: {p}" for p in verify_log(read_log(signoff_log(data_dir)))]
+    return out

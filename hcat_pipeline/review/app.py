@@ -26,12 +26,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, Field
 
 from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
+from hcat_pipeline.release.night import now
 from hcat_pipeline.review.case_screen import case_screen_view
 from hcat_pipeline.review.curation import CurationLog, freeze_curated
 from hcat_pipeline.review.flags import FlagLog, flags_view, open_flags
 from hcat_pipeline.review.incidents import IncidentLog, freeze_with_incidents, monitor_view
 from hcat_pipeline.review.items import QueueError
 from hcat_pipeline.review.labelling import RATER_RE
+from hcat_pipeline.review.signoff import sign, signoff_view
 from hcat_pipeline.review.views import Queue, ReviewSettings, agreement_view, curate_view, find_item, label_view, progress_view
 
 __all__ = ["create_app", "ReviewSettings"]
@@ -67,6 +69,15 @@ class FlagReviewIn(BaseModel):
     flag_id: str
     decision: str
     reason: str = ""
+
+
+class SignoffIn(BaseModel):
+    rater: str
+    role: str
+    decision: str
+    note: str = ""
+    version: str
+    night: str
 
 
 class FreezeIn(BaseModel):
@@ -172,6 +183,23 @@ def review_flag(request: Request, body: FlagReviewIn):
     except ValueError as e:
         return _bad(str(e))
     return {"status": "saved", "message": f"{rev.decision} by {rev.reviewer} at {rev.reviewed_at}", "review": rev.as_dict()}
+
+
+@pages.get("/release")
+def release_page(request: Request, version: str | None = None, night: str | None = None):
+    settings = _settings(request)
+    return _page(request, "release.html.j2", **signoff_view(settings.release_root, settings.warehouse, settings.gates, version, night,
+                                                            settings.roles))  # fmt: skip
+
+
+@api.post("/signoffs")
+def sign_release(request: Request, body: SignoffIn):
+    settings = _settings(request)
+    try:
+        entry = sign(settings.release_root, settings.gates, body.version, body.night, body.rater, body.role, body.decision, body.note, now())
+    except ValueError as e:
+        return _bad(str(e), status=409 if "does not verify" in str(e) else 400)
+    return {"status": "signed", "message": f"signed: {entry['who']} ({entry['role']}) {entry['decision']} on bundle {entry['bundle_root'][:16]}"}
 
 
 @pages.get("/label")

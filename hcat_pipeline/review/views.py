@@ -45,6 +45,21 @@ class ReviewSettings:
     reports_dir: Path | None = None  # where production monitoring's review queues are (None: HCAT_REPORTS_DIR / data/reports)
     needs: dict[str, int] | None = None  # what a signable set holds (golden.review_order.needs_of, from the campaign file)
     learn_order: bool = True  # the curate screen's order learnt from the decisions (golden.review_order); False: the validator's
+    release_dir: Path | None = None  # the nights' plans and bundles, the sign-off log's parent (None: <data dir>/release)
+    gates_file: Path | None = None  # the gates file in force (None: HCAT_GATES_FILE or gates.yaml)
+    roles: tuple[str, ...] = ("validator",)  # the roles a release needs (the sign-off screen)
+
+    @property
+    def release_root(self) -> Path:
+        from hcat_pipeline.paths import DATA_DIR
+
+        return self.release_dir or DATA_DIR / "release"
+
+    @property
+    def gates(self) -> Path:
+        from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
+
+        return self.gates_file or Path(DEFAULT_GATES_FILE)
 
     @property
     def reports(self) -> Path:

@@ -245,3 +245,17 @@ $$("tr.flag button").forEach(b => b.addEventListener("click", async () => {
     say(r.message || "not saved", "bad");
   }
 }));
+
+// ---------------------------------------------------------------- release sign-off: the rater signs, in a role, on this evidence
+if ($("#sign")) {
+  $("#sign").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    if (!rater()) { say("type your name at the top right first: the sign-off is stored with it", "bad"); $("#rater").focus(); return; }
+    const chosen = $("input[name=decision]:checked");
+    if (!chosen) { say("choose approve, approve with conditions or reject", "bad"); return; }
+    const f = $("#sign");
+    const r = await post("/api/signoffs", {rater: rater(), role: $("#role").value, decision: chosen.value, note: $("#note").value,
+                                           version: f.dataset.version, night: f.dataset.night});
+    if (r.status === "signed") { say(r.message); location.reload(); } else { say(r.message || "not signed", "bad"); }
+  });
+}
