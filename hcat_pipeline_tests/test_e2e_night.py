@@ -248,6 +248,9 @@ def test_the_plan_is_locked_first_and_the_signed_night_verifies_until_its_eviden
     out, env = night["first"].stdout, night["env"]
     assert "plan locked before the night: sha256 " in out and out.index("plan locked") < out.index("answer_shard")
     assert "evidence bundle: root sha256 " in out
+    assert "INTENDED USE NOT DECLARED" in out  # this campaign file states none: the console and the report's first screen say so
+    report = next((night["tmp"] / "data" / "reports").rglob("report.html")).read_text()
+    assert "INTENDED USE NOT DECLARED" in report and "Plan locked before any system answered: sha256 " in report
     ok = _cli(env, "verify", NIGHT)
     assert ok.returncode == 0 and "verified" in ok.stdout and "validator: missing" in ok.stdout, ok.stdout + ok.stderr
     signed = _cli(env, "sign", NIGHT, "--who", "Ana Validator", "--role", "validator", "--decision", "approve_with_conditions",

@@ -42,7 +42,8 @@ from hcat_pipeline.gates.flags import detector_precision, precision_text, read_f
 from hcat_pipeline.golden.cases import MANIFEST_NAME, table_sha256
 from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.partitions import campaign_run, split_run_key
-from hcat_pipeline.paths import GOLDEN_SETS_DIR, LABELS_DIR, REPORTS_DIR, WAREHOUSE_DIR
+from hcat_pipeline.paths import DATA_DIR, GOLDEN_SETS_DIR, LABELS_DIR, REPORTS_DIR, WAREHOUSE_DIR
+from hcat_pipeline.release.night import plan_lines, release_dir
 from hcat_pipeline.reports.campaign_report import render_report, review_link
 from hcat_pipeline.reports.failures import failure_cases as failure_table
 from hcat_pipeline.reports.history import render_history
@@ -310,6 +311,7 @@ def campaign_report(
         plot_metrics=config.plot_metrics, pairs=DEFAULT_PAIRS, seed=config.seed, prov=prov,
     )  # fmt: skip
     rubric_lines = kwargs.pop("rubric_lines")
+    kwargs["summary"][:0] = plan_lines(release_dir(DATA_DIR, version, night), night)  # the first screen: what it was planned for
     path = Path(config.reports_dir or REPORTS_DIR) / version / night / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     pm_path = _write_postmortem(config, version, night, path.parent, gate_verdicts, behaviour_checks, rag_responses, metric_tables, golden_set)

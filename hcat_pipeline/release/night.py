@@ -85,3 +85,24 @@ def verify_night(directory: Path, data_dir: str | Path, gates_file: Path) -> lis
         out += verify_bundle(json.loads(bundle_path.read_text()), data_dir)
     out += [f"sign-off log: {p}" for p in verify_log(read_log(signoff_log(data_dir)))]
     return out
+
+
+def plan_lines(directory: Path, night: str) -> list[str]:
+    """The report's first lines on what the night was planned for: the intended use (or that it was not declared) and the
+    plan's hash; nothing when the night locked no plan (a run outside ``hcat campaign``)."""
+    history = plan_history(directory)
+    if not history:
+        return []
+    plan, use = history[-1], history[-1]["plan"].get("intended_use") or {}
+    missing = [k for k in ("purpose", "users", "in_scope", "out_of_scope", "decision") if not use.get(k)]
+    if missing:
+        first = (f"INTENDED USE NOT DECLARED: the campaign file's intended_use lacks {', '.join(missing)} — what this evaluation "
+                 "is fit for is not stated")  # fmt: skip
+    else:
+        first = (f"Intended use: {use['purpose']} — for {use['users']}; in scope: {'; '.join(use['in_scope'])}; out of scope: "
+                 f"{'; '.join(use['out_of_scope'])}. The decision it supports: {use['decision']}.")  # fmt: skip
+    moved = [f"{m['field']} from {m['from']} to {m['to']}" for a, b in zip(history, history[1:]) for m in bar_moved(a, b)]
+    second = (f"Plan locked before any system answered: sha256 {plan['sha256'][:16]}… ({plan['written_at']}); "
+              + (f"THE BAR MOVED after an earlier plan of this night: {'; '.join(moved)}. " if moved else "")
+              + f"Check it and the evidence offline with `hcat verify {night}`, sign it on the review page's /release.")  # fmt: skip
+    return [first, second]
