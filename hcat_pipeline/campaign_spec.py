@@ -208,6 +208,8 @@ class CampaignSpec(Strict):
     name: str = "default"
     intended_use: IntendedUseSpec = Field(default_factory=IntendedUseSpec, description="what the system is for, stated before "
                                           "it is validated; a night without it says so")
+    signoff_roles: list[str] = Field(default_factory=lambda: ["validator"], min_length=1, description="the roles whose sign-off a "
+                                     "night's release needs (hcat sign / the review page's /release), e.g. [validator, risk officer]")
     corpus: CorpusSpec = Field(default_factory=CorpusSpec)
     generation: GenerationSpec = Field(default_factory=GenerationSpec)
     golden_set_version: str = Field(default="latest", description="'latest' = the most recently frozen version")

@@ -25,6 +25,7 @@ intended_use:                    # stated before the system is validated (HCAT Â
   in_scope: []                   # the uses it is validated for, e.g. ["questions on the published fee schedule"]
   out_of_scope: []               # the uses it is not, e.g. ["advice on an individual customer's account"]
   decision: ""                   # the decision this evaluation supports, e.g. "release to the pilot branches"
+signoff_roles: [validator]       # who must sign a night's release (hcat sign, the review page's /release), e.g. [validator, risk officer]
 
 corpus:
   # Your documents: folders, files or globs (.txt .md .html .jsonl .pdf), relative to this file.

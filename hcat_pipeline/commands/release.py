@@ -11,7 +11,13 @@ from pathlib import Path
 
 from hcat_pipeline.commands import command
 
-ROLES_HELP = "roles whose sign-off the release needs (default: validator)"
+ROLES_HELP = "roles whose sign-off the release needs (default: the campaign file's signoff_roles)"
+
+
+def campaign_roles(config: str | None) -> list[str]:
+    from hcat_pipeline.campaign_spec import load_campaign
+
+    return list(load_campaign(config).signoff_roles)
 
 
 def _night_dir(night: str, version: str | None) -> Path:
@@ -27,7 +33,8 @@ def _night_dir(night: str, version: str | None) -> Path:
 def _verify_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("night", help="night key YYYY-MM-DD")
     p.add_argument("--version", default=None, help="golden-set version (needed when several have a plan for the night)")
-    p.add_argument("--roles", nargs="*", default=["validator"], help=ROLES_HELP)
+    p.add_argument("--roles", nargs="*", default=None, help=ROLES_HELP)
+    p.add_argument("--config", default=None, help="campaign file (default: campaign.yaml, or HCAT_CAMPAIGN_FILE)")
 
 
 @command("verify", "check a night's plan, evidence bundle and sign-off log offline; exit 1 naming each broken link", _verify_args)
@@ -44,7 +51,7 @@ def _verify(args: argparse.Namespace) -> int:
     bundle_path = directory / "bundle.json"
     if bundle_path.is_file():
         root = json.loads(bundle_path.read_text())["root"]
-        status = signoff_status(read_log(signoff_log(DATA_DIR)), args.night, root, args.roles)
+        status = signoff_status(read_log(signoff_log(DATA_DIR)), args.night, root, args.roles or campaign_roles(args.config))
         for role, r in status["roles"].items():
             who = f"{r['who']}: {r['decision']} at {r['at']}" if r["state"] != "missing" else "not signed"
             print(f"{role}: {r['state'].upper() if r['state'] == 'stale' else r['state']} — {who}"

@@ -32,7 +32,8 @@ def _review_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=url.port or 8765, help="port (default from HCAT_REVIEW_URL, 8765)")
     p.add_argument("--rater", default="", help="rater name shown by default (each browser can set its own)")
     p.add_argument("--release-dir", default="", help="the nights' plans and bundles and the sign-off log (/release; default <data>/release)")
-    p.add_argument("--roles", nargs="*", default=["validator"], help="the roles whose sign-off a release needs (/release)")
+    p.add_argument("--roles", nargs="*", default=None, help="the roles whose sign-off a release needs (/release; default: the "
+                   "campaign file's signoff_roles)")
     p.add_argument("--dimension", action="append", default=[], metavar="NAME",
                    help="also offer this dimension on every screen (repeatable), e.g. global_coherence: labels of the judge's rubric "
                    "items, which judge_validation reads")  # fmt: skip
@@ -67,7 +68,18 @@ def settings_from(args: argparse.Namespace):
                           extra_dimensions=asked_dimensions(getattr(args, "dimension", ())), check_factory=check_factory,
                           chunks=Path(args.chunks), reports_dir=Path(args.reports_dir) if getattr(args, "reports_dir", "") else None,
                           needs=signable_needs(), release_dir=Path(args.release_dir) if getattr(args, "release_dir", "") else None,
-                          roles=tuple(getattr(args, "roles", None) or ("validator",)))  # fmt: skip
+                          roles=tuple(getattr(args, "roles", None) or signoff_roles()))  # fmt: skip
+
+
+def signoff_roles(path: str | None = None) -> list[str]:
+    """The campaign file's ``signoff_roles`` (the default campaign's when the file cannot be read: said on stderr)."""
+    from hcat_pipeline.campaign_spec import CampaignFileError, load_campaign
+
+    try:
+        return list(load_campaign(path).signoff_roles)
+    except (CampaignFileError, OSError) as e:
+        print(f"hcat review: the campaign file's signoff_roles could not be read ({e}); the release needs a validator", file=sys.stderr)
+        return ["validator"]
 
 
 def signable_needs(path: str | None = None) -> dict[str, int] | None:
