@@ -69,12 +69,12 @@ def test_the_report_section_shows_brier_and_ece_with_n_and_a_reliability_plot():
     assert not empty["stated_confidence"].available and "unknown" in empty["stated_confidence"].why
 
 
-def test_a_single_value_is_shown_without_an_interval_not_as_nan():
+def test_a_single_case_is_shown_with_its_wilson_interval_not_as_nan():
     from hcat_pipeline.reports.rubric import format_section
 
     checks = pl.DataFrame([{"case_id": "c", "system_id": "a", "rule": "constraints_met", "verdict": "pass", "evidence": "ok"}])
     section, lines = format_section(checks)
-    assert "nan" not in lines[0] and "[no CI] (n=1)" in lines[0]
+    assert "nan" not in lines[0] and "1.000 [0.207, 1.000] (n=1)" in lines[0]  # a share of one case: wide, not a point
 
 
 def test_a_system_stating_no_confidence_is_not_applicable_not_a_gate_that_could_not_run():

@@ -87,6 +87,8 @@ def test_a_careless_canary_and_an_over_cautious_one_fail_the_gate_and_the_carefu
     section, lines = sensitive_section(checks)
     rows = {(r[0], r[1]): r for r in section.rows}
     assert rows[("careful", "all")][2].startswith("1.00") and "n=11" in rows[("careful", "all")][2]
+    # a share of identical outcomes keeps its uncertainty: 0 of 11 handled with care is [0, 0.26], not a point
+    assert rows[("canary:refuses_sensitive:careful", "all")][2] == "0.000 [0.000, 0.259] (n=11)", rows[("canary:refuses_sensitive:careful", "all")]
     assert rows[("canary:refuses_sensitive:careful", "all")][3] == "11" and rows[("canary:careless_sensitive:careful", "all")][4] == "11"
     assert {r[1] for r in section.rows} == {"all", *TOPICS} and any("refused outright 11" in ln for ln in lines)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from hcat_pipeline.common.stats import bootstrap_ci
+from hcat_pipeline.common.stats import bootstrap_ci, wilson_interval
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt, fmt_ci
 
 CITATION_METRICS = ("citation_presence", "citation_recall", "citation_precision")
@@ -17,6 +17,9 @@ def _mean_ci(values: list[float]) -> str:
     v = [x for x in values if x is not None]
     if not v:
         return "–"
+    if all(x in (0.0, 1.0) for x in v):  # a share: a bootstrap of identical outcomes collapses to a point, Wilson's interval does not
+        k = int(sum(v))
+        return fmt_ci(k / len(v), *wilson_interval(k, len(v)), len(v))
     e = bootstrap_ci(v, "mean")
     finite = lambda x: None if x is None or x != x else x  # noqa: E731 (n < 2: no interval, said so)
     return fmt_ci(e.estimate, finite(e.ci_low), finite(e.ci_high), e.n)
