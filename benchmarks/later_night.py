@@ -3,7 +3,8 @@
     bash scripts/campaign.sh                       # first: the default night (generates and freezes the golden set)
     python benchmarks/later_night.py [--data data] [--out benchmarks/results/later_night.json]
 
-The default campaign file on the golden-set version the data's last night read (``golden_set_version`` pinned, no
+The default campaign file on the golden-set version the data's last night read (its answers filed, in the copy, under
+an earlier night key than the two nights run, so that both read them as an earlier night's) (``golden_set_version`` pinned, no
 shipped review, ``gates_read: all``) plus one HTTP system (``their_rag``, a service on loopback answering from the golden
 set's references) runs two nights on a copy of ``--data`` (its frozen golden sets, warehouse with the earlier night's
 answers, labels; nothing of the project's own data is written): night 1 — the service as it was; night 2 — the service
@@ -30,7 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NIGHTS = ("2099-01-01", "2099-01-02")  # after any night the data holds: its answers are "earlier"
+NIGHTS = ("2025-06-02", "2025-06-03")
+EARLIER = "2025-06-01"  # the data's last night's answers are filed under this night in the copy, so both nights read them as earlier
 STEP = re.compile(r"✔ (\S+) done in ([0-9.]+)s")
 
 
@@ -128,6 +130,9 @@ def main() -> None:
     for sub in ("golden_sets", "warehouse", "labels", "curation"):
         if (src / sub).exists():
             shutil.copytree(src / sub, data / sub)
+    checkpoints = data / "warehouse" / "_checkpoints" / "rag_responses" / version
+    if (checkpoints / nights[-1].stem).is_dir():  # nights are never in the future: the earlier night gets an earlier key
+        shutil.copytree(checkpoints / nights[-1].stem, checkpoints / EARLIER)
     (tmp / "home").mkdir()
     shutil.copy(ROOT / "dagster.yaml", tmp / "home" / "dagster.yaml")
     env = {**os.environ, "DAGSTER_HOME": str(tmp / "home"), "HCAT_DATA_DIR": str(data)}
