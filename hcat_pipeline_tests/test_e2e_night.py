@@ -266,6 +266,7 @@ def test_the_plan_is_locked_first_and_the_signed_night_verifies_until_its_eviden
     try:
         broken = _cli(env, "verify", NIGHT)
         assert broken.returncode == 1 and "BROKEN: gate_verdicts:" in broken.stdout, broken.stdout
+        assert "validator: STALE — Ana Validator" in broken.stdout  # the signature's evidence has changed since
         refused = _cli(env, "sign", NIGHT, "--who", "Ben", "--role", "risk officer", "--decision", "approve")
         assert refused.returncode == 1 and "does not verify, nothing signed" in refused.stderr
     finally:

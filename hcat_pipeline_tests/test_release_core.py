@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hcat_pipeline.release.bundle import make_bundle, verify_bundle
+from hcat_pipeline.release.bundle import current_root, make_bundle, verify_bundle
 from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_hash, plan_history, write_plan
 from hcat_pipeline.release.signoff import append_signoff, read_log, signoff_status, verify_log
 
@@ -47,7 +47,7 @@ def test_the_plan_hash_is_the_plans_and_a_bar_moved_after_it_is_a_new_plan_named
 def test_an_untouched_bundle_verifies_and_each_change_is_named(tmp_path):
     files = _evidence(tmp_path)
     bundle = make_bundle(files, tmp_path)
-    assert verify_bundle(bundle, tmp_path) == []
+    assert verify_bundle(bundle, tmp_path) == [] and current_root(bundle, tmp_path) == bundle["root"]
     (tmp_path / "labels.jsonl").write_text('{"item": 1, "label": 0}\n')  # a label changed
     assert [p.split(":")[0] for p in verify_bundle(bundle, tmp_path)] == ["labels"]
     (tmp_path / "golden_set.parquet").unlink()  # a golden-set file swapped away
@@ -55,6 +55,7 @@ def test_an_untouched_bundle_verifies_and_each_change_is_named(tmp_path):
     edited = json.loads(json.dumps(bundle))
     edited["files"][0]["sha256"] = "0" * 64  # the manifest edited to match a changed file
     assert any("root" in p for p in verify_bundle(edited, tmp_path))
+    assert current_root(bundle, tmp_path) != bundle["root"]  # what a signature on the sealed root now rests on has changed
     with pytest.raises(FileNotFoundError, match="evidence 'x'"):
         make_bundle({"x": tmp_path / "nope"}, tmp_path)
 

@@ -80,6 +80,7 @@ def test_a_reviewer_signs_the_night_and_changed_evidence_is_named_refused_and_st
         (data / "labels" / "labels_ana.jsonl").write_text('{"item": "c1", "label": 0}\n')  # a label changed after the signature
         page.reload()
         assert "labels/labels_ana.jsonl" in page.locator("#problems").inner_text()
+        assert "stale" in page.locator("#roles tr[data-role='validator']").inner_text()  # its evidence changed since the signature
         page.check("input[value=approve]")
         page.click("#sign-button")
         page.wait_for_selector("#status.bad")

@@ -41,6 +41,7 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
 def _verify(args: argparse.Namespace) -> int:
     from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
     from hcat_pipeline.paths import DATA_DIR
+    from hcat_pipeline.release.bundle import current_root
     from hcat_pipeline.release.night import signoff_log, verify_night
     from hcat_pipeline.release.signoff import read_log, signoff_status
 
@@ -50,8 +51,10 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"BROKEN: {p}")
     bundle_path = directory / "bundle.json"
     if bundle_path.is_file():
-        root = json.loads(bundle_path.read_text())["root"]
-        status = signoff_status(read_log(signoff_log(DATA_DIR)), args.night, root, args.roles or campaign_roles(args.config))
+        bundle = json.loads(bundle_path.read_text())
+        root = bundle["root"]  # a signature is fresh only while the files still hash to what was signed
+        status = signoff_status(read_log(signoff_log(DATA_DIR)), args.night, current_root(bundle, DATA_DIR),
+                                args.roles or campaign_roles(args.config))  # fmt: skip
         for role, r in status["roles"].items():
             who = f"{r['who']}: {r['decision']} at {r['at']}" if r["state"] != "missing" else "not signed"
             print(f"{role}: {r['state'].upper() if r['state'] == 'stale' else r['state']} — {who}"

@@ -59,3 +59,13 @@ def verify_bundle(bundle: dict, base: str | Path) -> list[str]:
         elif (digest := file_sha256(p)) != e["sha256"]:
             problems.append(f"{e['name']}: {e['path']} changed (sha256 {digest[:12]}, the bundle says {e['sha256'][:12]})")
     return problems
+
+
+def current_root(bundle: dict, base: str | Path) -> str:
+    """The root the bundle's files hash to now (a missing file counts as changed): equal to ``bundle["root"]`` only while
+    nothing it rests on has changed — a signature on the sealed root is stale otherwise."""
+    entries = []
+    for e in bundle["files"]:
+        p = Path(base) / e["path"]
+        entries.append({**e, "sha256": file_sha256(p) if p.is_file() else "missing", "bytes": p.stat().st_size if p.is_file() else 0})
+    return bundle_root(entries)
