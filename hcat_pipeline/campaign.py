@@ -261,10 +261,10 @@ def _shipped_review(spec, version: str, golden_dir, instance, loggers, tags) -> 
 def night_plan(spec, version: str, night: str, golden_dir) -> NightPlan:
     """The night's plan (``release.plan``) from the campaign file, the frozen version and the gates file in force."""
     from hcat_pipeline.common.ids import canonical_json, sha256_hex
+    from hcat_pipeline.corpus.content_hash import file_sha256
     from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE, load_gates
     from hcat_pipeline.golden.cases import read_manifest
     from hcat_pipeline.metrics.score_cache import code_fingerprint
-    from hcat_pipeline.release.bundle import file_sha256
     from hcat_pipeline.release.night import folder_sha256
 
     digest = lambda v: sha256_hex(canonical_json(v, compact=True))  # noqa: E731

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
-from hcat_pipeline.release.bundle import file_sha256
 from hcat_pipeline.release.night import evidence_files, lock_plan, release_dir, seal_bundle
 from hcat_pipeline.release.plan import NightPlan
 from hcat_pipeline.release.signoff import read_log

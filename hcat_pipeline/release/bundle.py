@@ -4,21 +4,13 @@ a changed, missing or added file by name."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from hcat_pipeline.common.ids import canonical_json, sha256_hex
+from hcat_pipeline.corpus.content_hash import file_sha256  # the project's one file hash
 
 BUNDLE_FILE = "bundle.json"
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def bundle_root(entries: list[dict]) -> str:

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 from hcat_pipeline.common.ids import canonical_json, sha256_hex
-from hcat_pipeline.release.bundle import BUNDLE_FILE, file_sha256, make_bundle, verify_bundle, write_bundle
+from hcat_pipeline.corpus.content_hash import file_sha256
+from hcat_pipeline.release.bundle import BUNDLE_FILE, make_bundle, verify_bundle, write_bundle
 from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_hash, plan_history, write_plan
 from hcat_pipeline.release.signoff import LOG_FILE, read_log, verify_log
 
