@@ -277,15 +277,20 @@ def night_plan(spec, version: str, night: str, golden_dir) -> NightPlan:
         systems={s.system_id: digest(s.model_dump(mode="json")) for s in spec.systems}, gates_sha256=file_sha256(DEFAULT_GATES_FILE),
         gates=gates, certify_below=spec.certify_below if spec.certify_below is not None else -1.0, gates_read=spec.gates_read,
         judge={"config_sha256": digest(judge), "enabled": judge.get("enabled")}, metric_code=code_fingerprint(), seed=spec.case_seed,
-        intended_use=spec.intended_use.model_dump(mode="json"),
+        intended_use=spec.intended_use.model_dump(mode="json"), signoff_roles=list(spec.signoff_roles),
     )  # fmt: skip
 
 
-def _lock_plan(spec, version: str, night: str, golden_dir) -> None:
+def _lock_plan(spec, version: str, night: str, golden_dir, gate_config: dict) -> None:
+    """The plan written and printed before any system answers, with the settings the night's gates run with
+    (``gate_config``: the run config's gate_verdicts block) beside it, so ``hcat verify`` can re-derive the verdicts."""
+    from hcat_pipeline.gates.night import GateSettings
     from hcat_pipeline.paths import DATA_DIR
     from hcat_pipeline.release.night import lock_plan, release_dir
+    from hcat_pipeline.release.rederive import write_settings
 
     directory = release_dir(DATA_DIR, version, night)
+    write_settings(GateSettings.from_dict(gate_config), directory)
     if missing := spec.intended_use.missing():
         print(f"INTENDED USE NOT DECLARED: the campaign file's intended_use lacks {', '.join(missing)} — a reviewer cannot tell "
               "what this evaluation is fit for (hcat init writes the fields)")  # fmt: skip
@@ -297,11 +302,13 @@ def _lock_plan(spec, version: str, night: str, golden_dir) -> None:
 
 def _seal_bundle(version: str, night: str, golden_dir) -> None:
     from hcat_pipeline.gates.spec import DEFAULT_GATES_FILE
-    from hcat_pipeline.paths import DATA_DIR, LABELS_DIR, WAREHOUSE_DIR
+    from hcat_pipeline.paths import DATA_DIR, LABELS_DIR, REPORTS_DIR, WAREHOUSE_DIR
     from hcat_pipeline.release.night import evidence_files, release_dir, seal_bundle
+    from hcat_pipeline.reports.signoffs import refresh_night_report
 
     files = evidence_files(DATA_DIR, WAREHOUSE_DIR, golden_dir, LABELS_DIR, version, night, DEFAULT_GATES_FILE)
-    bundle = seal_bundle(files, DATA_DIR, release_dir(DATA_DIR, version, night))
+    bundle = seal_bundle(files, DATA_DIR, release_dir(DATA_DIR, version, night), LABELS_DIR)
+    refresh_night_report(DATA_DIR, REPORTS_DIR, version, night)  # the report's sign-off block names the sealed bundle
     print(f"evidence bundle: root sha256 {bundle['root']} ({len(bundle['files'])} files; hcat verify {night} checks it, "
           f"hcat sign {night} signs it)")
 
@@ -364,8 +371,9 @@ def run_campaign(
         print(f"golden-set version {version} frozen; no night run (--generate-only): review it (hcat review, /curate/case), then run the night")
         return CampaignOutcome(True, version)
     print(f"campaign run: {version} × night {night} ({len(spec.systems)} systems, max_cases={spec.max_cases or 'all'})")
-    _lock_plan(spec, version, night, golden_dir)  # before any system answers: the bar is fixed first
-    result = _execute("campaign_run_job", loggers, run_config=campaign_run_config(spec, review_note), instance=instance,
+    run_config = campaign_run_config(spec, review_note)
+    _lock_plan(spec, version, night, golden_dir, run_config["ops"]["gate_verdicts"]["config"])  # before any system answers: the bar first
+    result = _execute("campaign_run_job", loggers, run_config=run_config, instance=instance,
                       partition_key=campaign_run_key(version, night), tags={**tags, "golden_set_version": version, "night": night})  # fmt: skip
     ok = _report(result, quiet=loggers is not None)
     blocked = not ok and release_blocked_only(result)

@@ -20,3 +20,7 @@ EMBEDDING_CACHE_DIR = Path(os.environ.get("HCAT_EMBEDDING_CACHE_DIR", CACHE_DIR 
 MODELS_DIR = CACHE_DIR / "models"
 # scored frames by content (metrics.score_cache); HCAT_SCORE_CACHE_DIR="" turns the cache off
 SCORE_CACHE_DIR = os.environ.get("HCAT_SCORE_CACHE_DIR", str(CACHE_DIR / "scores"))
+# the headless browser the project installs (setup.sh: Debian chromium): the dossier's PDF, the browser tests
+CHROMIUM = os.environ.get("HCAT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip

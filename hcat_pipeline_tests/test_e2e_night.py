@@ -286,3 +286,73 @@ def test_the_plan_is_locked_first_and_the_signed_night_verifies_until_its_eviden
     finally:
         log.write_text(text)
     assert _cli(env, "verify", NIGHT).returncode == 0  # everything put back: it verifies again
+
+
+def _reseal(folder: Path, name: str) -> None:
+    """A forger's edit: the bundle of an exported folder re-hashed over its changed file ``name`` (a consistent manifest)."""
+    import json
+
+    from hcat_pipeline.corpus.content_hash import file_sha256
+    from hcat_pipeline.release.bundle import bundle_root
+
+    path = next((folder / "evidence" / "release").glob("*/*/bundle.json"))
+    bundle = json.loads(path.read_text())
+    for e in bundle["files"]:
+        if e["name"] == name:
+            f = folder / "evidence" / e["path"]
+            e["sha256"], e["bytes"] = file_sha256(f), f.stat().st_size
+    bundle["root"] = bundle_root(bundle["files"])
+    path.write_text(json.dumps(bundle))
+
+
+def test_the_dossier_verifies_alone_and_a_forged_row_a_swapped_set_and_an_overturned_flag_are_named(night):
+    """Issue 67 items 5-6 known answers (after the signed night above; each edit is made on a copy or put back)."""
+    import json
+
+    from pypdf import PdfReader
+
+    env, out = night["env"], night["tmp"] / "dossier"
+    done = _cli(env, "dossier", NIGHT, "--out", str(out))
+    assert done.returncode == 0 and "dossier: " in done.stdout, done.stdout + done.stderr
+    first = " ".join(PdfReader(out / "dossier.pdf").pages[0].extract_text().split())  # words, not the columns' line breaks
+    assert "Release dossier" in first and "Decision" in first and "BLOCKED" in first  # the decision on the first page …
+    assert "Intended use" in first and "INTENDED USE NOT DECLARED" in first  # … with the (here undeclared) intended use
+    assert "Ana Validator" in first and "Evidence bundle root sha256" in first  # and who signed, on which bundle
+    html = (out / "dossier.html").read_text()
+    for heading in ("1. Test setting", "2. Data", "3. Methods", "4. Results", "5. Limitations", "6. Contested flags", "7. Sign-off log", "8. Evidence bundle"):
+        assert heading in html, heading
+    report = next((night["tmp"] / "data" / "reports").rglob("report.html")).read_text()
+    assert 'id="table-signoffs"' in report and "Ana Validator" in report  # hcat sign refreshed the night's report
+    ok = _cli(env, "verify", str(out))  # the folder alone: its own copy of every file, the plan and the log
+    assert ok.returncode == 0 and "verified" in ok.stdout and "validator: fresh" in ok.stdout, ok.stdout + ok.stderr
+    assert "rows re-derived from the stored tables, 0 differ" in ok.stdout  # every verdict follows from the folder's tables
+    # a gate row edited and the bundle re-hashed over it: every hash agrees, the verdict no longer follows from its tables
+    gv = next((out / "evidence").rglob("gate_verdicts/*/*.parquet"))
+    table = pl.read_parquet(gv)
+    table.with_columns(pl.when(pl.col("verdict") == "FAIL").then(pl.lit("PASS")).otherwise(pl.col("verdict")).alias("verdict")).write_parquet(gv)
+    _reseal(out, "gate_verdicts")
+    forged = _cli(env, "verify", str(out))
+    assert forged.returncode == 1 and "stored verdict 'PASS', re-derived from the stored tables 'FAIL'" in forged.stdout, forged.stdout
+    assert "validator: STALE" in forged.stdout  # the signed root is no longer the evidence's
+    # a swapped golden set: the frozen file is not the one hashed
+    shutil.rmtree(out)
+    assert _cli(env, "dossier", NIGHT, "--out", str(out), "--no-pdf").returncode == 0
+    gs = next((out / "evidence").rglob("golden_sets/*/golden_set.parquet"))
+    pl.read_parquet(gs).head(3).write_parquet(gs)
+    swapped = _cli(env, "verify", str(out))
+    assert swapped.returncode == 1 and "golden_set: " in swapped.stdout and "changed" in swapped.stdout, swapped.stdout
+    # a flag overturned after the signature: evidence the signed bundle does not hold, the signature stale, the verdict moved
+    flagged = pl.read_parquet(night["warehouse"] / "gate_verdicts" / _version(night) / f"{NIGHT}.parquet").filter(
+        (pl.col("system_id") == "reference") & (pl.col("n_flagged") > 0))["flagged"][0]  # fmt: skip
+    flag = json.loads(flagged)[0]
+    review = night["tmp"] / "data" / "labels" / "flag-reviews_Ben.jsonl"
+    review.write_text(json.dumps({**{k: flag[k] for k in ("flag_id", "gate", "case_id", "system_id", "detector", "span")},
+                                  "decision": "overturned", "reviewer": "Ben", "reviewed_at": "2026-12-07T12:00:00+00:00",
+                                  "reason": "the canary is quoted from the question, not obeyed"}) + "\n")  # fmt: skip
+    try:
+        later = _cli(env, "verify", NIGHT)
+        assert later.returncode == 1 and "labels/flag-reviews_Ben.jsonl" in later.stdout and "added after the night was sealed" in later.stdout
+        assert "validator: STALE — Ana Validator" in later.stdout, later.stdout
+    finally:
+        review.unlink()
+    assert _cli(env, "verify", NIGHT).returncode == 0  # put back: it verifies, and the signature is fresh again

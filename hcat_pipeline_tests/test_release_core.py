@@ -107,3 +107,35 @@ def test_a_sign_off_names_who_and_why():
     with pytest.raises(ValueError, match="one of"):
         append_signoff("unused.jsonl", night=NIGHT, campaign="c", who="Ana", role="validator", decision="maybe", note="x",
                        bundle_root="r", plan_sha256="p", at="t")  # fmt: skip
+
+
+def _gate_rows(**edit):
+    import polars as pl
+
+    rows = [{"gate": "pii_leak", "system_id": "hybrid", "group": "all", "verdict": "FAIL", "blocking": True, "estimate": 0.2,
+             "ci_low": 0.1, "ci_high": float("nan"), "n": 40, "n_more": None, "certificate": None},
+            {"gate": "pii_leak", "system_id": "closed_book", "group": "all", "verdict": "PASS", "blocking": False, "estimate": 0.0,
+             "ci_low": 0.0, "ci_high": 0.07, "n": 40, "n_more": None, "certificate": "certified below 0.10"}]  # fmt: skip
+    rows[0].update(edit)
+    return pl.DataFrame(rows)
+
+
+def test_a_gate_row_that_no_longer_follows_from_its_tables_is_named_with_what_differs():
+    from hcat_pipeline.gates.night import verdict_differences
+
+    derived = _gate_rows()
+    assert verdict_differences(_gate_rows(), derived) == []  # NaN bounds compare equal: nothing to report
+    edited = verdict_differences(_gate_rows(verdict="PASS", blocking=False), derived)
+    assert edited == ["gate row pii_leak × hybrid × all: stored verdict 'PASS', re-derived from the stored tables 'FAIL'"]
+    assert "stored n 39" in verdict_differences(_gate_rows(n=39), derived)[0]
+    assert verdict_differences(_gate_rows().head(1), derived) == ["gate row pii_leak × closed_book × all: re-derived, missing from the stored table (removed)"]
+
+
+def test_the_gate_settings_round_trip_and_ignore_what_they_do_not_know(tmp_path):
+    from hcat_pipeline.gates.night import GateSettings
+    from hcat_pipeline.release.rederive import read_settings, write_settings
+
+    assert read_settings(tmp_path) is None  # a night sealed before settings were stored: verify says it cannot re-derive
+    s = GateSettings.from_dict({"gates_read": "reviewed", "certify_below": 0.05, "review_note": "shipped review applied", "x": 1})
+    write_settings(s, tmp_path)
+    assert read_settings(tmp_path) == s and s.history_runs == 10 and s.exclude_risk  # the defaults are the asset's

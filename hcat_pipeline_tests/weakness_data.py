@@ -95,9 +95,8 @@ def run_tables(seed: int = 7) -> dict[str, pl.DataFrame]:
 
 
 # headless Debian chromium for the report / UI tests (never ``playwright install``)
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+from hcat_pipeline.paths import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402, F401  (their one home: paths)
+
 UPSTREAM = ("rag_responses", "metric_tables", "behaviour_checks", "retrieval_metrics")
 
 

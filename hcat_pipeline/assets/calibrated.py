@@ -16,10 +16,9 @@ import numpy as np
 import polars as pl
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.assets.calibration import load_results
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, calibrate_long, long_scores
-from hcat_pipeline.calibration.fitting import error_rates
+from hcat_pipeline.calibration.fitting import error_rates, load_results
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.schemas import RUN_COLUMNS
 

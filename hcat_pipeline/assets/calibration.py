@@ -25,7 +25,7 @@ from hcat_pipeline.assets._metadata import preview
 from hcat_pipeline.assets._score_cache import score_cache
 from hcat_pipeline.automation import ON_ANY_RUN_UPDATE
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, campaign_label_scores, long_scores
-from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA, CalibrationResult, fit_calibration
+from hcat_pipeline.calibration.fitting import DEFAULT_ALPHA, CalibrationResult, fit_calibration, load_results
 from hcat_pipeline.calibration.plots import figure4_png, reliability_png
 from hcat_pipeline.calibration.reference import REFERENCE_SETS, load_reference, reference_manifest
 from hcat_pipeline.common.images import png_markdown
@@ -212,10 +212,6 @@ def calibrators(
         **meta,
     })  # fmt: skip
     return table
-
-
-def load_results(table: pl.DataFrame) -> list[CalibrationResult]:
-    return [CalibrationResult.from_bytes(b) for b in table["model"].to_list()]
 
 
 class MetricValidityConfig(dg.Config):

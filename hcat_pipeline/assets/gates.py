@@ -28,31 +28,14 @@ import polars as pl
 from pydantic import Field
 
 from hcat_pipeline.assets._metadata import preview
-from hcat_pipeline.assets.calibration import load_results
 from hcat_pipeline.automation import ON_NEW_RUN_DATA
-from hcat_pipeline.behaviour.harm import with_harm_category
-from hcat_pipeline.calibration.design import design_file
-from hcat_pipeline.calibration.stated import stated_confidence_cases
 from hcat_pipeline.common.canary_ids import drop_canaries
+from hcat_pipeline.configs import config_from, to_core
 from hcat_pipeline.console import RELEASE_CHECK
-from hcat_pipeline.gates import (
-    DEFAULT_GATES_FILE,
-    GatesFileError,
-    decide_release,
-    evaluate_gates,
-    gate_summary,
-    load_gates,
-    load_history,
-)
-from hcat_pipeline.gates.apply import system_capabilities
-from hcat_pipeline.gates.calibrated import human_calibrations
-from hcat_pipeline.gates.contamination import EXCLUDED_RISKS, contamination_note, flagged_cases, without_cases
-from hcat_pipeline.gates.flags import judge_second_signals, read_flag_reviews
+from hcat_pipeline.gates import DEFAULT_GATES_FILE, GatesFileError, decide_release, gate_summary, load_gates
 from hcat_pipeline.gates.gate import WORST_FIRST
-from hcat_pipeline.golden.review import GatesRead, gate_tables, review_summary
+from hcat_pipeline.gates.night import GateSettings, night_gate_table
 from hcat_pipeline.io import OPTIONAL
-from hcat_pipeline.judge.ensemble import with_ensemble
-from hcat_pipeline.judge.scoring import judge_gate_table
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import LABELS_DIR, WAREHOUSE_DIR
 
@@ -76,31 +59,14 @@ _CHECK_SPECS = [
 ]
 
 
-class GateVerdictsConfig(dg.Config):
-    gates_file: str = Field(default="", description="empty: HCAT_GATES_FILE or gates.yaml at the project root")
-    warehouse_dir: str = Field(default="", description="where trend gates read earlier nights; empty: data/warehouse")
-    history_runs: int = Field(default=10, ge=1, description="earlier runs read by trend gates")
-    labels_dir: str = Field(default="", description="where the night's labelling design and people's reviews of flagged "
-                            "answers are read; empty: HCAT_LABELS_DIR or data/labels")
-    trend_across_versions: bool = Field(default=False, description="trend gates also read other versions' nights (shared cases pair up)")
-    certify_below: Optional[float] = Field(default=None, gt=0, lt=1, description="the failure rate every zero-tolerance gate "
-                                           "certifies (the campaign file's certify_below); empty: each gate's own")
-    gates_read: GatesRead = Field(default="all", description="all: the gates read every case of the version; reviewed: only "
-                                  "the cases a person accepted or edited (the campaign file's gates_read)")
-    exclude_risk: list[str] = Field(default=list(EXCLUDED_RISKS), description="contamination risks (case_contamination) whose "
-                                    "cases the gates leave out (golden-eval §3.5.4), counted on the first screen")
-    review_note: str = Field(default="", description="what became of the campaign's shipped review (review.shipped): said "
-                             "with the cases the gates read, on the first screen")
-
-
-def _calibrations(calibrators: Optional[pl.DataFrame], calibrated: Optional[pl.DataFrame], labels: Optional[pl.DataFrame],
-                  design: Optional[pl.DataFrame] = None):
-    """Per dimension, the human labels' calibration the gates read (``gates.calibrated``); none before any calibrator.
-    ``design``: the night's frozen labelling design (None before the review queue drew one)."""
-    if calibrators is None or calibrators.height == 0:
-        return {}
-    active = [r for r, a in zip(load_results(calibrators), calibrators["active"].to_list()) if a]
-    return human_calibrations(active, calibrated, labels, design=design)
+# The Dagster config *is* the core's GateSettings (one field list, one set of defaults) + where the files are.
+GateVerdictsConfig = config_from(
+    GateSettings, "GateVerdictsConfig",
+    gates_file=(str, Field(default="", description="empty: HCAT_GATES_FILE or gates.yaml at the project root")),
+    warehouse_dir=(str, Field(default="", description="where trend gates read earlier nights; empty: data/warehouse")),
+    labels_dir=(str, Field(default="", description="where the night's labelling design and people's reviews of flagged "
+                           "answers are read; empty: HCAT_LABELS_DIR or data/labels")),
+)  # fmt: skip
 
 
 def _check_metadata(rows: pl.DataFrame) -> dict:
@@ -147,40 +113,18 @@ def gate_verdicts(
     judge_ensemble: Optional[pl.DataFrame],
 ):
     version, night = split_run_key(context)
-    llm_judge_scores = with_ensemble(llm_judge_scores, judge_ensemble)  # the ensemble's rows where it beat each judge (§5.5)
     try:
         gates = load_gates(config.gates_file or DEFAULT_GATES_FILE)
     except GatesFileError as e:
         raise dg.Failure(str(e)) from e
-    tables = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics,
-              "rag_responses": rag_responses,
-              "stated_confidence": stated_confidence_cases(metric_tables, behaviour_checks),  # golden-eval §3.2.3
-              "llm_judge_scores": judge_gate_table(llm_judge_scores)}  # validated judge rows only (golden-eval §5.6)
-    tables = gate_tables(tables, golden_set, config.gates_read)
-    cases_read = review_summary(golden_set, config.gates_read)["text"]  # the report's first screen and the console say it
-    if config.review_note:
-        cases_read = f"{cases_read}; {config.review_note}"
-    contaminated = flagged_cases(case_contamination, config.exclude_risk)
-    if contaminated:  # golden-eval §3.5.4: a case the model may have memorised decides no gate
-        tables = without_cases(tables, contaminated)
-        cases_read = f"{cases_read}; {contamination_note(contaminated, config.exclude_risk)}"
-    wanted = {g.table for g in gates.gates if g.kind == "trend"}
-    warehouse = config.warehouse_dir or WAREHOUSE_DIR
-    history = {t: load_history(warehouse, t, version, night, limit=config.history_runs, across_versions=config.trend_across_versions)
-               for t in sorted(wanted)}  # fmt: skip
+    inputs = {"metric_tables": metric_tables, "behaviour_checks": behaviour_checks, "retrieval_metrics": retrieval_metrics,
+              "golden_set": golden_set, "rag_responses": rag_responses, "llm_judge_scores": llm_judge_scores,
+              "grader_gaming": grader_gaming, "calibrators": calibrators, "calibrated_scores": calibrated_scores,
+              "human_labels": human_labels, "case_contamination": case_contamination, "judge_ensemble": judge_ensemble}
     labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
-    frozen = design_file(labels_dir, version, night)
-    design = pl.read_parquet(frozen) if frozen.is_file() else None
-    reviews = read_flag_reviews(labels_dir)
-    table = evaluate_gates(gates, tables, cases=with_harm_category(golden_set), history=history, capabilities=system_capabilities(rag_responses),
-                           certify_below=config.certify_below, gaming=grader_gaming,
-                           calibrations=_calibrations(calibrators, calibrated_scores, human_labels, design),
-                           reviews=reviews, second=judge_second_signals(llm_judge_scores)).with_columns(
-        pl.lit(version).alias("golden_set_version"), pl.lit(night).alias("night"),
-        pl.lit(cases_read).alias("cases_read"),
-        pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
-               dtype=pl.String).alias("campaign_sha256"),
-    )  # fmt: skip
+    table, read = night_gate_table(gates, inputs, to_core(GateSettings, config), version, night, labels_dir,
+                                   Path(config.warehouse_dir or WAREHOUSE_DIR))  # fmt: skip
+    history, cases_read, frozen, reviews = read["history"], read["cases_read"], read["design"], read["reviews"]
     summary = gate_summary(table)
     yield dg.Output(table, metadata={
         "dagster/row_count": table.height,
@@ -192,7 +136,7 @@ def gate_verdicts(
         "cases_read": cases_read,
         "flags": dg.MetadataValue.json({k: int(table[k].sum()) for k in ("n_flagged", "n_confirmed", "n_unconfirmed", "n_overturned")}),
         "flag_reviews_read": len(reviews),
-        "labelling_design": str(frozen) if design is not None else "none drawn yet",
+        "labelling_design": str(frozen) if frozen is not None else "none drawn yet",
     })  # fmt: skip
     used = {g.name: g for g in gates.gates}
     for spec in _DECLARED:

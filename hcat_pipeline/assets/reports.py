@@ -44,7 +44,7 @@ from hcat_pipeline.io import OPTIONAL
 from hcat_pipeline.partitions import campaign_run, split_run_key
 from hcat_pipeline.paths import DATA_DIR, GOLDEN_SETS_DIR, LABELS_DIR, REPORTS_DIR, WAREHOUSE_DIR
 from hcat_pipeline.release.night import plan_lines, release_dir
-from hcat_pipeline.reports.campaign_report import render_report, review_link
+from hcat_pipeline.reports.campaign_report import RECORD_FILE, render_report, review_link, write_record
 from hcat_pipeline.reports.failures import failure_cases as failure_table
 from hcat_pipeline.reports.history import render_history
 from hcat_pipeline.reports.paraphrase import paraphrase_summary, paraphrase_variance
@@ -58,6 +58,7 @@ from hcat_pipeline.reports.sections import (
     plots_for,
     provenance,
 )
+from hcat_pipeline.reports.signoffs import night_signoffs, signoff_block
 from hcat_pipeline.reports.validity import live_shares
 from hcat_pipeline.reports.weakness import (
     DEFAULT_PAIRS,
@@ -319,7 +320,9 @@ def campaign_report(
         kwargs["summary"].append(f"Postmortem (golden-eval §9.3): {pm_path}")
     history = render_history(path.parents[2] / "history.html", Path(config.warehouse_dir or WAREHOUSE_DIR))  # nights (and days) so far
     kwargs["summary"].append(f"History of the nights and of production (golden-eval §9.3): {history}")
-    html = render_report(**kwargs)
+    html = render_report(**kwargs, signoffs=signoff_block(night_signoffs(DATA_DIR, version, night)))  # refreshed when sealed / signed
+    write_record(path.with_name(RECORD_FILE), title=kwargs["title"], run=kwargs["run"], summary=kwargs["summary"],
+                 sections=kwargs["sections"], provenance=kwargs["provenance"])  # fmt: skip
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(path)

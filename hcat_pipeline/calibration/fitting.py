@@ -236,3 +236,8 @@ def fit_calibration(
     else:
         res.evaluation = {"n": 0, "note": "no held-out evaluation labels"}
     return res
+
+
+def load_results(table) -> list[CalibrationResult]:
+    """The fitted calibrations of a stored ``calibrators`` table (its ``model`` column), in row order."""
+    return [CalibrationResult.from_bytes(b) for b in table["model"].to_list()]

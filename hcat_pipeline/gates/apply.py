@@ -349,6 +349,16 @@ def _pending(blocking: pl.DataFrame) -> list[str]:
     return sorted(by_gate.filter(pl.col("p"))["gate"].to_list())
 
 
+def history_files(warehouse: str | Path, table: str, version: str, night: str, *, limit: int = 10,
+                  across_versions: bool = False) -> list[tuple[str, str, Path]]:  # fmt: skip
+    """The stored files ``load_history`` reads, oldest first: ``[(night, version, path), …]`` (the evidence a trend gate rests on)."""
+    base = Path(warehouse) / table
+    dirs = sorted(p for p in base.iterdir() if p.is_dir()) if across_versions and base.is_dir() else [base / version]
+    found = sorted(((p.stem, d.name, p) for d in dirs if d.is_dir() for p in d.glob("*.parquet") if p.stem < night),
+                   key=lambda t: (t[0], t[1] != version))  # fmt: skip
+    return found[-limit:]
+
+
 def load_history(warehouse: str | Path, table: str, version: str, night: str, *, limit: int = 10,
                  across_versions: bool = False) -> list[tuple[str, pl.DataFrame]]:  # fmt: skip
     """Earlier runs of ``table`` (nights before ``night``), oldest first: ``[("<version>|<night>", frame), …]``.
@@ -356,8 +366,5 @@ def load_history(warehouse: str | Path, table: str, version: str, night: str, *,
     Reads ``<warehouse>/<table>/<version>/<night>.parquet``; with ``across_versions`` every version's
     earlier nights (cases are matched on case_id, a content hash, so shared cases pair up).
     """
-    base = Path(warehouse) / table
-    dirs = sorted(p for p in base.iterdir() if p.is_dir()) if across_versions and base.is_dir() else [base / version]
-    found = sorted(((p.stem, d.name, p) for d in dirs if d.is_dir() for p in d.glob("*.parquet") if p.stem < night),
-                   key=lambda t: (t[0], t[1] != version))  # fmt: skip
-    return [(f"{v}|{n}", pl.read_parquet(p)) for n, v, p in found[-limit:]]
+    found = history_files(warehouse, table, version, night, limit=limit, across_versions=across_versions)
+    return [(f"{v}|{n}", pl.read_parquet(p)) for n, v, p in found]

@@ -10,12 +10,15 @@ from pathlib import Path
 
 from hcat_pipeline.common.ids import canonical_json, sha256_hex
 from hcat_pipeline.corpus.content_hash import file_sha256
-from hcat_pipeline.release.bundle import BUNDLE_FILE, make_bundle, verify_bundle, write_bundle
+from hcat_pipeline.gates.night import SETTINGS_FILE
+from hcat_pipeline.release.bundle import BUNDLE_FILE, current_root, make_bundle, verify_bundle, write_bundle
 from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_hash, plan_history, write_plan
+from hcat_pipeline.release.rederive import gate_input_files, read_settings, rederive_gates
 from hcat_pipeline.release.signoff import LOG_FILE, read_log, verify_log
 
 # per-run tables a decision rests on: the verdicts and their certificates, the answers behind every counted failure, the
-# checks and scores the gates read, the labelling design's queue
+# checks and scores the gates read, the labelling design's queue (and every table the gates read: release.rederive)
+LABEL_SUFFIXES = (".jsonl", ".parquet", ".csv", ".json")
 RUN_TABLES = ("gate_verdicts", "release_decision", "rag_responses", "behaviour_checks", "metric_tables", "review_queue",
               "calibrated_scores", "llm_judge_scores")  # fmt: skip
 
@@ -54,36 +57,75 @@ def evidence_files(data_dir: str | Path, warehouse: str | Path, golden_dir: str 
            "golden_set": Path(golden_dir) / version / "golden_set.parquet", "golden_set_manifest": Path(golden_dir) / version / "manifest.json"}  # fmt: skip
     for table in RUN_TABLES:
         out[table] = Path(warehouse) / table / version / f"{night}.parquet"
-    labels = Path(labels_dir)
-    for p in sorted(labels.rglob("*")) if labels.is_dir() else []:  # the labels, their designs, the flag reviews
-        if p.is_file() and p.suffix in (".jsonl", ".parquet", ".csv", ".json"):
-            out[f"labels/{p.relative_to(labels).as_posix()}"] = p
+    directory = release_dir(data_dir, version, night)
+    if (settings := read_settings(directory)) is not None:  # what the gates read and how, so verify can re-derive them
+        out |= {
+            "gate_settings": directory / SETTINGS_FILE,
+            **gate_input_files(Path(warehouse), version, night, settings, Path(gates_file)),
+        }
+    out |= label_files(labels_dir)
     return {k: v for k, v in out.items() if v.is_file()}
 
 
-def seal_bundle(files: dict[str, Path], base: str | Path, directory: Path) -> dict:
-    """The bundle of ``files`` written to ``<directory>/bundle.json``; returned."""
+def label_files(labels_dir: str | Path) -> dict[str, Path]:
+    """``labels/<relative path>`` → file: the labels, their designs, the flag reviews."""
+    labels = Path(labels_dir)
+    return {f"labels/{p.relative_to(labels).as_posix()}": p for p in (sorted(labels.rglob("*")) if labels.is_dir() else [])
+            if p.is_file() and p.suffix in LABEL_SUFFIXES}  # fmt: skip
+
+
+def seal_bundle(files: dict[str, Path], base: str | Path, directory: Path, labels_dir: str | Path | None = None) -> dict:
+    """The bundle of ``files`` written to ``<directory>/bundle.json``; returned. ``labels_dir`` is recorded (relative to
+    ``base`` when inside it) so a label or flag review added later is found (``added_files``)."""
     bundle = make_bundle(files, base)
+    if labels_dir is not None:
+        p = Path(labels_dir).resolve()
+        bundle["labels_dir"] = str(p.relative_to(Path(base).resolve()) if p.is_relative_to(Path(base).resolve()) else p)
     write_bundle(bundle, directory / BUNDLE_FILE)
     return bundle
 
 
-def verify_night(directory: Path, data_dir: str | Path, gates_file: Path) -> list[str]:
-    """Every broken link of a night's plan, bundle and the sign-off log, one line each."""
+def added_files(bundle: dict, base: str | Path) -> dict[str, Path]:
+    """Label files (labels, designs, flag reviews) in the night's labels folder that its bundle does not hold: evidence
+    added after the night was sealed."""
+    if "labels_dir" not in bundle:
+        return {}
+    held = {e["name"] for e in bundle["files"]}
+    return {k: v for k, v in label_files(Path(base) / bundle["labels_dir"]).items() if k not in held}
+
+
+def evidence_root_now(bundle: dict, base: str | Path) -> str:
+    """The root the night's evidence hashes to now — its files as they are, plus label files added since: equal to the
+    sealed root only while nothing a decision rests on has changed (a signature on it is stale otherwise)."""
+    return current_root(bundle, base, added_files(bundle, base))
+
+
+def verify_night(directory: Path, data_dir: str | Path, gates_file: Path, notes: list[str] | None = None) -> list[str]:
+    """Every broken link of a night's plan, bundle, gate verdicts (re-derived from the bundle's tables) and the sign-off
+    log, one line each; ``notes`` (when given) gets what was checked beside them."""
     history = plan_history(directory)
     if not history:
         return [f"{directory}: no plan.json (the night wrote none: run it with this version of hcat)"]
     out = [f"plan {i + 1}: its hash is not its content's (edited after it was written)" for i, h in enumerate(history)
            if plan_hash(h["plan"]) != h["sha256"]]  # fmt: skip
     for earlier, later in zip(history, history[1:]):
-        out += [f"the bar moved after the plan: {m['field']} from {m['from']} to {m['to']} (plan of {m['when']})" for m in bar_moved(earlier, later)]
+        out += [
+            f"the bar moved after the plan: {m['field']} from {m['from']} to {m['to']} (plan of {m['when']})"
+            for m in bar_moved(earlier, later)
+        ]
     if gates_file.is_file() and file_sha256(gates_file) != history[-1]["plan"]["gates_sha256"]:
         out.append(f"the gates file {gates_file} changed after the night's plan (the bar moved; re-run the night for a new plan)")
     bundle_path = directory / "bundle.json"
     if not bundle_path.is_file():
         out.append(f"{bundle_path} missing: the night did not complete, or its bundle was removed")
     else:
-        out += verify_bundle(json.loads(bundle_path.read_text()), data_dir)
+        bundle = json.loads(bundle_path.read_text())
+        out += verify_bundle(bundle, data_dir)
+        out += [f"{k}: {p} added after the night was sealed (evidence the sealed bundle does not hold)" for k, p in added_files(bundle, data_dir).items()]
+        problems, note = rederive_gates(directory, bundle, Path(data_dir), directory.parent.name, directory.name)
+        out += problems
+        if notes is not None and note:
+            notes.append(note)
     out += [f"sign-off log: {p}" for p in verify_log(read_log(signoff_log(data_dir)))]
     return out
 

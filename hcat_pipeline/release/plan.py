@@ -30,6 +30,7 @@ class NightPlan:
     metric_code: str  # score_cache.code_fingerprint(): the scoring code and libraries
     seed: int
     intended_use: dict = field(default_factory=dict)  # the campaign file's purpose, users, scope, the decision supported
+    signoff_roles: list[str] = field(default_factory=list)  # the roles whose sign-off releases the night (campaign file)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -12,8 +12,10 @@ No dagster import.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import polars as pl
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -106,10 +108,24 @@ def review_link(queue: pl.DataFrame | None, version: str, night: str, base_url: 
             "answers": queue.select("case_id", "system_id").unique().height, "dimensions": dims}  # fmt: skip
 
 
+RECORD_FILE = "report.json"  # beside report.html: its summary and sections as data (the dossier reads them)
+
+
+def write_record(path: Path, *, title: str, run: dict, summary: list[str], sections: dict[str, Section], provenance: dict) -> Path:
+    """The report's figures as data (``report.json``): the title, the first screen's lines, every section's rows and the
+    provenance — what the release dossier (``reports.dossier``) lays out again, so both show the same numbers."""
+    record = {"title": title, "run": {k: v for k, v in run.items() if isinstance(v, str | int | float | bool) or v is None},
+              "summary": summary, "sections": {k: asdict(s) for k, s in sections.items()}, "provenance": provenance}  # fmt: skip
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
 def render_report(*, title: str, run: dict, summary: list[str], sections: dict[str, Section], plots: dict[str, list[Plot]],
-                  provenance: dict) -> str:  # fmt: skip
+                  provenance: dict, signoffs: str = "") -> str:  # fmt: skip
     """The HTML page. ``sections``: Section per key the template places (gates, headline, rankings, pareto,
     weakest, worst_cases, robustness, failures, validity, cells); ``plots``: heatmaps / violins;
     ``provenance``: key → value (or list of dict rows under "systems")."""
     return environment().get_template(TEMPLATE).render(title=title, run=run, summary=summary, sections=sections, plots=plots,
-                                                       provenance=provenance)  # fmt: skip
+                                                       provenance=provenance, signoffs=signoffs)  # fmt: skip

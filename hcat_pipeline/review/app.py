@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
 from hcat_pipeline.release.night import now
+from hcat_pipeline.reports.signoffs import refresh_night_report
 from hcat_pipeline.review.case_screen import case_screen_view
 from hcat_pipeline.review.curation import CurationLog, freeze_curated
 from hcat_pipeline.review.flags import FlagLog, flags_view, open_flags
@@ -199,6 +200,7 @@ def sign_release(request: Request, body: SignoffIn):
         entry = sign(settings.release_root, settings.gates, body.version, body.night, body.rater, body.role, body.decision, body.note, now())
     except ValueError as e:
         return _bad(str(e), status=409 if "does not verify" in str(e) else 400)
+    refresh_night_report(settings.release_root.parent, settings.reports, body.version, body.night)  # the report shows who signed
     return {"status": "signed", "message": f"signed: {entry['who']} ({entry['role']}) {entry['decision']} on bundle {entry['bundle_root'][:16]}"}
 
 

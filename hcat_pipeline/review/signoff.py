@@ -9,8 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.release.bundle import current_root
-from hcat_pipeline.release.night import signoff_log, verify_night
+from hcat_pipeline.release.night import evidence_root_now, signoff_log, verify_night
 from hcat_pipeline.release.plan import plan_history
 from hcat_pipeline.release.signoff import append_signoff, read_log, signoff_status
 
@@ -49,9 +48,11 @@ def signoff_view(release_root: Path, warehouse: Path, gates_file: Path, version:
     bundle = json.loads(bundle_path.read_text()) if bundle_path.exists() else None
     entries = read_log(signoff_log(release_root.parent))
     # fresh only while the files still hash to the sealed root: a label or flag review changed since makes a signature stale
-    status = signoff_status(entries, night, current_root(bundle, release_root.parent), list(roles)) if bundle else None
+    status = signoff_status(entries, night, evidence_root_now(bundle, release_root.parent), list(roles)) if bundle else None
+    notes: list[str] = []  # what was checked beside the broken links (the gate verdicts re-derived, or why not)
+    problems = verify_night(directory, release_root.parent, gates_file, notes)
     return {"known": known, "version": version, "night": night, "plan": history[-1] if history else None, "bundle": bundle,
-            "problems": verify_night(directory, release_root.parent, gates_file), "status": status, "roles": list(roles),
+            "problems": problems, "notes": notes, "status": status, "roles": list(roles),
             "decisions": _decisions(warehouse, version, night), "entries": [e for e in entries if e["night"] == night]}  # fmt: skip
 
 
