@@ -32,6 +32,7 @@ CHAPTERS = {
     "results": ("decision", "gates", "gates_detail", "canaries", "headline", "rankings", "paired", "pareto", "weakest", "robustness",
                 "paraphrase", "failures"),
 }  # fmt: skip
+METHOD_LINES = ("Human labels wanted", "LLM judge", "Calibrat", "Metric validity", "Construct")  # the first screen's lines on methods
 NOT_SPOKEN_FOR = (
     "systems other than the ones named here, or these systems with another configuration (each system's configuration hash is in the plan)",
     "documents other than this corpus, and questions unlike the golden set's kinds and topics (the test setting above bounds them)",
@@ -93,7 +94,7 @@ def _limitations(record: dict, plan: dict, precision_lines: list[str]) -> list[s
         out += [f"LLM judge {r[1]} for {r[0]} is not validated against people (n={r[2]}): it decides no gate." for r in judge["rows"]
                 if str(r[-1]).startswith("no")]  # fmt: skip
     out += [f"Detector false positives — {line}." for line in precision_lines]
-    out += [line for line in record["summary"] if line.startswith(("Contamination", "INTENDED USE NOT DECLARED", "LLM judge"))]
+    out += [line for line in record["summary"] if line.startswith(("Contamination", "INTENDED USE NOT DECLARED"))]
     out += [line for line in record["summary"] if "INDETERMINATE" in line or "SHIPPED REVIEW" in line]
     return out
 
@@ -130,7 +131,7 @@ def dossier_context(data_dir: Path, reports_dir: Path, labels_dir: Path, warehou
         "title": f"Release dossier — {plan['plan']['campaign']} — {version} — {night}", "night": night, "version": version,
         "plan": plan, "use": plan["plan"].get("intended_use") or {}, "problems": verify_night(directory, data_dir, gates_file),
         "decision": front_decision(sections["decision"]), "signoffs": signoff_block(night_signoffs(data_dir, version, night)),
-        "summary": record["summary"], "provenance": record["provenance"], "review_record": _review_record(golden),
+        "summary": record["summary"], "method_lines": [line for line in record["summary"] if line.startswith(METHOD_LINES)], "provenance": record["provenance"], "review_record": _review_record(golden),
         "chapters": {k: [sections[s] for s in keys if s in sections] for k, keys in CHAPTERS.items()},
         "not_spoken_for": NOT_SPOKEN_FOR, "limitations": _limitations(record, plan["plan"], precision_lines), "flags": flags,
         "monitoring_since": since, "monitoring": monitoring, "entries": [e for e in entries if e["night"] == night],
