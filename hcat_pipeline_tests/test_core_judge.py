@@ -143,3 +143,24 @@ def test_bad_config_is_refused_with_the_reason():
 )  # fmt: skip
 def test_model_family(model_id, family):
     assert model_family(model_id) == family
+
+
+def test_a_reply_cache_reuses_the_judges_earlier_reply_to_the_same_messages_and_asks_only_what_changed(tmp_path):
+    """Issue 66 item 4: a later night re-judges only changed answers; a reused row says no call was made tonight."""
+    from hcat_pipeline.judge.reply_cache import ReplyCache
+
+    cfg = JudgeConfig(dimensions=("groundedness",))
+    reply = {"justification": "supported by the knowledge", "score": 5, "confidence": "high"}
+    items = [JudgeItem("a", SUPPORTED, QUESTION, [KNOWLEDGE]), JudgeItem("b", INVENTED, QUESTION, [KNOWLEDGE])]
+    first_llm = FakeLLM([reply, {**reply, "score": 1}])
+    first = llm_judge(items, first_llm, cfg, cache=ReplyCache(tmp_path))
+    cache = ReplyCache(tmp_path)
+    changed = [items[0], JudgeItem("b", "The Eiffel Tower was completed in 1889, in Paris.", QUESTION, [KNOWLEDGE])]
+    later_llm = FakeLLM([{**reply, "score": 4}])
+    later = llm_judge(changed, later_llm, cfg, cache=cache)
+    assert len(first_llm.calls) == 2 and len(later_llm.calls) == 1 and (cache.hits, cache.misses) == (1, 1)
+    assert later[0]["score"] == first[0]["score"] == 5 and later[0]["attempts"] == 0 and later[0]["latency_s"] == 0.0
+    assert later[1]["score"] == 4 and later[1]["attempts"] == 1  # the changed answer was asked
+    other = llm_judge(items[:1], FakeLLM([{**reply, "score": 2}]), JudgeConfig(dimensions=("groundedness",), pass_threshold=3),
+                      cache=ReplyCache(tmp_path))  # another judge config: its own calls, never this judge's replies
+    assert other[0]["score"] == 2

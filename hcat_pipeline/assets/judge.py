@@ -42,11 +42,12 @@ from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, fa
 from hcat_pipeline.judge.ensemble import ENSEMBLE, agreement_table, choose_scorer, ensemble_rows
 from hcat_pipeline.judge.items import judge_items
 from hcat_pipeline.judge.plots import validation_figures
+from hcat_pipeline.judge.reply_cache import ReplyCache
 from hcat_pipeline.judge.scoring import JudgeConfig, judge_config_hash, llm_judge, model_family
 from hcat_pipeline.judge.tiering import API_SECONDS_PER_CALL, LOCAL_SECONDS_PER_CALL, flag_for_judge, select_tier
 from hcat_pipeline.judge.validation import VALIDATION_SCHEMA, AuditThresholds, validate_judge
 from hcat_pipeline.partitions import campaign_run
-from hcat_pipeline.paths import WAREHOUSE_DIR
+from hcat_pipeline.paths import SCORE_CACHE_DIR, WAREHOUSE_DIR
 from hcat_pipeline.resources.llm import LLM
 from hcat_pipeline.resources.sets import llm_pool
 from hcat_pipeline.responses.retrieval import without_planted
@@ -174,8 +175,10 @@ def llm_judge_scores(
         frame = frame.join(tier.select("case_id", "system_id"), on=["case_id", "system_id"], how="semi")
     items = judge_items(frame, golden_set, cfg.dimensions)  # + the claims / languages the §14.4 dimensions need
     t0 = time.perf_counter()
-    rows = llm_judge(items, llm, cfg, model_fingerprint=fingerprint,
+    cache = ReplyCache(SCORE_CACHE_DIR) if SCORE_CACHE_DIR else None  # a later night re-judges only what changed
+    rows = llm_judge(items, llm, cfg, model_fingerprint=fingerprint, cache=cache,
                      progress=lambda d, t: context.log.info(f"judge {d}/{t}") if d % 25 == 0 else None)  # fmt: skip
+    meta["reused_judge_calls"] = f"{cache.hits} of {cache.hits + cache.misses} (same judge, same messages)" if cache else "cache off"
     wall = time.perf_counter() - t0
     validation = _validation_lookup(config.validation_table, cfg_hash)
     judge_fam = model_family(fingerprint)
@@ -204,7 +207,7 @@ def llm_judge_scores(
                         "validated": bool(g["validated"].all())})  # fmt: skip
     errors = out.filter(pl.col("error").is_not_null())
     context.add_output_metadata({
-        **meta, "dagster/row_count": out.height, "calls_made": int(out["attempts"].is_not_null().sum()), "wall_seconds": round(wall, 1),
+        **meta, "dagster/row_count": out.height, "calls_made": int((out["attempts"].fill_null(0) > 0).sum()), "wall_seconds": round(wall, 1),
         "seconds_per_call_measured": round(wall / max(1, int(out["attempts"].is_not_null().sum())), 2), "scored": scored.height, "errors": errors.height,
         "skipped_rows": int(out["skipped_reason"].is_not_null().sum()),
         "error_kinds": dg.MetadataValue.json(dict(errors.group_by("error_kind").len().sort("error_kind").iter_rows()) if errors.height else {}),

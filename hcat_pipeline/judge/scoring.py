@@ -37,6 +37,7 @@ import polars as pl
 
 from hcat_pipeline.common.ids import json_hash
 from hcat_pipeline.common.prompts import PROMPTS_DIR, load_prompt
+from hcat_pipeline.judge.reply_cache import ReplyCache
 
 __all__ = [
     "DIMENSIONS",
@@ -242,6 +243,7 @@ def llm_judge(
     model_fingerprint: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     dimensions: Sequence[str] | None = None,
+    cache: ReplyCache | None = None,
 ) -> list[dict]:
     """One call per item × dimension (``dimensions``: a subset of ``config.dimensions`` to ask, e.g. only
     the one a validation set is labelled for; the config hash is still the whole judge's) through ``llm.generate(messages, json_schema=SCORE_SCHEMA, …)``.
@@ -250,7 +252,8 @@ def llm_judge(
     (score ≥ ``pass_threshold``), ``confidence``, ``justification``; or ``skipped_reason`` (the input
     lacks what the dimension needs; no call); or ``error_kind`` / ``error`` (the call failed after the
     resource's retries, or the reply broke the schema). ``LLMCallFailed`` becomes a row; any other
-    exception is a bug and propagates."""
+    exception is a bug and propagates. ``cache`` (``judge.reply_cache``): a reply this judge gave to the same messages
+    before is reused, with ``attempts`` 0 and no latency, tokens or cost."""
     fingerprint = model_fingerprint or (llm.fingerprint() if hasattr(llm, "fingerprint") else type(llm).__name__)
     model = getattr(llm, "model_name", None) or fingerprint
     templates = judge_templates(config)
@@ -279,10 +282,17 @@ def llm_judge(
                 claims="\n".join(f"- {c}" for c in item.claims), languages=", ".join(sorted(set(item.languages))),
                 handling=item.handling, steps=item.steps, tool_calls=item.tool_calls,
             )  # fmt: skip
+            call = {"temperature": config.temperature, "seed": config.seed, "max_tokens": config.max_tokens}
+            key = cache.key(cfg_hash, messages, **call) if cache is not None else ""
+            if cache is not None and (hit := cache.get(key)) is not None:
+                rows.append(_row(item.item_id, d, cfg_hash, model, template, score=int(hit["score"]),
+                                 passed=int(hit["score"]) >= config.pass_threshold, confidence=hit["confidence"],
+                                 justification=hit["justification"], latency_s=0.0, input_tokens=0, output_tokens=0,
+                                 cost_usd=0.0, attempts=0))  # fmt: skip
+                continue
             t0 = time.perf_counter()
             try:
-                res = llm.generate(messages, json_schema=SCORE_SCHEMA, temperature=config.temperature, seed=config.seed,
-                                   max_tokens=config.max_tokens)  # fmt: skip
+                res = llm.generate(messages, json_schema=SCORE_SCHEMA, **call)
             except Exception as e:
                 if not is_llm_failure(e):
                     raise
@@ -298,6 +308,8 @@ def llm_judge(
                                  error=f"reply does not match the score schema: {e.message}; reply: {res.text[:200]!r}", **usage))
                 continue
             score = int(res.data["score"])
+            if cache is not None:
+                cache.put(key, {k: res.data[k] for k in ("score", "confidence", "justification")})
             rows.append(_row(item.item_id, d, cfg_hash, model, template, score=score, passed=score >= config.pass_threshold,
                              confidence=res.data["confidence"], justification=res.data["justification"], **usage))
     return rows
