@@ -7,6 +7,10 @@ question, the reference, the query type, the stratum, the source chunk's text an
 reasons as the generation loop saw them — plus ``label`` / ``reason`` left empty for the reader.
 
     python benchmarks/generate_on_corpus.py benchmarks/data/case_validity_corpora/law --out /tmp/law_cases.jsonl
+
+With ``--all-kinds`` the generation is the default campaign file's (every suite and variant, sized by the level in force)
+on the corpus instead, and every candidate is written with its kind (``golden.sample_review.case_kind``), category,
+variant kind, expected behaviour and its base case: the input of ``benchmarks/review_to_signed.py`` once labelled.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="JSONL of the happy-path candidates to read and label")
     ap.add_argument("--cases-per-stratum", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--all-kinds", action="store_true", help="the default campaign's generation (every suite); every candidate written")
     args = ap.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="hcat-gen-"))
     os.environ.update(HCAT_DATA_DIR=str(scratch / "data"), DAGSTER_HOME=str(scratch / "dagster"))
@@ -42,10 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     from hcat_pipeline.paths import WAREHOUSE_DIR
 
     spec_path = scratch / "campaign.yaml"
+    generation = {"cases_per_stratum": args.cases_per_stratum, "seed": args.seed, "robustness": NO_VARIANTS, "pairs_per_attribute": 0}
+    if args.all_kinds:  # the default campaign's own generation block, as a user with this corpus would get it
+        generation = yaml.safe_load((Path(__file__).resolve().parents[1] / "campaign.yaml").read_text()).get("generation", {})
     spec_path.write_text(yaml.safe_dump({
         "name": "generate-on-corpus", "corpus": {"paths": [] if args.corpus == "embedded" else [str(Path(args.corpus).resolve())]},
-        "generation": {"cases_per_stratum": args.cases_per_stratum, "seed": args.seed, "robustness": NO_VARIANTS, "pairs_per_attribute": 0},
-        "systems": [{"system_id": "none", "retriever": "closed_book"}],
+        "generation": generation, "systems": [{"system_id": "none", "retriever": "closed_book"}],
     }))  # fmt: skip
     spec = load_campaign(spec_path)
     import dagster as dg
@@ -58,20 +65,29 @@ def main(argv: list[str] | None = None) -> int:
     if not result.success:
         print(f"generation failed after {took:.0f} s; see {scratch}", file=sys.stderr)
         return 1
-    cands = pl.read_parquet(WAREHOUSE_DIR / "golden_candidates.parquet").filter(pl.col("category") == "happy_path")
+    cands = pl.read_parquet(WAREHOUSE_DIR / "golden_candidates.parquet")
+    if not args.all_kinds:
+        cands = cands.filter(pl.col("category") == "happy_path")
+    from hcat_pipeline.golden.sample_review import case_kind
+
+    bases = {r["case_id"]: r for r in cands.iter_rows(named=True)}
     chunks = dict(pl.read_parquet(WAREHOUSE_DIR / "chunks.parquet", columns=["chunk_id", "text"]).iter_rows())
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as f:
         for r in cands.sort("case_id").iter_rows(named=True):
+            base = bases.get(r.get("base_case_id") or "") or {}
             f.write(json.dumps({
-                "case_id": r["case_id"], "query_type": r["query_type"], "stratum_label": r["stratum_label"], "query": r["query"],
+                "case_id": r["case_id"], "kind": case_kind(r), "category": r["category"], "variant_kind": r["variant_kind"],
+                "expected_behavior": r["expected_behavior"], "options": r["options"], "base_case_id": r["base_case_id"],
+                "base_query": base.get("query"), "base_reference": base.get("reference_answer"),
+                "query_type": r["query_type"], "stratum_label": r["stratum_label"], "query": r["query"],
                 "reference_answer": r["reference_answer"], "source_chunk_ids": r["source_chunk_ids"],
                 "source_text": "\n\n".join(chunks.get(c, "") for c in r["source_chunk_ids"] or []),
                 "validity_verdict": r["validity_verdict"], "validity_score": r["validity_score"], "validity_reasons": r["validity_reasons"],
                 "label": None, "reason": None,
             }, ensure_ascii=False) + "\n")  # fmt: skip
-    print(f"{cands.height} happy-path case(s) from {args.corpus} in {took:.0f} s → {out}  (scratch data: {scratch})")
+    print(f"{cands.height} {'' if args.all_kinds else 'happy-path '}case(s) from {args.corpus} in {took:.0f} s → {out}  (scratch data: {scratch})")
     return 0
 
 

@@ -36,6 +36,7 @@ from hcat_pipeline.golden.paraphrase import PER_CASE as PARAPHRASES_PER_CASE
 from hcat_pipeline.golden.query_mix import DEFAULT_SHARES, type_shares
 from hcat_pipeline.golden.review import GatesRead
 from hcat_pipeline.golden.robustness import ATTRIBUTES, MAX_BIAS_SHARE, VARIANT_COUNTS
+from hcat_pipeline.golden.sample_review import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE
 from hcat_pipeline.judge.harm import HarmSurveyParams
 from hcat_pipeline.paths import CORPUS_DIR, PROJECT_ROOT
 
@@ -210,6 +211,10 @@ class CampaignSpec(Strict):
                                           "it is validated; a night without it says so")
     signoff_roles: list[str] = Field(default_factory=lambda: ["validator"], min_length=1, description="the roles whose sign-off a "
                                      "night's release needs (hcat sign / the review page's /release), e.g. [validator, risk officer]")
+    review_tolerance: float = Field(default=DEFAULT_TOLERANCE, gt=0, lt=1, description="review by sample (the curate page): a "
+                                    "kind of case is accepted by its sample when the exact upper bound of its unsound share is "
+                                    "within this (else it is reviewed case by case)")
+    review_confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0.5, lt=1, description="… at this confidence")
     corpus: CorpusSpec = Field(default_factory=CorpusSpec)
     generation: GenerationSpec = Field(default_factory=GenerationSpec)
     golden_set_version: str = Field(default="latest", description="'latest' = the most recently frozen version")

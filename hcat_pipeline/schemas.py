@@ -65,9 +65,10 @@ CONVERSATION = {"history": pl.List(TURN)}
 REVIEW = {
     "reviewed_by": pl.String,  # the rater who accepted or edited the case
     "reviewed_at": pl.String,  # ISO date of that decision (the case's last-review date)
-    "review_verdict": pl.String,  # accept | edit (a rejected case leaves the version)
+    "review_verdict": pl.String,  # accept | edit (a rejected case leaves the version) | accepted_by_sample (not read: its kind's sample was)
     "difficulty": pl.String,  # easy | medium | hard, as the reviewer rates it (null: not rated)
     "scoring_notes": pl.String,  # how to score an answer to it (what counts, what does not), for the next reviewer and the judge
+    "sample_bound": pl.Float64,  # accepted_by_sample: its kind's exact upper bound of the unsound share (golden.sample_review)
 }
 
 # rag_responses (partitioned by campaign_run = golden_set_version × night): one row per case × system

@@ -160,3 +160,24 @@ def review_server(args: list[str], timeout_s: float = 300.0):
     with _process_server([sys.executable, "-m", "hcat_pipeline.cli", "review", "--port", str(port), *args], f"{base}/favicon.ico",
                          "hcat review", timeout_s):  # fmt: skip
         yield base
+
+
+@contextmanager
+def serve_app(app):
+    """The review app on a free loopback port in this process (uvicorn in a thread), until the block ends."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not server.started:  # readiness, not a timing guess: fails loudly if the server dies or never starts
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the review app did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(60)

@@ -136,7 +136,8 @@ def test_curation_rejects_edits_and_freezes_a_curated_version_the_sensor_sees(pr
     log.record(other["case_id"][1], "accept", "bob", known=known)
     cur = apply_decisions(base, log.decisions())
     assert cur.rejected == {parent: "the reference copies the source verbatim"} and variant["case_id"] in cur.cascaded
-    assert cur.summary == {"cases": base.height - 2, "accepted": 1, "rejected": 1, "left_with_their_base": 1, "edited": 1, "reviewed": 2}
+    assert cur.summary == {"cases": base.height - 2, "accepted": 1, "rejected": 1, "left_with_their_base": 1, "edited": 1, "reviewed": 2,
+                           "accepted_by_sample": 0}
     assert edited not in cur.frame["case_id"].to_list() and cur.renamed[edited] in cur.frame["case_id"].to_list()
     # a check that refuses → nothing frozen, the problems said
     refuse = lambda frame: (frame, [(0, "case x: invalid (0.10): not_self_contained")])  # noqa: E731

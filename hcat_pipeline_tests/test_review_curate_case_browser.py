@@ -3,9 +3,6 @@
 what a signable set still lacks counts down, and the "enough" state appears once the accepted cases suffice."""
 
 import os
-import threading
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,31 +10,10 @@ import pytest
 from hcat_pipeline.golden.cases import load_version
 from hcat_pipeline.golden.review import review_order
 from hcat_pipeline_tests.review_data import make_project
-from hcat_pipeline_tests.servers import free_port
+from hcat_pipeline_tests.servers import serve_app
 from hcat_pipeline_tests.weakness_data import CHROMIUM, CHROMIUM_FLAGS
 
 SHOTS = Path(os.environ.get("HCAT_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "data" / "test_artifacts")) / "review"
-
-
-@contextmanager
-def _serve(app):
-    """The review app on a free loopback port in this process (uvicorn in a thread), until the block ends."""
-    import uvicorn
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:  # readiness, not a timing guess: fails loudly if the server dies or never starts
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the review app did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(60)
 
 
 LOOPS = ["for", "while", "nested", "outer", "inner", "infinite", "counting", "search"]
@@ -79,7 +55,7 @@ def test_the_curate_case_screen_learns_its_order_counts_what_is_missing_and_says
     app.state.embed = EmbeddingModel().embed  # the packaged MiniLM, loaded before the first page (the app loads it on first use)
     SHOTS.mkdir(parents=True, exist_ok=True)
     shown, notes, accepted = [], [], 0
-    with _serve(app) as url, sync_api.sync_playwright() as p:
+    with serve_app(app) as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
         page.set_default_timeout(120_000)  # a slow machine: each decision refits the order on the embeddings

@@ -68,7 +68,18 @@ def settings_from(args: argparse.Namespace):
                           extra_dimensions=asked_dimensions(getattr(args, "dimension", ())), check_factory=check_factory,
                           chunks=Path(args.chunks), reports_dir=Path(args.reports_dir) if getattr(args, "reports_dir", "") else None,
                           needs=signable_needs(), release_dir=Path(args.release_dir) if getattr(args, "release_dir", "") else None,
-                          roles=tuple(getattr(args, "roles", None) or signoff_roles()))  # fmt: skip
+                          roles=tuple(getattr(args, "roles", None) or signoff_roles()), **sample_review_settings())  # fmt: skip
+
+
+def sample_review_settings(path: str | None = None) -> dict:
+    """The campaign file's review-by-sample tolerance and confidence (the defaults when the file cannot be read)."""
+    from hcat_pipeline.campaign_spec import CampaignFileError, load_campaign
+
+    try:
+        spec = load_campaign(path)
+    except (CampaignFileError, OSError):
+        return {}
+    return {"review_tolerance": spec.review_tolerance, "review_confidence": spec.review_confidence}
 
 
 def signoff_roles(path: str | None = None) -> list[str]:

@@ -17,13 +17,14 @@ import polars as pl
 from hcat_pipeline.common.canary_ids import drop_canaries
 from hcat_pipeline.schemas import REVIEW
 
-__all__ = ["DIFFICULTIES", "GatesRead", "REVIEW_VERDICTS", "gate_cases", "gate_tables", "review_fields", "review_order", "review_summary",
+__all__ = ["DIFFICULTIES", "GatesRead", "REVIEW_VERDICTS", "SAMPLE_VERDICT", "gate_cases", "sampled_ids", "gate_tables", "review_fields", "review_order", "review_summary",
            "reviewed_ids", "with_review_columns"]
 
-REVIEW_VERDICTS = ("accept", "edit")
+REVIEW_VERDICTS = ("accept", "edit")  # a person read the case
+SAMPLE_VERDICT = "accepted_by_sample"  # nobody read it: its kind's sample was (golden.sample_review), never "reviewed"
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = Difficulty.__args__
-GatesRead = Literal["all", "reviewed"]
+GatesRead = Literal["all", "reviewed", "signed"]  # signed: reviewed by case or accepted by sample
 
 
 def with_review_columns(frame: pl.DataFrame) -> pl.DataFrame:
@@ -44,9 +45,12 @@ def iso_date_problem(value: str | None, name: str, problems: list[str]) -> None:
 
 def review_fields(row: dict, problems: list[str]) -> dict:
     """The review columns of an imported row, normalised; what is wrong appended to ``problems``."""
-    out = {c: (None if row.get(c) in (None, "") else str(row[c]).strip() or None) for c in REVIEW}
-    if out["review_verdict"] is not None and out["review_verdict"] not in REVIEW_VERDICTS:
-        problems.append(f"review_verdict {out['review_verdict']!r} is not one of {list(REVIEW_VERDICTS)} (a rejected case is removed)")
+    out = {c: (None if row.get(c) in (None, "") else str(row[c]).strip() or None) for c in REVIEW if c != "sample_bound"}
+    out["sample_bound"] = None if row.get("sample_bound") in (None, "") else float(row["sample_bound"])
+    if out["review_verdict"] is not None and out["review_verdict"] not in (*REVIEW_VERDICTS, SAMPLE_VERDICT):
+        problems.append(f"review_verdict {out['review_verdict']!r} is not one of {[*REVIEW_VERDICTS, SAMPLE_VERDICT]} (a rejected case is removed)")
+    if (out["review_verdict"] == SAMPLE_VERDICT) != (out["sample_bound"] is not None):
+        problems.append("accepted_by_sample carries its kind's sample_bound (and only it does)")
     if out["difficulty"] is not None and out["difficulty"] not in DIFFICULTIES:
         problems.append(f"difficulty {out['difficulty']!r} is not one of {list(DIFFICULTIES)}")
     iso_date_problem(out["reviewed_at"], "reviewed_at", problems)
@@ -63,27 +67,38 @@ def reviewed_ids(frame: pl.DataFrame) -> set[str]:
 
 
 def review_summary(frame: pl.DataFrame, gates_read: GatesRead = "all") -> dict:
-    """What the gates read of this version: ``gates_read``, cases, reviewed cases, reviewers, last review date, and a
-    sentence for the report's first screen."""
+    """What the gates read of this version: ``gates_read``, cases, reviewed cases, cases accepted by sample, reviewers,
+    last review date, and a sentence for the report's first screen."""
     f = with_review_columns(frame)
     done = f.filter(pl.col("review_verdict").is_in(REVIEW_VERDICTS))
-    n, k = f.height, done.height
-    out = {"gates_read": gates_read, "n_cases": n, "n_reviewed": k, "reviewers": sorted(set(done["reviewed_by"].drop_nulls().to_list())),
-           "last_reviewed_at": done["reviewed_at"].max()}  # fmt: skip
+    n, k, s = f.height, done.height, int((f["review_verdict"] == SAMPLE_VERDICT).sum())
+    out = {"gates_read": gates_read, "n_cases": n, "n_reviewed": k, "n_accepted_by_sample": s,
+           "reviewers": sorted(set(done["reviewed_by"].drop_nulls().to_list())), "last_reviewed_at": done["reviewed_at"].max()}  # fmt: skip
     by = f" (by {', '.join(out['reviewers'])}, on {out['last_reviewed_at']})" if out["reviewers"] else ""
+    sampled = f" and {s} accepted by sample (unread: their kind's sample was)" if s else ""
     if gates_read == "reviewed":
         out["text"] = f"the gates read the {k} reviewed case(s){by} of {n} (campaign file gates_read: reviewed)"
+    elif gates_read == "signed":
+        out["text"] = f"the gates read the {k} reviewed case(s){by}{sampled} of {n} (campaign file gates_read: signed)"
     else:
-        out["text"] = (f"the gates read all {n} case(s), {k} of them reviewed by a person{by}" if k else
+        out["text"] = (f"the gates read all {n} case(s), {k} of them reviewed by a person{by}{sampled}" if k or s else
                        f"the gates read all {n} case(s), none reviewed by a person (generated and checked by rule only)")
     return out
 
 
 def gate_cases(frame: pl.DataFrame, gates_read: GatesRead) -> pl.DataFrame:
-    """The cases the release gates read: all, or only the reviewed ones."""
+    """The cases the release gates read: all, only the reviewed ones, or the reviewed and the accepted by sample."""
     if gates_read == "all":
         return frame
-    return frame.filter(pl.col("case_id").is_in(sorted(reviewed_ids(frame))))
+    keep = reviewed_ids(frame) | (sampled_ids(frame) if gates_read == "signed" else set())
+    return frame.filter(pl.col("case_id").is_in(sorted(keep)))
+
+
+def sampled_ids(frame: pl.DataFrame) -> set[str]:
+    """Cases accepted by sample (unread; their kind's sample was)."""
+    if "review_verdict" not in frame.columns:
+        return set()
+    return set(frame.filter(pl.col("review_verdict") == SAMPLE_VERDICT)["case_id"].to_list())
 
 
 def review_order(frame: pl.DataFrame, decided: set[str] = frozenset()) -> list[str]:
@@ -94,7 +109,7 @@ def review_order(frame: pl.DataFrame, decided: set[str] = frozenset()) -> list[s
     rows = f.select("case_id", "validity_score", "review_verdict").iter_rows(named=True)
 
     def key(r: dict):
-        done = r["review_verdict"] is not None or r["case_id"] in decided
+        done = r["review_verdict"] in REVIEW_VERDICTS or r["case_id"] in decided
         score = r["validity_score"]
         return (done, score is None, score if score is not None else 0.0, r["case_id"])
 

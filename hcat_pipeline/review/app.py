@@ -25,7 +25,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, Field
 
-from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions
+from hcat_pipeline.golden.cases import TABLE_NAME, CaseImportError, GoldenSetError, list_versions, load_version
 from hcat_pipeline.release.night import now
 from hcat_pipeline.reports.signoffs import refresh_night_report
 from hcat_pipeline.review.case_screen import case_screen_view
@@ -34,6 +34,7 @@ from hcat_pipeline.review.flags import FlagLog, flags_view, open_flags
 from hcat_pipeline.review.incidents import IncidentLog, freeze_with_incidents, monitor_view
 from hcat_pipeline.review.items import QueueError
 from hcat_pipeline.review.labelling import RATER_RE
+from hcat_pipeline.review.sampling import SampleRecord
 from hcat_pipeline.review.signoff import sign, signoff_view
 from hcat_pipeline.review.views import Queue, ReviewSettings, agreement_view, curate_view, find_item, label_view, progress_view
 
@@ -79,6 +80,11 @@ class SignoffIn(BaseModel):
     note: str = ""
     version: str
     night: str
+
+
+class SampleIn(BaseModel):
+    rater: str
+    version: str
 
 
 class FreezeIn(BaseModel):
@@ -269,6 +275,22 @@ def decide(request: Request, body: DecisionIn):
     except ValueError as e:
         return _bad(str(e))
     return {"status": "saved", "decision": entry}
+
+
+@api.post("/curation/sample")
+def draw_samples(request: Request, body: SampleIn):
+    """Review by sample: draw each kind's seeded sample for the version (once: a drawn plan is never redrawn)."""
+    settings = _settings(request)
+    if not RATER_RE.match(body.rater):
+        return _bad("set your rater name first (top right)")
+    if body.version not in list_versions(settings.golden_dir):
+        return _bad(f"no frozen golden-set version {body.version!r}")
+    frame, _ = load_version(body.version, settings.golden_dir)
+    try:
+        record = SampleRecord(settings.curation_dir, body.version).start(frame, body.rater, settings.review_tolerance, settings.review_confidence)
+    except ValueError as e:
+        return _bad(str(e))
+    return {"status": "drawn", "kinds": {k: len(p["sample"]) for k, p in record["kinds"].items()}}
 
 
 @api.post("/curation/freeze")

@@ -14,10 +14,11 @@ import polars as pl
 from hcat_pipeline.common.sentences import sentences
 from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
 from hcat_pipeline.golden.composition import TARGET_SIZE
-from hcat_pipeline.golden.review import measured_difficulty, review_order, with_review_columns
+from hcat_pipeline.golden.review import REVIEW_VERDICTS, measured_difficulty, review_order, with_review_columns
 from hcat_pipeline.golden.review_order import learnt_order, still_missing
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.items import Flag, highlight
+from hcat_pipeline.review.sampling import SampleRecord, actions_of, sample_order, statuses
 
 __all__ = ["case_screen_view", "reference_marks", "source_passages"]
 
@@ -95,7 +96,7 @@ def ordered(frame: pl.DataFrame, decisions: dict, chunks: Path, version: str, em
     if embed is None:
         return review_order(frame, decided=set(decisions)), None
     labels = {c: int(d["action"] in ("accept", "edit")) for c, d in decisions.items()}
-    labels |= {c: 1 for c in frame.filter(pl.col("review_verdict").is_not_null())["case_id"].to_list() if c not in labels}
+    labels |= {c: 1 for c in frame.filter(pl.col("review_verdict").is_in(REVIEW_VERDICTS))["case_id"].to_list() if c not in labels}
     return learnt_order(frame["case_id"].to_list(), frame["validity_score"].to_list(), _vectors(frame, chunks, version, embed), labels, target)
 
 
@@ -108,19 +109,28 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
     what is still missing for a signable set."""
     version = version or latest_version(golden_dir)
     view = {"versions": list_versions(golden_dir), "version": version, "case": None, "position": 0, "n_cases": 0, "left": 0,
-            "learnt": None, "missing": None}
+            "learnt": None, "missing": None, "kinds": None}
     if version is None:
         return view
     frame, _ = load_version(version, golden_dir)
     frame = with_review_columns(frame)
     decisions = CurationLog(curation_dir, version).decisions()
-    order, learnt = ordered(frame, decisions, chunks, version, embed, target or min(frame.height, TARGET_SIZE))
+    record = SampleRecord(curation_dir, version)
+    if record.exists():  # review by sample: each kind's sample, then the kinds whose sample failed, case by case
+        plans = record.plans()
+        order, learnt = sample_order(frame, plans, actions_of(decisions, frame)), None
+        view["kinds"] = [vars(s) | {"to_review": len(s.to_review)} for s in statuses(frame, plans, actions_of(decisions, frame))]
+        # a kind still sampling may fail its sample and add its other cases: the page must ask again after each decision
+        pending = sum(k["n_cases"] - k["n_sample"] for k in view["kinds"] if k["state"] == "sampling")
+    else:
+        order, learnt = ordered(frame, decisions, chunks, version, embed, target or min(frame.height, TARGET_SIZE))
+        pending = 0
     view["learnt"] = learnt and {k: v for k, v in learnt.items() if k != "p"}
     if needs:  # what a signable set still lacks, per kind, against the campaign file's needs
         ok = {c for c, d in decisions.items() if d["action"] in ("accept", "edit")}
-        ok |= set(frame.filter(pl.col("review_verdict").is_not_null())["case_id"].to_list())
+        ok |= set(frame.filter(pl.col("review_verdict").is_in(REVIEW_VERDICTS))["case_id"].to_list())
         view["missing"] = still_missing(frame.filter(pl.col("case_id").is_in(sorted(ok))).to_dicts(), needs)
-    done = set(decisions) | set(frame.filter(pl.col("review_verdict").is_not_null())["case_id"].to_list())
+    done = set(decisions) | set(frame.filter(pl.col("review_verdict").is_in(REVIEW_VERDICTS))["case_id"].to_list())
     left = [c for c in order if c not in done]
     case_id = case_id if case_id in order else (left[0] if left else order[0] if order else None)
     view.update(n_cases=len(order), left=len(left), summary=apply_decisions(frame, decisions).summary)
@@ -130,7 +140,7 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
     row = frame.row(by_predicate=pl.col("case_id") == case_id, named=True)
     view.update(position=i, prev_id=order[i - 1] if i > 0 else None, next_id=order[i + 1] if i + 1 < len(order) else None,
                 next_left=next((c for c in order[i + 1:] if c not in done), None),
-                others_left=sum(c != case_id for c in left))  # after a decision the page asks for the refit order's first  # fmt: skip
+                others_left=sum(c != case_id for c in left) + pending)  # after a decision the page asks for the refit order's first  # fmt: skip
     view["case"] = {
         **{k: row.get(k) for k in ("case_id", "category", "query_type", "expected_behavior", "stratum_label", "variant_kind", "base_case_id",
                                    "distractor_passage", "reviewed_by", "reviewed_at", "review_verdict", "difficulty", "scoring_notes")},

@@ -27,7 +27,8 @@ import polars as pl
 
 from hcat_pipeline.common.locks import file_lock
 from hcat_pipeline.golden.cases import case_id_for, export_cases, import_cases, load_version
-from hcat_pipeline.golden.review import DIFFICULTIES, with_review_columns
+from hcat_pipeline.golden.review import DIFFICULTIES, REVIEW_VERDICTS, SAMPLE_VERDICT, with_review_columns
+from hcat_pipeline.review.sampling import SampleRecord, actions_of, stamps_for
 
 __all__ = ["Action", "CurationLog", "Curated", "apply_decisions", "freeze_curated"]
 
@@ -100,9 +101,10 @@ class Curated:
 
     @property
     def summary(self) -> dict:
-        reviewed = int(self.frame["review_verdict"].is_not_null().sum()) if "review_verdict" in self.frame.columns else 0
+        verdicts = self.frame["review_verdict"] if "review_verdict" in self.frame.columns else pl.Series([], dtype=pl.String)
         return {"cases": self.frame.height, "accepted": self.accepted, "rejected": len(self.rejected),
-                "left_with_their_base": len(self.cascaded), "edited": len(self.renamed), "reviewed": reviewed}  # fmt: skip
+                "left_with_their_base": len(self.cascaded), "edited": len(self.renamed),
+                "reviewed": int(verdicts.is_in(REVIEW_VERDICTS).sum()), "accepted_by_sample": int((verdicts == SAMPLE_VERDICT).sum())}  # fmt: skip
 
 
 def _stamp(row: dict, decision: dict) -> dict:
@@ -112,8 +114,12 @@ def _stamp(row: dict, decision: dict) -> dict:
             "scoring_notes": decision.get("scoring_notes") or row.get("scoring_notes")}  # fmt: skip
 
 
-def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict]) -> Curated:
-    """The base version's cases with the decisions applied (see the module docstring)."""
+def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict], stamps: dict[str, float] | None = None, signer: str = "",
+                    at: str = "") -> Curated:  # fmt: skip
+    """The base version's cases with the decisions applied (see the module docstring); ``stamps`` (case_id → its kind's
+    bound, ``review.sampling.stamps_for``): undecided cases of kinds accepted by sample, stamped ``accepted_by_sample``
+    by ``signer`` on ``at`` with the bound — never as reviewed."""
+    stamps = stamps or {}
     frame = with_review_columns(frame)
     rows = frame.to_dicts()
     rejected = {cid: d["reason"] for cid, d in decisions.items() if d["action"] == "reject"}
@@ -131,6 +137,8 @@ def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict]) -> Curated:
             renamed[r["case_id"]], r["case_id"] = new_id, new_id
         if d and d["action"] in ("accept", "edit"):
             r = _stamp(r, d)
+        elif not d and r["case_id"] in stamps:
+            r = {**r, "reviewed_by": signer, "reviewed_at": at[:10], "review_verdict": SAMPLE_VERDICT, "sample_bound": stamps[r["case_id"]]}
         kept.append(r)
     for r in kept:
         if r.get("base_case_id") in renamed:
@@ -144,11 +152,16 @@ def freeze_curated(log: CurationLog, golden_dir: str | Path, new_version: str, c
     """Apply the log's decisions to its base version and freeze the result as ``new_version`` through
     ``import_cases`` (``CaseImportError`` / ``GoldenSetError`` / ``ValueError`` when refused: nothing written)."""
     base, _ = load_version(log.base_version, golden_dir)
-    curated = apply_decisions(base, log.decisions())
+    decisions, record = log.decisions(), SampleRecord(log.dir, log.base_version)
+    stamps = stamps_for(base, record, actions_of(decisions, with_review_columns(base)))
+    curated = apply_decisions(base, decisions, stamps, rater, datetime.now(UTC).isoformat())
     if curated.frame.height == 0:
         raise ValueError("every case was rejected: nothing to freeze")
     path = log.dir / f"{new_version}.curated.jsonl"
     export_cases(curated.frame, path)
+    if record.exists():  # who signed the set, and each kind's state and bound as they stood
+        record.sign(base, actions_of(decisions, with_review_columns(base)), rater)
     provenance = {"curated_from": log.base_version, "curated_by": rater, "curation_decisions": log.path.name, **curated.summary,
+                  **({"review_by_sample": record.path.name} if record.exists() else {}),
                   "rejected_reasons": curated.rejected, "left_with_their_base": curated.cascaded, "edited_ids": curated.renamed}  # fmt: skip
     return import_cases(path, new_version, golden_dir, check=check, provenance=provenance)

@@ -11,6 +11,8 @@ import polars as pl
 from hcat_pipeline.calibration.agreement import agreement, disagreements
 from hcat_pipeline.calibration.campaign import DIMENSION_METRICS, LABEL_MEANINGS
 from hcat_pipeline.golden.cases import latest_version, list_versions, load_version
+from hcat_pipeline.golden.review import with_review_columns
+from hcat_pipeline.golden.sample_review import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.flags import decided_items, latest_verdicts
 from hcat_pipeline.review.items import (
@@ -26,6 +28,7 @@ from hcat_pipeline.review.items import (
     stored_queue,
 )
 from hcat_pipeline.review.labelling import PageLabels, progress, stratum_coverage
+from hcat_pipeline.review.sampling import SampleRecord, actions_of, stamps_for, statuses
 
 __all__ = ["ReviewSettings", "Queue", "find_item", "label_view", "agreement_view", "curate_view", "progress_view"]
 
@@ -48,6 +51,8 @@ class ReviewSettings:
     release_dir: Path | None = None  # the nights' plans and bundles, the sign-off log's parent (None: <data dir>/release)
     gates_file: Path | None = None  # the gates file in force (None: HCAT_GATES_FILE or gates.yaml)
     roles: tuple[str, ...] = ("validator",)  # the roles a release needs (the sign-off screen)
+    review_tolerance: float = DEFAULT_TOLERANCE  # review by sample: the unsound share a kind accepted by sample may hold at most
+    review_confidence: float = DEFAULT_CONFIDENCE  # … at this confidence (the campaign file's review_tolerance / review_confidence)
 
     @property
     def release_root(self) -> Path:
@@ -197,8 +202,14 @@ def curate_view(settings: ReviewSettings, version: str | None, verdict: str | No
     frame, manifest = load_version(version, settings.golden_dir)
     log = CurationLog(settings.curation_dir, version)
     decisions = log.decisions()
-    curated = apply_decisions(frame, decisions)
+    record = SampleRecord(settings.curation_dir, version)
+    actions = actions_of(decisions, with_review_columns(frame))
+    curated = apply_decisions(frame, decisions, stamps_for(frame, record, actions), "(on freezing)", "")
     view["summary"] = curated.summary
+    view |= {"tolerance": settings.review_tolerance, "confidence": settings.review_confidence, "kinds": None, "sampling": None}
+    if record.exists():
+        view["sampling"] = {k: v for k, v in record.read().items() if k != "kinds"}
+        view["kinds"] = [vars(s) | {"to_review": len(s.to_review)} for s in statuses(frame, record.plans(), actions)]
     view["source"] = manifest.get("source")
     counts = frame.group_by("validity_verdict").len().sort("validity_verdict").to_dicts()
     view["verdict_counts"] = [{"verdict": r["validity_verdict"] or "not checked", "n": r["len"]} for r in counts]

@@ -166,6 +166,13 @@ if (freezeButton) freezeButton.addEventListener("click", async () => {
   }
 });
 
+const sampleButton = $("#start-sample");
+if (sampleButton) sampleButton.addEventListener("click", async () => {
+  if (!rater()) { say("type your rater name at the top right first", "bad"); return; }
+  const r = await post("/api/curation/sample", {rater: rater(), version: sampleButton.dataset.version});
+  if (r.status === "drawn") location.reload(); else say(r.message, "bad");
+});
+
 // ---------------------------------------------------------------- one case a screen (/curate/case)
 const one = $("#case");
 

@@ -1,0 +1,97 @@
+"""Issue 68 item 1 in real headless Chromium: the curate page draws a seeded sample per kind; the reviewer judges each
+kind's sample on the one-case screen; a kind whose sample is sound is accepted by sample and the screen asks nothing
+more of it, a kind whose sample holds an unsound case goes case by case; freezing stamps the unsampled cases of the
+accepted kind ``accepted_by_sample`` with the bound (never as reviewed) and records who signed."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hcat_pipeline.golden.cases import cases_frame, freeze_version, load_version, new_case
+from hcat_pipeline.golden.sample_review import unsound_bound
+from hcat_pipeline_tests.review_data import make_project
+from hcat_pipeline_tests.servers import serve_app
+from hcat_pipeline_tests.weakness_data import CHROMIUM, CHROMIUM_FLAGS
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi"]
+
+
+def _version(golden_dir: Path) -> tuple[str, set[str]]:
+    """16 open happy-path questions and 14 yes/no ones; returns (version, the yes/no ids)."""
+    simple = [new_case(category="happy_path", query=f"What does the {w} setting control?", reference_answer=f"The {w} setting controls the {w} limit.",
+                       expected_behavior="answer", query_type="simple", source_chunk_ids=[], stratum=0, created_at="2026-12-07") for w in WORDS]
+    yes_no = [new_case(category="happy_path", query=f"Is the {w} setting on by default?", reference_answer=f"Yes. The {w} setting is on by default.",
+                       expected_behavior="answer", query_type="yes_no", source_chunk_ids=[], stratum=1, created_at="2026-12-07") for w in WORDS[:14]]
+    freeze_version(cases_frame(simple + yes_no), "gs-kinds", golden_dir, created_at="2026-12-07")
+    return "gs-kinds", {c["case_id"] for c in yes_no}
+
+
+def _press(page, keys: list[str]) -> None:
+    for k in keys:
+        page.keyboard.press(k) if len(k) == 1 or k == "Enter" else page.keyboard.type(k)
+
+
+def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case_and_the_freeze_says_which(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium not installed (scripts/setup.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.views import ReviewSettings
+
+    project = make_project(tmp_path)
+    version, yes_no = _version(project.golden_dir)
+    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                              curation_dir=project.curation_dir, chunks=project.chunks, learn_order=False, review_tolerance=0.25)  # fmt: skip
+    shown, rejected = [], None
+    with serve_app(create_app(settings)) as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{url}/curate?version={version}")
+        with page.expect_navigation():
+            page.fill("#rater", "alice")
+            page.dispatch_event("#rater", "change")
+        with page.expect_navigation():
+            page.click("#start-sample")
+        kinds = page.locator("#kinds").inner_text()
+        assert "happy_path:simple\t16\t11" in kinds and "happy_path:yes_no\t14\t11" in kinds and "sampling" in kinds, kinds
+        page.goto(f"{url}/curate/case?version={version}")
+        assert "review by sample" in page.locator("#order-note").inner_text()
+        while len(shown) < 30:
+            cid = page.locator("#case").get_attribute("data-case")
+            if cid in shown:  # every case the plan asks for is decided: the screen shows its first case again
+                break
+            shown.append(cid)
+            last = page.locator("#case").get_attribute("data-others-left") == "0"  # the page stays on the last case left
+            if cid in yes_no and rejected is None:  # one unsound case in the yes/no sample: that kind fails its sample
+                rejected = cid
+                keys = ["r", "the reference restates the question", "Enter"]
+            else:
+                keys = ["a"]
+            with page.expect_response("**/api/curation"):
+                if last:
+                    _press(page, keys)
+                else:
+                    with page.expect_navigation():
+                        _press(page, keys)
+            if last:
+                page.goto(f"{url}/curate/case?version={version}")
+        states = page.locator("#kind-states").inner_text()
+        assert "happy_path:simple: accepted by sample" in states and "happy_path:yes_no: reviewed by case" in states, states
+        assert len(shown) == 11 + 14  # the simple kind's sample, every yes/no case; never the 5 unsampled simple cases
+        page.goto(f"{url}/curate?version={version}")
+        page.fill("#new-version", "gs-kinds-signed")
+        page.click("#freeze")
+        page.wait_for_function("document.querySelector('#freeze-result').textContent.startsWith('frozen')")
+        browser.close()
+    assert errors == []
+    frame, manifest = load_version("gs-kinds-signed", project.golden_dir)
+    by_sample = frame.filter(frame["review_verdict"] == "accepted_by_sample")
+    assert by_sample.height == 5 and set(by_sample["case_id"]).isdisjoint(shown)  # the unsampled simple cases, never read
+    assert by_sample["sample_bound"].to_list() == [pytest.approx(unsound_bound(0, 11))] * 5 and unsound_bound(0, 11) <= 0.25
+    assert frame.height == 29 and rejected not in set(frame["case_id"])  # the rejection applies
+    assert int((frame["review_verdict"] == "accept").sum()) == 24 and manifest["provenance"]["accepted_by_sample"] == 5
+    record = json.loads((project.curation_dir / f"{version}.samples.json").read_text())
+    assert record["signed"]["by"] == "alice" and record["signed"]["kinds"]["happy_path:yes_no"]["n_unsound"] == 1
