@@ -251,6 +251,8 @@ def test_the_plan_is_locked_first_and_the_signed_night_verifies_until_its_eviden
     assert "INTENDED USE NOT DECLARED" in out  # this campaign file states none: the console and the report's first screen say so
     report = next((night["tmp"] / "data" / "reports").rglob("report.html")).read_text()
     assert "INTENDED USE NOT DECLARED" in report and "Plan locked before any system answered: sha256 " in report
+    # issue 68: the first screen says what the review established of the cases the gates read (a user's night: none reviewed)
+    assert "Cases the gates read, by review status" in report and "0 reviewed by case, 0 accepted by sample" in report
     ok = _cli(env, "verify", NIGHT)
     assert ok.returncode == 0 and "verified" in ok.stdout and "validator: missing" in ok.stdout, ok.stdout + ok.stderr
     signed = _cli(env, "sign", NIGHT, "--who", "Ana Validator", "--role", "validator", "--decision", "approve_with_conditions",

@@ -82,6 +82,11 @@ def _with_scope(frame: pl.DataFrame, gate: GateSpec, cases: pl.DataFrame | None)
     return frame.with_columns(pl.col(column).cast(pl.String).fill_null("(none)").alias("_group"))
 
 
+def scoped_rows(frame: pl.DataFrame, gate: GateSpec, cases: pl.DataFrame | None) -> pl.DataFrame:
+    """The rows of ``frame`` the gate reads (its ``where``), with their scope group in ``_group`` (KeyError: a column is missing)."""
+    return _with_scope(_filter(frame, gate), gate, cases)
+
+
 def answer_keys(cases: pl.DataFrame) -> pl.DataFrame:
     """case_id, answer_key ("yes" / "no") of the golden set's yes/no cases (``golden.yes_no.answer_key``)."""
     if missing := [c for c in ("query_type", "reference_answer") if c not in cases.columns]:

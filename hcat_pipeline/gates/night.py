@@ -19,6 +19,7 @@ from hcat_pipeline.gates.apply import evaluate_gates, load_history, system_capab
 from hcat_pipeline.gates.calibrated import human_calibrations
 from hcat_pipeline.gates.contamination import EXCLUDED_RISKS, contamination_note, flagged_cases, without_cases
 from hcat_pipeline.gates.flags import judge_second_signals, read_flag_reviews
+from hcat_pipeline.gates.review_status import with_review_status
 from hcat_pipeline.gates.spec import GatesFile
 from hcat_pipeline.golden.review import GatesRead, gate_tables, review_summary
 from hcat_pipeline.judge.ensemble import with_ensemble
@@ -125,6 +126,7 @@ def night_gate_table(gates: GatesFile, inputs: dict[str, pl.DataFrame | None], s
         pl.lit(metric_tables["campaign_sha256"][0] if "campaign_sha256" in metric_tables.columns and metric_tables.height else None,
                dtype=pl.String).alias("campaign_sha256"),
     )  # fmt: skip
+    table = with_review_status(gates, tables, golden_set, table)  # what the review established of the cases each row read
     read = {"history": history, "cases_read": cases_read, "design": frozen if design is not None else None, "reviews": reviews}
     return table, read
 

@@ -85,6 +85,32 @@ def gate_section(gates: OptionalTable) -> tuple[Section, list[str]]:
     return sec, [line + "."]
 
 
+def review_status_section(gates: pl.DataFrame | None) -> tuple[Section, list[str]]:
+    """Per gate, what the review established of the cases it read (``gates.review_status``): reviewed by case, accepted by
+    sample (with the unsound share's bound), not reviewed — and the PASSes that share could erase (NOT CERTIFIED)."""
+    title = "What the gates read: the review status of their cases"
+    cols = ("n_reviewed_by_case", "n_accepted_by_sample", "n_not_reviewed")
+    if gates is None or any(c not in gates.columns for c in cols):
+        return Section.missing("gate_review", title, "the gate verdicts carry no review status (a night before issue 68)"), []
+    per = gates.filter(pl.col("n_reviewed_by_case").is_not_null()).group_by("gate", maintain_order=True).agg(
+        *[pl.col(c).max() for c in cols], pl.col("unsound_bound").max(),
+        pl.col("review_margin").str.starts_with("NOT CERTIFIED").fill_null(False).sum().alias("not_certified"))  # fmt: skip
+    rows = [[r["gate"], str(r["n_reviewed_by_case"]), str(r["n_accepted_by_sample"]) + (f" (unsound ≤ {r['unsound_bound']:.3f})" if r["unsound_bound"] else ""),
+             str(r["n_not_reviewed"]), str(r["not_certified"])] for r in per.iter_rows(named=True)]  # fmt: skip
+    groups: dict[tuple, list[str]] = {}
+    for r in rows:
+        groups.setdefault((r[1], r[2], r[3]), []).append(r[0])
+    lines = ["Cases the gates read, by review status (most cases over the systems; per gate in 'What the gates read'): " + "; ".join(
+        f"{len(names)} gate(s) read {k[0]} reviewed by case, {k[1]} accepted by sample, {k[2]} not reviewed "
+        f"({', '.join(names[:4])}{' …' if len(names) > 4 else ''})" for k, names in sorted(groups.items(), key=lambda kv: -len(kv[1])))]  # fmt: skip
+    erased = int(per["not_certified"].sum())
+    if erased:
+        lines.append(f"NOT CERTIFIED: {erased} PASS row(s) rest on cases accepted by sample whose unsound share could erase their margin.")
+    return Section("gate_review", title, columns=["gate", "reviewed by case", "accepted by sample", "not reviewed", "PASS rows not certified"],
+                   rows=rows, note="A case accepted by sample was not read: its kind's seeded sample bounded the kind's unsound "
+                   "share (exact, 95 %). A PASS is re-read with that share: an unsound case may hide a failure."), lines  # fmt: skip
+
+
 def provenance(golden_set: pl.DataFrame, golden_table_sha256: str, manifest: dict | None, rag_responses: pl.DataFrame,
                metric_tables: pl.DataFrame, weakness_settings: dict) -> dict:  # fmt: skip
     """Golden-set version and hashes, campaign hash, systems with config hashes, models, seeds."""
@@ -180,6 +206,8 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     decision, summary = decision_section(gate_frame, sorted(scores["system_id"].unique().to_list()))
     gates, gate_lines = gate_section(optional["gate_verdicts"])
     summary += gate_lines
+    gate_review, review_lines = review_status_section(gate_frame)
+    summary += review_lines
     if run.get("judge_note"):
         summary.append(f"LLM judge: {run['judge_note']}.")
     if run.get("review"):
@@ -233,6 +261,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "decision": decision,
         "gates": gate_matrix_section(gate_frame, run.get("detector_precision")) if gate_frame is not None else gates,
         "gates_detail": gates,
+        "gate_review": gate_review,
         "judge": judge_section(judge.frame, judge.why),
         "judge_ensemble": ensemble_section(ens.frame, why=ens.why),
         "harm_judged": harm_judged,
