@@ -40,7 +40,7 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 # what decides a generated version's case ids: the generation and corpus code, the generator's prompts (not the judge's,
 # the exam's or the review page's)
 _GENERATION_SOURCES = ("golden/*.py", "corpus/*.py", "prompts/query_*.txt", "prompts/paraphrase_*.txt", "prompts/colloquial_*.txt")
-_NOT_GENERATION = {"golden/review.py", "golden/review_order.py"}
+_NOT_GENERATION = {"golden/review.py", "golden/review_order.py", "golden/sample_review.py"}  # reading cases, not making them
 
 
 @dataclass(frozen=True)
