@@ -95,3 +95,40 @@ def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case
     assert int((frame["review_verdict"] == "accept").sum()) == 24 and manifest["provenance"]["accepted_by_sample"] == 5
     record = json.loads((project.curation_dir / f"{version}.samples.json").read_text())
     assert record["signed"]["by"] == "alice" and record["signed"]["kinds"]["happy_path:yes_no"]["n_unsound"] == 1
+
+
+def test_the_proposed_repair_is_shown_taken_with_one_key_and_counted(tmp_path):
+    """Issue 68 item 3 in Chromium: a question leaning on its passage gets a repair anchored to the passage's heading;
+    ``p`` takes it as is (an edit recorded with the proposal), and the screen counts the repairs taken."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium not installed (scripts/setup.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    import polars as pl
+
+    from hcat_pipeline.review.app import create_app
+    from hcat_pipeline.review.curation import CurationLog
+    from hcat_pipeline.review.views import ReviewSettings
+
+    project = make_project(tmp_path)
+    chunks = tmp_path / "chunks_h.parquet"
+    pl.DataFrame({"chunk_id": ["h1"], "text": ["pg_dump - extract a PostgreSQL database\n\nThe default settings dump every schema."]}).write_parquet(chunks)
+    case = new_case(category="happy_path", query="What do the default settings dump?", reference_answer="Every schema.",
+                    expected_behavior="answer", query_type="simple", source_chunk_ids=["h1"], stratum=0, created_at="2026-12-07")  # fmt: skip
+    freeze_version(cases_frame([case]), "gs-one", project.golden_dir, created_at="2026-12-07")
+    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                              curation_dir=project.curation_dir, chunks=chunks, learn_order=False)  # fmt: skip
+    with serve_app(create_app(settings)) as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+        page.goto(f"{url}/curate/case?version=gs-one")
+        with page.expect_navigation():
+            page.fill("#rater", "alice")
+            page.dispatch_event("#rater", "change")
+        assert "(in “pg_dump - extract a PostgreSQL database”)?" in page.locator("#proposal .proposed").inner_text()
+        with page.expect_response("**/api/curation"):
+            page.keyboard.press("p")
+        page.reload()
+        assert "Repairs offered so far: 1, taken as is: 1" in page.locator("#proposal-counts").inner_text()
+        browser.close()
+    entry = CurationLog(project.curation_dir, "gs-one").decisions()[case["case_id"]]
+    assert entry["action"] == "edit" and entry["as_proposed"] and entry["edits"]["query"].endswith("PostgreSQL database”)?")

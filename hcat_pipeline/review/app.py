@@ -64,6 +64,7 @@ class DecisionIn(BaseModel):
     edits: dict[str, str] = Field(default_factory=dict)
     difficulty: str | None = None
     scoring_notes: str = ""
+    proposal: dict | None = None  # the repair the case screen offered ({kind, edits}), recorded with the decision
 
 
 class FlagReviewIn(BaseModel):
@@ -271,7 +272,7 @@ def decide(request: Request, body: DecisionIn):
     known = set(pl.read_parquet(Path(settings.golden_dir, body.version, TABLE_NAME), columns=["case_id"])["case_id"].to_list())
     try:
         entry = CurationLog(settings.curation_dir, body.version).record(body.case_id, body.action, body.rater, body.reason, body.edits, known,
-                                                                        body.difficulty, body.scoring_notes)
+                                                                        body.difficulty, body.scoring_notes, body.proposal)
     except ValueError as e:
         return _bad(str(e))
     return {"status": "saved", "decision": entry}

@@ -18,6 +18,7 @@ from hcat_pipeline.golden.review import REVIEW_VERDICTS, measured_difficulty, re
 from hcat_pipeline.golden.review_order import learnt_order, still_missing
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.items import Flag, highlight
+from hcat_pipeline.review.repairs import proposal_counts, propose
 from hcat_pipeline.review.sampling import SampleRecord, actions_of, sample_order, statuses
 
 __all__ = ["case_screen_view", "reference_marks", "source_passages"]
@@ -151,4 +152,6 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
         "passages": source_passages(row, _chunk_text(chunks, list(row.get("source_chunk_ids") or []))),
         "measured_difficulty": measured_difficulty(_behaviour_checks(warehouse, version), case_id),
     }  # fmt: skip
+    view["case"]["proposal"] = propose(row, ["".join(seg["text"] for seg in p["segments"]) for p in view["case"]["passages"]])
+    view["proposals"] = proposal_counts(CurationLog(curation_dir, version).entries())
     return view

@@ -50,9 +50,10 @@ class CurationLog:
         return file_lock(self.dir / ".lock")
 
     def record(self, case_id: str, action: str, rater: str, reason: str = "", edits: dict | None = None, known: set[str] | None = None,
-               difficulty: str | None = None, scoring_notes: str = "") -> dict:
+               difficulty: str | None = None, scoring_notes: str = "", proposal: dict | None = None) -> dict:
         """Append a decision; ValueError saying what is wrong (nothing written). ``difficulty`` (easy / medium / hard) and
-        ``scoring_notes`` go with an accept or an edit onto the case's review record."""
+        ``scoring_notes`` go with an accept or an edit onto the case's review record; ``proposal`` (``review.repairs``: the
+        repair the screen offered) is recorded with whether the decision took it as is."""
         reason, edits = (reason or "").strip(), {k: (v or "").strip() for k, v in (edits or {}).items()}
         difficulty, scoring_notes = (difficulty or "").strip() or None, (scoring_notes or "").strip() or None
         if difficulty is not None and difficulty not in DIFFICULTIES:
@@ -70,7 +71,9 @@ class CurationLog:
                 raise ValueError("the edited question is empty")
         entry = {"case_id": case_id, "action": action, "reason": reason or None, "edits": edits if action == "edit" else {},
                  "rater": rater, "at": datetime.now(UTC).isoformat(timespec="microseconds"),
-                 **({"difficulty": difficulty, "scoring_notes": scoring_notes} if action in ("accept", "edit") else {})}  # fmt: skip
+                 **({"difficulty": difficulty, "scoring_notes": scoring_notes} if action in ("accept", "edit") else {}),
+                 **({"proposal_offered": proposal["kind"], "as_proposed": action == "edit" and edits == proposal["edits"]}
+                    if proposal else {})}  # fmt: skip
         with self._locked(), self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
         return entry

@@ -186,9 +186,11 @@ function goCase(id, what) {
 async function decideOne(action, reason, edits) {
   if (!rater()) { say("type your rater name at the top right first", "bad"); $("#rater").focus(); return; }
   const chosen = $("button.difficulty.chosen");
+  const offered = $("#proposal");  // the repair on screen, recorded with whatever is decided (taken as is, or not)
+  const proposal = offered ? {kind: offered.dataset.kind, edits: JSON.parse(offered.dataset.edits)} : null;
   const r = await post("/api/curation", {rater: rater(), version: one.dataset.version, case_id: one.dataset.case, action, reason: reason || "",
                                          edits: edits || {}, difficulty: chosen ? chosen.dataset.value : null,
-                                         scoring_notes: $("#scoring-notes").value || ""});
+                                         scoring_notes: $("#scoring-notes").value || "", proposal});
   if (r.status !== "saved") { say(r.message, "bad"); return; }
   say(one.dataset.case + ": " + action + " saved");
   if (action === "undo") location.reload();
@@ -211,6 +213,8 @@ if (one) {
   $("#edit").addEventListener("click", () => { $("#edit-box").hidden = false; $("#edit-query").focus(); });
   $("#save-edit").addEventListener("click", saveEditOne);
   if ($("#undo")) $("#undo").addEventListener("click", () => decideOne("undo"));
+  const takeProposal = () => { const p = $("#proposal"); if (p) decideOne("edit", "", JSON.parse(p.dataset.edits)); };
+  if ($("#take-proposal")) $("#take-proposal").addEventListener("click", takeProposal);
   $$("button.difficulty").forEach(b => b.addEventListener("click", () => {
     const on = !b.classList.contains("chosen");
     $$("button.difficulty").forEach(x => x.classList.remove("chosen"));
@@ -231,6 +235,7 @@ if (one) {
     else if (k === "r") { e.preventDefault(); $("#reason").hidden = false; $("#reason").focus(); }
     else if (k === "e") { e.preventDefault(); $("#edit-box").hidden = false; $("#edit-query").focus(); }
     else if (k === "u" && $("#undo")) { e.preventDefault(); decideOne("undo"); }
+    else if (k === "p" && $("#proposal")) { e.preventDefault(); takeProposal(); }
     else if (k === "s") { e.preventDefault(); $("#scoring-notes").focus(); }
     else if (/^[123]$/.test(k)) { e.preventDefault(); $$("button.difficulty")[Number(k) - 1].click(); }
     else if (k === "j" || k === "ArrowRight") goCase(one.dataset.nextAny, "this is the last case");
