@@ -211,6 +211,10 @@ class CampaignSpec(Strict):
                                           "it is validated; a night without it says so")
     signoff_roles: list[str] = Field(default_factory=lambda: ["validator"], min_length=1, description="the roles whose sign-off a "
                                      "night's release needs (hcat sign / the review page's /release), e.g. [validator, risk officer]")
+    trace_allowed_hosts: list[str] = Field(default_factory=list, description="hosts your systems' tool calls may reach; a call to "
+                                           "any other URL is flagged as outbound network access (golden-eval §7.5)")
+    trace_allowed_tools: list[str] = Field(default_factory=list, description="tools of your task that are shells or interpreters "
+                                           "by name (not flagged as shell calls)")
     review_tolerance: float = Field(default=DEFAULT_TOLERANCE, gt=0, lt=1, description="review by sample (the curate page): a "
                                     "kind of case is accepted by its sample when the exact upper bound of its unsound share is "
                                     "within this (else it is reviewed case by case)")
@@ -393,6 +397,7 @@ def campaign_run_config(spec: CampaignSpec, review_note: str = "") -> dict:
     ops["harm_judgements"] = {"config": spec.harm_judge.model_dump(mode="json", exclude_none=True)}
     if spec.metrics:  # the opt-in metrics beside the defaults, on every night of this campaign
         ops["metric_tables"] = {"config": {"extra_metrics": list(spec.metrics)}}
+    ops["grader_gaming"] = {"config": {"allowed_hosts": list(spec.trace_allowed_hosts), "allowed_tools": list(spec.trace_allowed_tools)}}
     ops["gate_verdicts"] = {"config": {"gates_read": spec.gates_read, **({"certify_below": spec.certify_below} if spec.certify_below is not None else {}),
                                        **({"review_note": review_note} if review_note else {})}}
     if spec.device == "resource":

@@ -136,7 +136,7 @@ def materialize_reports(wh, instance, reports_dir, golden_sets_dir, n_boot: int)
 
     upstream = [dg.AssetSpec(k, partitions_def=campaign_run) for k in (*UPSTREAM, "gate_verdicts", "system_rankings", "pareto_frontier",
                                                                        "calibrated_scores", "llm_judge_scores", "canary_detection",
-                                                                       "review_queue", "verdict_stochasticity", "case_contamination", "judge_ensemble", "harm_judgements")]  # fmt: skip
+                                                                       "review_queue", "verdict_stochasticity", "case_contamination", "judge_ensemble", "harm_judgements", "grader_gaming")]  # fmt: skip
     upstream += [dg.AssetSpec("golden_set", partitions_def=golden_set_version),
                  *[dg.AssetSpec(k) for k in ("metric_validity", "exam_report", "exam_topics", "exam_chunking", "calibrators", "human_labels")]]
     cfg = {"reports_dir": str(reports_dir), "golden_sets_dir": str(golden_sets_dir), "warehouse_dir": str(wh)}

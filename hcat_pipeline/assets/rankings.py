@@ -103,14 +103,23 @@ def case_contamination(context: dg.AssetExecutionContext, config: ContaminationC
     return table
 
 
+class GraderGamingConfig(dg.Config):
+    allowed_hosts: list[str] = Field(default_factory=list, description="hosts a system's tool calls may reach (the campaign "
+                                     "file's trace_allowed_hosts); any other URL in a call is outbound network access (§7.5)")
+    allowed_tools: list[str] = Field(default_factory=list, description="tools of the task that are shells or interpreters by name "
+                                     "(the campaign file's trace_allowed_tools): not flagged as shell calls")
+
+
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, partitions_def=campaign_run, group_name="integrity",
-          description="Per campaign run, case × system: grader-gaming flags (empty, format-only, whole-context copy, canned, refusal); "
+          description="Per campaign run, case × system: grader-gaming flags (empty, format-only, whole-context copy, canned, refusal) "
+          "and cheating read from the tool-call trace (network, the evaluation's files, shell, uncited sources); "
           "per-system rates with CIs and refuses_everything in the metadata.")  # fmt: skip
-def grader_gaming(context: dg.AssetExecutionContext, rag_responses: pl.DataFrame, golden_set: pl.DataFrame) -> pl.DataFrame:
-    flags = _stamp(gaming_flags(rag_responses, golden_set), context)
+def grader_gaming(context: dg.AssetExecutionContext, config: GraderGamingConfig, rag_responses: pl.DataFrame,
+                  golden_set: pl.DataFrame) -> pl.DataFrame:  # fmt: skip
+    flags = _stamp(gaming_flags(rag_responses, golden_set, tuple(config.allowed_hosts), tuple(config.allowed_tools)), context)
     summary = gaming_summary(flags)
     cols = ["system_id", "n", "failed", *[f"{f}_rate" for f in ("empty", "format_only", "context_copy", "canned", "question_echo", "refusal",
-                                                                "gamed")],
+                                                                "trace_cheating", "gamed")],
             "gamed_ci_low", "gamed_ci_high", "refusal_on_answerable", "refuses_everything"]  # fmt: skip
     context.add_output_metadata({"dagster/row_count": flags.height, "by_system": preview(summary.select(cols), 50),
                                  "flagged": preview(flags.filter(pl.col("gamed")).select("system_id", "case_id", "evidence"), 30, 160)})  # fmt: skip

@@ -234,7 +234,7 @@ def weakness_report(
     ins={name: dg.AssetIn(metadata=OPTIONAL) for name in ("system_rankings", "pareto_frontier", "calibrated_scores", "llm_judge_scores",
                                                           "metric_validity", "exam_report", "exam_topics", "exam_chunking", "canary_detection", "calibrators",
                                                           "human_labels", "review_queue", "verdict_stochasticity", "case_contamination",
-                                                          "judge_ensemble", "harm_judgements")},  # fmt: skip
+                                                          "judge_ensemble", "harm_judgements", "grader_gaming")},  # fmt: skip
     description="Per campaign run: the self-contained HTML campaign report (data/reports/<version>/<night>/report.html) — gate "
     "verdicts first, headline metrics with CIs, rankings, Pareto, weaknesses with plots, failures, metric validity, provenance.",
 )
@@ -268,6 +268,7 @@ def campaign_report(
     case_contamination: Optional[pl.DataFrame],
     judge_ensemble: Optional[pl.DataFrame],
     harm_judgements: Optional[pl.DataFrame],
+    grader_gaming: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     rag_responses, metric_tables, behaviour_checks, retrieval_metrics, gate_verdicts, calibrated_scores, llm_judge_scores = (
@@ -294,6 +295,7 @@ def campaign_report(
         "verdict_stochasticity": _given(verdict_stochasticity, "verdict_stochasticity"),
         "judge_ensemble": _given(judge_ensemble, "judge_ensemble"),
         "harm_judgements": _given(harm_judgements, "harm_judgements"),
+        "grader_gaming": _given(drop_canaries(grader_gaming) if grader_gaming is not None else None, "grader_gaming"),
     }
     manifest_path = Path(config.golden_sets_dir or GOLDEN_SETS_DIR) / version / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None

@@ -29,6 +29,7 @@ import polars as pl
 
 from hcat_pipeline.common.stats import bootstrap_ci
 from hcat_pipeline.common.text import content_words
+from hcat_pipeline.gates.trace_cheating import trace_flags
 from hcat_pipeline.metrics.refusal import is_refusal
 
 MIN_CONTENT_WORDS = 3
@@ -40,7 +41,7 @@ CANNED_MIN_CASES = 3
 REFUSE_ALL_RATE = 0.8
 SHORT_ANSWER_TYPES = ("yes_no", "multiple_choice")
 ECHO_SHARE = 0.9
-FLAGS = ("empty", "format_only", "context_copy", "canned", "question_echo", "refusal")
+FLAGS = ("empty", "format_only", "context_copy", "canned", "question_echo", "refusal", "trace_cheating")
 _YES_NO = frozenset({"yes", "no", "true", "false", "correct", "indeed"})
 _WORD = re.compile(r"[a-z0-9]+")
 _MARKUP = re.compile(r"(?im)^\s*(?:answer|response|final answer|output)\s*[:：]|[*_#>`|\[\]{}()\-]+")
@@ -50,8 +51,11 @@ def _ngrams(words: list[str], k: int) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + k]) for i in range(len(words) - k + 1)}
 
 
-def gaming_flags(responses: pl.DataFrame, cases: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per response: the five flags, ``gamed`` (any flag but refusal), the copy numbers and the evidence."""
+def gaming_flags(responses: pl.DataFrame, cases: pl.DataFrame | None = None, allowed_hosts: tuple[str, ...] = (),
+                 allowed_tools: tuple[str, ...] = ()) -> pl.DataFrame:  # fmt: skip
+    """Per response: the five flags, ``trace_cheating`` (``gates.trace_cheating``: the tool-call trace read for network
+    access, the evaluation's files, shell calls and uncited sources), ``gamed`` (any flag but refusal), the copy numbers
+    and the evidence."""
     need = ("case_id", "system_id", "answer")
     missing = [c for c in need if c not in responses.columns]
     if missing:
@@ -98,11 +102,16 @@ def gaming_flags(responses: pl.DataFrame, cases: pl.DataFrame | None = None) -> 
                      "gamed": empty or format_only or copy or canned or echo,
                      "copy_containment": containment, "context_coverage": coverage,
                      "expected_behavior": r.get("expected_behavior"), "evidence": "; ".join(ev) or None})  # fmt: skip
-    return pl.DataFrame(rows, schema={"case_id": pl.String, "system_id": pl.String, "failed": pl.Boolean, "empty": pl.Boolean,
-                                      "format_only": pl.Boolean, "context_copy": pl.Boolean, "canned": pl.Boolean,
-                                      "question_echo": pl.Boolean, "refusal": pl.Boolean,
-                                      "gamed": pl.Boolean, "copy_containment": pl.Float64, "context_coverage": pl.Float64,
-                                      "expected_behavior": pl.String, "evidence": pl.String})  # fmt: skip
+    flags = pl.DataFrame(rows, schema={"case_id": pl.String, "system_id": pl.String, "failed": pl.Boolean, "empty": pl.Boolean,
+                                       "format_only": pl.Boolean, "context_copy": pl.Boolean, "canned": pl.Boolean,
+                                       "question_echo": pl.Boolean, "refusal": pl.Boolean,
+                                       "gamed": pl.Boolean, "copy_containment": pl.Float64, "context_coverage": pl.Float64,
+                                       "expected_behavior": pl.String, "evidence": pl.String})  # fmt: skip
+    trace = trace_flags(frame, allowed_hosts, allowed_tools).select("case_id", "system_id", "trace_cheating", "trace_evidence")
+    flags = flags.join(trace, on=["case_id", "system_id"], how="left").with_columns(pl.col("trace_cheating").fill_null(False))
+    return flags.with_columns((pl.col("gamed") | pl.col("trace_cheating")).alias("gamed"),
+                              pl.concat_str([pl.col("evidence"), pl.col("trace_evidence")], separator="; ", ignore_nulls=True)
+                              .replace("", None).alias("evidence")).drop("trace_evidence")  # fmt: skip
 
 
 def gaming_summary(flags: pl.DataFrame, *, n_boot: int = 1000, seed: int = 42) -> pl.DataFrame:

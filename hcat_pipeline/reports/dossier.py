@@ -29,7 +29,7 @@ from hcat_pipeline.reports.signoffs import night_signoffs, signoff_block
 CHAPTERS = {
     "setting": ("test_setting",),
     "methods": ("validity", "construct_validity", "judge", "judge_ensemble", "calibrated"),
-    "results": ("decision", "gates", "gate_review", "gates_detail", "canaries", "headline", "rankings", "paired", "pareto", "weakest", "robustness",
+    "results": ("decision", "gates", "gate_review", "trace_cheating", "gates_detail", "canaries", "headline", "rankings", "paired", "pareto", "weakest", "robustness",
                 "paraphrase", "failures"),
 }  # fmt: skip
 METHOD_LINES = ("Human labels wanted", "LLM judge", "Calibrat", "Metric validity", "Construct")  # the first screen's lines on methods

@@ -18,6 +18,7 @@ from hcat_pipeline.golden.composition import describe as describe_composition
 from hcat_pipeline.golden.composition import describe_suites
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, ensemble_section, gate_matrix_section, judge_section
+from hcat_pipeline.reports.integrity import trace_section
 from hcat_pipeline.reports.paraphrase import paraphrase_section
 from hcat_pipeline.reports.rubric import harm_judged_section, rubric_sections
 from hcat_pipeline.reports.validity import construct_validity_section, rater_disagreement
@@ -257,11 +258,15 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     harm_src = optional.get("harm_judgements") or OptionalTable(None, "harm_judgements is not materialized for this run")
     harm_judged, harm_lines = harm_judged_section(harm_src.frame, harm_src.why)
     summary += harm_lines
+    traces, trace_lines = trace_section((optional.get("grader_gaming") or OptionalTable(None, "")).frame,
+                                        (optional.get("rag_responses") or OptionalTable(None, "")).frame)
+    summary += trace_lines
     sections = {
         "decision": decision,
         "gates": gate_matrix_section(gate_frame, run.get("detector_precision")) if gate_frame is not None else gates,
         "gates_detail": gates,
         "gate_review": gate_review,
+        "trace_cheating": traces,
         "judge": judge_section(judge.frame, judge.why),
         "judge_ensemble": ensemble_section(ens.frame, why=ens.why),
         "harm_judged": harm_judged,
