@@ -71,4 +71,12 @@ monitoring_job = dg.define_asset_job(
     "checks → the day's report, review queue and the history page. production_log_sensor requests it when a day's file appears.",
 )
 
-JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job, labels_job, violation_job, monitoring_job]
+judge_validation_job = dg.define_asset_job(
+    "judge_validation_job",
+    selection=dg.AssetSelection.assets("judge_validation"),
+    description="The LLM judge against held-out and campaign human labels (κ per dimension): on demand, and when "
+    "judge_recheck_sensor finds enough new labels or a week passed since the last validation (golden-eval §5.6).",
+)
+
+JOBS = [ingest_job, test_generation_job, golden_set_job, campaign_run_job, responses_job, exam_job, labels_job, violation_job, monitoring_job,
+        judge_validation_job]

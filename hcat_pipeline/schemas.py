@@ -243,6 +243,8 @@ JUDGE_VALIDATION = {
     "position_flip_ci_high": pl.Float64,
     "position_n_pairs": pl.Int64,
     "position_bias_flagged": pl.Boolean,
+    "validated_at": pl.String,  # when κ was measured (ISO time; judge.recheck: older than 30 days no longer validates)
+    "n_design_labels": pl.Int64,  # human labels stored when it was measured (judge_recheck_sensor counts the new ones)
     **ENSEMBLE_CHOICE,  # null when judge_validation ran without an ensemble
 }
 

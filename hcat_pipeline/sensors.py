@@ -253,5 +253,40 @@ def build_production_log_sensor(campaign_file: str | None = None, name: str = "p
 
 production_log_sensor = build_production_log_sensor()
 
+def build_judge_recheck_sensor(warehouse: str | None = None, campaign_file: str | None = None, name: str = "judge_recheck_sensor"):
+    """``judge_validation_job`` again once enough new human labels have arrived since the judge was last validated, or a
+    week has passed (``judge.recheck.recheck_due``): a judge's ``validated`` never goes stale silently. Skips while the
+    campaign's judge is off; the run key is the last validation's time, so one re-check is asked per validation."""
+
+    @dg.sensor(name=name, job_name="judge_validation_job", minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Re-validate the LLM judge against people when enough new labels arrived or a week passed (§5.6).")  # fmt: skip
+    def _sensor(context: dg.SensorEvaluationContext):
+        import datetime as dt
+
+        import polars as pl
+
+        from hcat_pipeline.campaign_spec import load_campaign
+        from hcat_pipeline.judge.recheck import recheck_due
+        from hcat_pipeline.paths import WAREHOUSE_DIR
+
+        if load_campaign(campaign_file).judge.enabled == "off":
+            return dg.SkipReason("the campaign's judge is off: nothing to re-check")
+        wh = Path(warehouse or WAREHOUSE_DIR)
+        table = wh / "judge_validation.parquet"
+        v = pl.read_parquet(table) if table.is_file() else None
+        last = v["validated_at"].drop_nulls().max() if v is not None and "validated_at" in v.columns else None
+        then = int(v["n_design_labels"].drop_nulls().max() or 0) if v is not None and "n_design_labels" in v.columns else 0
+        labels = wh / "human_labels.parquet"
+        now_n = pl.scan_parquet(labels).select(pl.len()).collect().item() if labels.is_file() else 0
+        why = recheck_due(last, then, now_n, dt.datetime.now(dt.UTC))
+        if why is None:
+            return dg.SkipReason(f"judge validated {str(last)[:10]} on {then} label(s); {now_n} now: not due")
+        return dg.RunRequest(run_key=f"judge-recheck:{last or 'never'}:{now_n // 20}", tags={"why": why[:200]})
+
+    return _sensor
+
+
+judge_recheck_sensor = build_judge_recheck_sensor()
+
 SENSORS = [corpus_change_sensor, golden_set_version_sensor, golden_candidates_sensor, new_version_campaign_sensor, label_file_sensor,
-           violation_file_sensor, production_log_sensor]
+           violation_file_sensor, production_log_sensor, judge_recheck_sensor]

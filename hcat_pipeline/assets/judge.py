@@ -18,6 +18,7 @@
 """
 
 import dataclasses
+import datetime as dt
 import time
 import typing
 from pathlib import Path
@@ -42,6 +43,7 @@ from hcat_pipeline.judge.data import DEFAULT_VALIDATION_DIR, faithdial_items, fa
 from hcat_pipeline.judge.ensemble import ENSEMBLE, agreement_table, choose_scorer, ensemble_rows
 from hcat_pipeline.judge.items import judge_items
 from hcat_pipeline.judge.plots import validation_figures
+from hcat_pipeline.judge.recheck import MAX_AGE_DAYS, stale_reason, validation_note
 from hcat_pipeline.judge.reply_cache import ReplyCache
 from hcat_pipeline.judge.scoring import JudgeConfig, judge_config_hash, llm_judge, model_family
 from hcat_pipeline.judge.tiering import API_SECONDS_PER_CALL, LOCAL_SECONDS_PER_CALL, flag_for_judge, select_tier
@@ -85,6 +87,8 @@ JudgeScoresConfig = create_model(
     local_seconds_per_call=(float, Field(default=LOCAL_SECONDS_PER_CALL, gt=0, description="estimate for the local llama.cpp model on 2 cores")),
     api_seconds_per_call=(float, Field(default=API_SECONDS_PER_CALL, gt=0, description="estimate per call for an API model (divided by its concurrency)")),
     validation_table=(str, Field(default=str(WAREHOUSE_DIR / "judge_validation.parquet"), description="judge_validation's table")),
+    max_validation_age_days=(float, Field(default=MAX_AGE_DAYS, gt=0, description="a validation older than this no longer "
+                                          "validates: the judge's rows stop deciding gates until judge_validation runs again")),
     **_judge_fields(),
 )
 
@@ -112,12 +116,19 @@ def estimate_seconds(llm: LLM, calls: int, config) -> tuple[float, float]:
     return per, per * calls
 
 
-def _validation_lookup(path: str, cfg_hash: str) -> dict[str, dict]:
+def _validation_lookup(path: str, cfg_hash: str, max_age_days: float = MAX_AGE_DAYS) -> dict[str, dict]:
+    """Per dimension the judge's validation; one measured too long ago no longer validates (``judge.recheck``), and a
+    validated one says κ, n and when."""
     p = Path(path)
     if not p.is_file():
         return {}
     v = pl.read_parquet(p).filter(pl.col("judge_config_hash") == cfg_hash)
-    return {r["dimension"]: r for r in v.iter_rows(named=True)}
+    now, out = dt.datetime.now(dt.UTC), {}
+    for r in v.iter_rows(named=True):
+        stale = stale_reason(r.get("validated_at"), now, max_age_days) if r["validated"] else None
+        out[r["dimension"]] = {**r, "validated": bool(r["validated"]) and stale is None,
+                               "reason": stale or (validation_note(r) if r["validated"] else r["reason"])}  # fmt: skip
+    return out
 
 
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
@@ -180,7 +191,7 @@ def llm_judge_scores(
                      progress=lambda d, t: context.log.info(f"judge {d}/{t}") if d % 25 == 0 else None)  # fmt: skip
     meta["reused_judge_calls"] = f"{cache.hits} of {cache.hits + cache.misses} (same judge, same messages)" if cache else "cache off"
     wall = time.perf_counter() - t0
-    validation = _validation_lookup(config.validation_table, cfg_hash)
+    validation = _validation_lookup(config.validation_table, cfg_hash, config.max_validation_age_days)
     judge_fam = model_family(fingerprint)
     sys_llm = ({s: m for s, m in zip(frame["system_id"].to_list(), frame["llm"].to_list(), strict=True) if m}
                if "llm" in frame.columns else {})  # a failed response may have no llm value: take the system's others
@@ -391,4 +402,7 @@ def judge_validation(context: dg.AssetExecutionContext, config: JudgeValidationC
                                 if scores.height else scores, 20, 80),
         **{name: dg.MetadataValue.md(png_markdown(png, name)) for name, png in figures.items()},
     })  # fmt: skip
+    n_labels = human_labels.height if human_labels is not None else 0  # the sensor re-checks once enough new ones arrive
+    table = table.with_columns(pl.lit(dt.datetime.now(dt.UTC).isoformat(timespec="seconds")).alias("validated_at"),
+                               pl.lit(n_labels, pl.Int64).alias("n_design_labels"))  # fmt: skip
     return table.select(list(VALIDATION_SCHEMA))

@@ -30,6 +30,7 @@ from hcat_pipeline.calibration import LabelStore, agreement
 from hcat_pipeline.calibration.campaign import (
     EXPLANATION_COLUMNS,
     LABEL_MEANINGS,
+    bias_cohort_flags,
     design_queue,
     explanation_text,
     extend_design,
@@ -144,7 +145,8 @@ def _write(frame: pl.DataFrame, path: Path) -> None:
 @dg.asset(automation_condition=ON_NEW_RUN_DATA, 
     partitions_def=campaign_run,
     group_name="calibration",
-    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True}), "judge_ensemble": dg.AssetIn(metadata={"optional": True})},
+    ins={"llm_judge_scores": dg.AssetIn(metadata={"optional": True}), "judge_ensemble": dg.AssetIn(metadata={"optional": True}),
+         "judge_validation": dg.AssetIn(metadata={"optional": True})},  # its bias audits raise π of the cohorts they touch
     description="Per campaign run: the case × system × dimension items humans should label next — a seeded draw with known "
     "inclusion probabilities (calibration.design: items the LLM judge is unsure of or disagrees with the metric on, "
     "or the ensemble's judges disagree on "
@@ -161,6 +163,7 @@ def review_queue(
     human_labels: pl.DataFrame,
     llm_judge_scores: Optional[pl.DataFrame],
     judge_ensemble: Optional[pl.DataFrame],
+    judge_validation: Optional[pl.DataFrame],
 ) -> pl.DataFrame:
     version, night = split_run_key(context)
     labelled = (human_labels.group_by("case_id", "system_id", "dimension").agg((pl.col("labelled_at").max().dt.epoch("ms") / 1000.0).alias("at"))
@@ -168,7 +171,8 @@ def review_queue(
     scales = dict(human_labels.select("dimension", "scale").unique("dimension").iter_rows()) if human_labels.height else {}
     cases = golden_set.select("case_id", *[c for c in ("stratum", "stratum_label", "query_type") if c in golden_set.columns]).unique("case_id")
     cand = drop_canaries(calibrated_scores).filter(pl.col("raw_score").is_not_null())
-    flags = judge_review_flags(llm_judge_scores, calibrated_scores, judge_ensemble)  # + the ensemble's disagreements (§5.5)
+    bias = bias_cohort_flags(llm_judge_scores, judge_validation, rag_responses.select("case_id", "system_id", "answer"))  # §5.6 audits
+    flags = judge_review_flags(llm_judge_scores, calibrated_scores, judge_ensemble, bias)  # + the ensemble's disagreements (§5.5)
     cand = cand.join(cases, on="case_id", how="left").join(flags, on=["case_id", "system_id", "dimension"], how="left")
     labels_dir = Path(config.labels_dir) if config.labels_dir else LABELS_DIR
     drawn, added = _frozen_design(cand, design_file(labels_dir, version, night), to_core(DesignConfig, config), f"{version}|{night}", night)

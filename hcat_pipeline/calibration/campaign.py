@@ -183,14 +183,42 @@ def calibrate_long(long: pl.DataFrame, active: Mapping[str, CalibrationResult], 
 JUDGE_AGREEMENT_DIMENSIONS = ("groundedness", "answer_relevancy", "completeness")
 
 
-def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame, ensemble: pl.DataFrame | None = None) -> pl.DataFrame:
+def bias_cohort_flags(judge: pl.DataFrame | None, validation: pl.DataFrame | None, answers: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The answers a flagged judge bias touches (golden-eval §5.6 audits, ``judge_validation``), as ``judge_reason`` rows
+    the labelling design raises π for — never outside the design: self-preference flagged → every judged answer of a
+    system of the judge's own model family (``same_family``); length bias flagged → the judged answers longer than the
+    night's median (``answers``: case_id, system_id, answer). Only the validation of this night's judge config counts."""
+    schema = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "judge_reason": pl.String}
+    if judge is None or judge.height == 0 or validation is None or validation.height == 0 or "judge_config_hash" not in judge.columns:
+        return pl.DataFrame(schema=schema)
+    v = validation.filter(pl.col("judge_config_hash").is_in(judge["judge_config_hash"].unique().to_list()))
+    rows = judge.filter(pl.col("score").is_not_null()).select("case_id", "system_id", "dimension", *(["same_family"] if "same_family" in judge.columns else []))
+    parts = []
+    for r in v.iter_rows(named=True):
+        dim = rows.filter(pl.col("dimension") == r["dimension"])
+        if r.get("self_preference_flagged") and "same_family" in dim.columns:
+            parts.append(dim.filter(pl.col("same_family").fill_null(False)).with_columns(
+                pl.lit("judge bias: self-preference flagged, and this answer is from the judge's own model family").alias("judge_reason")))  # fmt: skip
+        if r.get("length_bias_flagged") and answers is not None and answers.height:
+            lengths = answers.select("case_id", "system_id", pl.col("answer").fill_null("").str.len_chars().alias("_len"))
+            long = dim.join(lengths, on=["case_id", "system_id"]).filter(pl.col("_len") > lengths["_len"].median())
+            parts.append(long.with_columns(pl.lit("judge bias: length bias flagged, and this answer is longer than the night's median").alias("judge_reason")))
+    out = pl.concat([p.select(*schema) for p in parts]) if parts else pl.DataFrame(schema=schema)
+    return out.unique(["case_id", "system_id", "dimension"], keep="first")
+
+
+def judge_review_flags(judge: pl.DataFrame | None, calibrated: pl.DataFrame, ensemble: pl.DataFrame | None = None,
+                       bias: pl.DataFrame | None = None) -> pl.DataFrame:  # fmt: skip
     """Items the LLM judge sends to humans first (golden-eval §5.5): per case × system × dimension, a ``judge_reason``
     when the judge was unsure (confidence ``low``) or its verdict differs from the calibrated metric's (judge pass vs
     machine_verdict fail, or the reverse; dimensions of ``JUDGE_AGREEMENT_DIMENSIONS``), or the ensemble's judges
-    disagree with each other (``judge.ensemble.disagreement_flags``). A flag on a dimension the metrics do not calibrate
-    (correctness, safety) flags the item's calibrated rows of the same case."""
+    disagree with each other (``judge.ensemble.disagreement_flags``), or a flagged judge bias touches it (``bias``:
+    ``bias_cohort_flags``). A flag on a dimension the metrics do not calibrate (correctness, safety) flags the item's
+    calibrated rows of the same case."""
     schema = {"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "judge_reason": pl.String}
     split = disagreement_flags(ensemble)
+    if bias is not None and bias.height:
+        split = pl.concat([split.select(*schema), bias.select(*schema)])
     if judge is None or judge.height == 0:
         judge = pl.DataFrame(schema={"case_id": pl.String, "system_id": pl.String, "dimension": pl.String, "score": pl.Int64,
                                      "passed": pl.Boolean, "confidence": pl.String})  # fmt: skip

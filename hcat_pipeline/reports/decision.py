@@ -186,13 +186,18 @@ def judge_section(judge: pl.DataFrame | None, why: str = "") -> Section:
         lo, hi = wilson_interval(k, s.height) if s.height else (None, None)
         validated = bool(g["validated"].all())
         rate = f"{k / s.height:.2f} [{lo:.2f}, {hi:.2f}]" if s.height else "–"
+        why = next(iter(g["validation_reason"].drop_nulls().to_list()), "") if "validation_reason" in g.columns else ""
+        said = ("yes" + (f" — {why}" if why else "")) if validated else ("no — never decides a gate" + (f" ({why})" if why else ""))
         rows.append([sid, dim, str(s.height), str(int(g["error"].is_not_null().sum())),
-                     f"{s['score'].mean():.2f}" if s.height else "–", rate, "yes" if validated else "no — never decides a gate"])  # fmt: skip
+                     f"{s['score'].mean():.2f}" if s.height else "–", rate, said])  # fmt: skip
         classes.append("" if validated else "small")
     return Section("judge", "LLM judge", columns=["system", "dimension", "n", "errors", "mean score (1-5)", "pass rate [95% CI]",
                                                    "validated"], rows=rows, row_classes=classes,
                    note="Only dimensions validated against held-out human labels (judge_validation) may decide a gate "
-                   "(golden-eval §5.6); items where the judge is unsure or disagrees with the metric go to the review queue first.")  # fmt: skip
+                   "(golden-eval §5.6): each says κ, on how many labels and when it was measured; a validation older than 30 days "
+                   "no longer validates, and judge_recheck_sensor re-runs it once 20 new labels arrived or a week passed. Items "
+                   "where the judge is unsure, disagrees with the metric, or a flagged judge bias touches go to the review queue "
+                   "first, within the labelling design.")  # fmt: skip
 
 
 def ensemble_section(ensemble: pl.DataFrame | None, pass_threshold: int = 4, why: str = "") -> Section:
