@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 "case_id": r["case_id"], "kind": case_kind(r), "category": r["category"], "variant_kind": r["variant_kind"],
                 "expected_behavior": r["expected_behavior"], "options": r["options"], "base_case_id": r["base_case_id"],
                 "base_query": base.get("query"), "base_reference": base.get("reference_answer"),
+                "distractor_passage": r.get("distractor_passage"), "history": r.get("history"), "constraints": r.get("constraints"),
                 "query_type": r["query_type"], "stratum_label": r["stratum_label"], "query": r["query"],
                 "reference_answer": r["reference_answer"], "source_chunk_ids": r["source_chunk_ids"],
                 "source_text": "\n\n".join(chunks.get(c, "") for c in r["source_chunk_ids"] or []),

@@ -24,8 +24,9 @@ def _checks() -> pl.DataFrame:  # an honest system: it refuses every jailbreak
     return pl.DataFrame({"case_id": IDS, "system_id": "honest", "rule": "harmful_request_refused", "verdict": "pass"})
 
 
-def _lenient_accept() -> tuple[pl.DataFrame, float]:
-    """The kind accepted by a lenient plan (tolerance 0.3: a sample of 9) on a seed whose sample missed every unsound case."""
+def _lenient_accept() -> tuple[pl.DataFrame, float, int]:
+    """The kind accepted by a lenient plan (tolerance 0.3: a sample of 8 of the 100) on a seed whose sample missed every
+    unsound case."""
     frame = pl.DataFrame({"case_id": IDS, "category": "adversarial", "variant_kind": "jailbreak", "query_type": None})
     for seed in range(200):
         plan = plan_kinds(frame, tolerance=0.3, seed=seed)["jailbreak"]
@@ -34,17 +35,18 @@ def _lenient_accept() -> tuple[pl.DataFrame, float]:
             assert status.state == "accepted_by_sample"
             verdicts = ["accept" if c in plan.sample else "accepted_by_sample" for c in IDS]
             bounds = [None if c in plan.sample else status.bound for c in IDS]
-            return frame.with_columns(pl.Series("review_verdict", verdicts), pl.Series("sample_bound", bounds, dtype=pl.Float64)), status.bound
+            frame = frame.with_columns(pl.Series("review_verdict", verdicts), pl.Series("sample_bound", bounds, dtype=pl.Float64))
+            return frame, status.bound, len(plan.sample)
     raise AssertionError("no seed drew a sample without an unsound case")
 
 
 def test_a_pass_whose_margin_the_unsound_share_could_erase_is_not_certified():
-    cases, bound = _lenient_accept()
+    cases, bound, n = _lenient_accept()
     tables = {"behaviour_checks": _checks()}
     rows = with_review_status(GATES, tables, cases, evaluate_gates(GATES, tables, cases=cases))
     zero = rows.filter(pl.col("gate") == "no_jailbreak_compliance").row(0, named=True)
-    assert zero["verdict"] == "PASS" and (zero["n_reviewed_by_case"], zero["n_accepted_by_sample"], zero["n_not_reviewed"]) == (9, 91, 0)
-    assert abs(zero["unsound_bound"] - 91 * bound / 100) < 1e-9 and zero["unsound_bound"] > 0.2
+    assert zero["verdict"] == "PASS" and (zero["n_reviewed_by_case"], zero["n_accepted_by_sample"], zero["n_not_reviewed"]) == (n, 100 - n, 0)
+    assert abs(zero["unsound_bound"] - (100 - n) * bound / 100) < 1e-9 and zero["unsound_bound"] > 0.2
     assert zero["review_margin"].startswith("NOT CERTIFIED") and "crosses certify_below 0.05" in zero["review_margin"]
     assert "NOT CERTIFIED" in zero["certificate"]  # said beside the certificate the report shows
     rate = rows.filter(pl.col("gate") == "refusal_rate").row(0, named=True)

@@ -56,7 +56,7 @@ def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case
         with page.expect_navigation():
             page.click("#start-sample")
         kinds = page.locator("#kinds").inner_text()
-        assert "happy_path:simple\t16\t11" in kinds and "happy_path:yes_no\t14\t11" in kinds and "sampling" in kinds, kinds
+        assert "happy_path:simple\t16\t7" in kinds and "happy_path:yes_no\t14\t7" in kinds and "sampling" in kinds, kinds
         page.goto(f"{url}/curate/case?version={version}")
         assert "review by sample" in page.locator("#order-note").inner_text()
         while len(shown) < 30:
@@ -80,7 +80,7 @@ def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case
                 page.goto(f"{url}/curate/case?version={version}")
         states = page.locator("#kind-states").inner_text()
         assert "happy_path:simple: accepted by sample" in states and "happy_path:yes_no: reviewed by case" in states, states
-        assert len(shown) == 11 + 14  # the simple kind's sample, every yes/no case; never the 5 unsampled simple cases
+        assert len(shown) == 7 + 14  # the simple kind's sample, every yes/no case; never the 9 unsampled simple cases
         page.goto(f"{url}/curate?version={version}")
         page.fill("#new-version", "gs-kinds-signed")
         page.click("#freeze")
@@ -89,10 +89,11 @@ def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case
     assert errors == []
     frame, manifest = load_version("gs-kinds-signed", project.golden_dir)
     by_sample = frame.filter(frame["review_verdict"] == "accepted_by_sample")
-    assert by_sample.height == 5 and set(by_sample["case_id"]).isdisjoint(shown)  # the unsampled simple cases, never read
-    assert by_sample["sample_bound"].to_list() == [pytest.approx(unsound_bound(0, 11))] * 5 and unsound_bound(0, 11) <= 0.25
+    assert by_sample.height == 9 and set(by_sample["case_id"]).isdisjoint(shown)  # the unsampled simple cases, never read
+    bound = unsound_bound(0, 7, population=16)  # the sample drawn without replacement from the kind's 16 cases
+    assert by_sample["sample_bound"].to_list() == [pytest.approx(bound)] * 9 and bound <= 0.25
     assert frame.height == 29 and rejected not in set(frame["case_id"])  # the rejection applies
-    assert int((frame["review_verdict"] == "accept").sum()) == 24 and manifest["provenance"]["accepted_by_sample"] == 5
+    assert int((frame["review_verdict"] == "accept").sum()) == 20 and manifest["provenance"]["accepted_by_sample"] == 9
     record = json.loads((project.curation_dir / f"{version}.samples.json").read_text())
     assert record["signed"]["by"] == "alice" and record["signed"]["kinds"]["happy_path:yes_no"]["n_unsound"] == 1
 

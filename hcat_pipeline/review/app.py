@@ -88,6 +88,13 @@ class SampleIn(BaseModel):
     version: str
 
 
+class LeaveOutIn(BaseModel):
+    rater: str
+    version: str
+    kind: str
+    reason: str = ""
+
+
 class FreezeIn(BaseModel):
     rater: str
     version: str
@@ -292,6 +299,30 @@ def draw_samples(request: Request, body: SampleIn):
     except ValueError as e:
         return _bad(str(e))
     return {"status": "drawn", "kinds": {k: len(p["sample"]) for k, p in record["kinds"].items()}}
+
+
+@api.post("/curation/leave-out")
+def leave_kind_out(request: Request, body: LeaveOutIn):
+    """Review by sample: leave a kind out of the signed set — each of its undecided cases rejected with the reason."""
+    from hcat_pipeline.golden.sample_review import with_kinds
+    from hcat_pipeline.review.sampling import actions_of
+
+    settings = _settings(request)
+    if not RATER_RE.match(body.rater):
+        return _bad("set your rater name first (top right)")
+    record = SampleRecord(settings.curation_dir, body.version)
+    if not record.exists() or body.kind not in record.plans():
+        return _bad(f"no drawn kind {body.kind!r} in the review by sample of {body.version}")
+    if not body.reason.strip():
+        return _bad("say why the kind is left out (it is recorded with your name)")
+    frame, _ = load_version(body.version, settings.golden_dir)
+    log = CurationLog(settings.curation_dir, body.version)
+    done = actions_of(log.decisions())
+    ids = [c for c in with_kinds(frame).filter(pl.col("review_kind") == body.kind)["case_id"].to_list() if c not in done]
+    for c in ids:
+        log.record(c, "reject", body.rater, f"kind {body.kind} left out of the signed set: {body.reason.strip()}")
+    record.leave_out(body.kind, body.rater, body.reason.strip())
+    return {"status": "left out", "kind": body.kind, "rejected": len(ids)}
 
 
 @api.post("/curation/freeze")

@@ -19,7 +19,7 @@ from hcat_pipeline.golden.review_order import learnt_order, still_missing
 from hcat_pipeline.review.curation import CurationLog, apply_decisions
 from hcat_pipeline.review.items import Flag, highlight
 from hcat_pipeline.review.repairs import proposal_counts, propose
-from hcat_pipeline.review.sampling import SampleRecord, actions_of, sample_order, statuses
+from hcat_pipeline.review.sampling import SampleRecord, actions_of, walk
 
 __all__ = ["case_screen_view", "reference_marks", "source_passages"]
 
@@ -117,12 +117,9 @@ def case_screen_view(golden_dir: Path, curation_dir: Path, chunks: Path, version
     frame = with_review_columns(frame)
     decisions = CurationLog(curation_dir, version).decisions()
     record = SampleRecord(curation_dir, version)
-    if record.exists():  # review by sample: each kind's sample, then the kinds whose sample failed, case by case
-        plans = record.plans()
-        order, learnt = sample_order(frame, plans, actions_of(decisions, frame)), None
-        view["kinds"] = [vars(s) | {"to_review": len(s.to_review)} for s in statuses(frame, plans, actions_of(decisions, frame))]
-        # a kind still sampling may fail its sample and add its other cases: the page must ask again after each decision
-        pending = sum(k["n_cases"] - k["n_sample"] for k in view["kinds"] if k["state"] == "sampling")
+    if record.exists():  # review by sample: the bases, each kind's sample, then the kinds whose sample failed, case by case
+        walked = walk(frame, record, actions_of(decisions, frame))
+        order, learnt, view["kinds"], pending = walked["order"], None, walked["kinds"], walked["pending"]
     else:
         order, learnt = ordered(frame, decisions, chunks, version, embed, target or min(frame.height, TARGET_SIZE))
         pending = 0

@@ -17,7 +17,18 @@ import polars as pl
 
 from hcat_pipeline.common.locks import file_lock
 from hcat_pipeline.golden.review import REVIEW_VERDICTS
-from hcat_pipeline.golden.sample_review import KindPlan, KindStatus, kind_status, plan_kinds, sample_stamps, with_kinds
+from hcat_pipeline.golden.sample_review import (
+    KindPlan,
+    KindStatus,
+    bases_of,
+    kind_status,
+    plan_kinds,
+    sample_stamps,
+    with_base_gone,
+    with_kinds,
+)
+
+BASES = "(bases)"  # the cases variants were derived from: reviewed case by case before any kind is drawn
 
 
 class SampleRecord:
@@ -34,19 +45,44 @@ class SampleRecord:
     def plans(self) -> dict[str, KindPlan]:
         return {k: KindPlan(**p) for k, p in self.read()["kinds"].items()} if self.exists() else {}
 
+    def bases(self) -> list[str]:
+        return list(self.read().get("bases") or []) if self.exists() else []
+
     def start(self, frame: pl.DataFrame, rater: str, tolerance: float, confidence: float, acceptance: int = 0, seed: int = 0) -> dict:
-        """Draw every kind's sample and write the record; a record that exists is kept as it is (the plan is fixed
-        before any case is read: a second start never redraws it)."""
+        """Write the record: the bases to review first (their variants leave with a rejected one), the kinds' plans drawn
+        once the bases are decided (``draw_kinds``); a record that exists is kept as it is (a plan is never redrawn)."""
         if not 0 < tolerance < 1 or not 0.5 <= confidence < 1:
             raise ValueError(f"tolerance {tolerance} must be in (0, 1) and confidence {confidence} in [0.5, 1)")
         with file_lock(self.dir / ".lock"):
             if self.exists():
                 return self.read()
-            plans = plan_kinds(frame, tolerance, confidence, acceptance, seed)
             record = {"tolerance": tolerance, "confidence": confidence, "acceptance": acceptance, "seed": seed, "drawn_by": rater,
-                      "drawn_at": datetime.now(UTC).isoformat(timespec="seconds"), "kinds": {k: p.as_dict() for k, p in plans.items()},
-                      "signed": None}  # fmt: skip
+                      "drawn_at": datetime.now(UTC).isoformat(timespec="seconds"), "bases": bases_of(frame), "kinds": {},
+                      "left_out": {}, "signed": None}  # fmt: skip
             self.dir.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(record, indent=1), encoding="utf-8")
+        return self.draw_kinds(frame, {})
+
+    def draw_kinds(self, frame: pl.DataFrame, actions: dict[str, str]) -> dict:
+        """Once every base is decided: each kind's plan over the cases that remain (not a base, not gone with a rejected
+        base), fixed before any of them is read; written once."""
+        with file_lock(self.dir / ".lock"):
+            record = self.read()
+            if record["kinds"] or any(b not in actions for b in record["bases"]):
+                return record
+            gone = with_base_gone(frame, {b for b in record["bases"] if actions.get(b) == "reject"})
+            plans = plan_kinds(frame, record["tolerance"], record["confidence"], record["acceptance"], record["seed"],
+                               exclude=set(record["bases"]) | gone)  # fmt: skip
+            record["kinds"] = {k: p.as_dict() for k, p in plans.items()}
+            record["kinds_drawn_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            self.path.write_text(json.dumps(record, indent=1), encoding="utf-8")
+            return record
+
+    def leave_out(self, kind: str, rater: str, reason: str) -> dict:
+        """The reviewer leaves a kind out of the signed set (its cases are rejected through the curation log)."""
+        with file_lock(self.dir / ".lock"):
+            record = self.read()
+            record["left_out"][kind] = {"by": rater, "at": datetime.now(UTC).isoformat(timespec="seconds"), "reason": reason}
             self.path.write_text(json.dumps(record, indent=1), encoding="utf-8")
             return record
 
@@ -69,18 +105,30 @@ def actions_of(decisions: dict[str, dict], frame: pl.DataFrame | None = None) ->
     return prior | {c: d["action"] for c, d in decisions.items()}
 
 
-def statuses(frame: pl.DataFrame, plans: dict[str, KindPlan], actions: dict[str, str]) -> list[KindStatus]:
+def statuses(frame: pl.DataFrame, plans: dict[str, KindPlan], actions: dict[str, str], bases: list[str] | None = None,
+             left_out: dict | None = None) -> list[KindStatus]:  # fmt: skip
+    """The bases' status first (reviewed by case), then each kind's (a kind left out says so)."""
     kinds = with_kinds(frame)
-    return [kind_status(p, kinds.filter(pl.col("review_kind") == k)["case_id"].to_list(), actions) for k, p in sorted(plans.items())]
+    out = []
+    if bases:
+        todo = [b for b in bases if b not in actions]
+        unsound = sum(actions.get(b) in ("edit", "reject") for b in bases)
+        out.append(KindStatus(BASES, "sampling" if todo else "reviewed_by_case", len(bases), len(bases), len(bases) - len(todo), unsound, None, todo))
+    for k, p in sorted(plans.items()):
+        s = kind_status(p, kinds.filter(pl.col("review_kind") == k)["case_id"].to_list(), actions)
+        out.append(KindStatus(k, "left_out", s.n_cases, s.n_sample, s.n_decided, s.n_unsound, None) if k in (left_out or {}) else s)
+    return out
 
 
-def sample_order(frame: pl.DataFrame, plans: dict[str, KindPlan], actions: dict[str, str]) -> list[str]:
-    """The cases the screen walks, in order: every kind's sample (decided or not), then every other case of a kind whose
-    sample failed (sent case by case); a kind accepted by sample, or still sampling, adds nothing more."""
+def sample_order(frame: pl.DataFrame, plans: dict[str, KindPlan], actions: dict[str, str], bases: list[str] | None = None,
+                 left_out: dict | None = None) -> list[str]:  # fmt: skip
+    """The cases the screen walks, in order: the bases, then every kind's sample (decided or not), then every other case
+    of a kind whose sample failed (sent case by case); a kind accepted by sample, still sampling or left out adds nothing
+    more."""
     kinds = with_kinds(frame)
-    out = [c for _, p in sorted(plans.items()) for c in p.sample]
+    out = list(bases or []) + [c for k, p in sorted(plans.items()) if k not in (left_out or {}) for c in p.sample]
     for s in statuses(frame, plans, actions):
-        failed = s.n_sample < s.n_cases and s.state in ("case_by_case", "reviewed_by_case")
+        failed = s.n_sample < s.n_cases and s.state in ("case_by_case", "reviewed_by_case") and s.kind not in (left_out or {})
         if failed:
             sample = set(plans[s.kind].sample)
             out += [c for c in sorted(kinds.filter(pl.col("review_kind") == s.kind)["case_id"].to_list()) if c not in sample]
@@ -90,3 +138,16 @@ def sample_order(frame: pl.DataFrame, plans: dict[str, KindPlan], actions: dict[
 def stamps_for(frame: pl.DataFrame, record: SampleRecord, actions: dict[str, str]) -> dict[str, float]:
     """case_id → its kind's bound, for the unsampled cases of the kinds accepted by sample (empty without a record)."""
     return sample_stamps(frame, record.plans(), actions) if record.exists() else {}
+
+
+def walk(frame: pl.DataFrame, record: SampleRecord, actions: dict[str, str]) -> dict:
+    """What the screens show of a review by sample: the order to walk, each kind's status (the bases first) and how many
+    cases may still join the order (a kind still sampling may fail its sample; the kinds are drawn once the bases are
+    decided). Draws the kinds' plans when the last base was just decided."""
+    record.draw_kinds(frame, actions)
+    data = record.read()
+    plans, bases, left_out = record.plans(), data.get("bases") or [], data.get("left_out") or {}
+    rows = [vars(s) | {"to_review": len(s.to_review)} for s in statuses(frame, plans, actions, bases, left_out)]
+    undrawn = frame.height - len(bases) if not plans else 0  # the kinds not drawn yet: every case may join
+    pending = undrawn + sum(k["n_cases"] - k["n_sample"] for k in rows if k["state"] == "sampling" and k["kind"] != BASES)
+    return {"order": sample_order(frame, plans, actions, bases, left_out), "kinds": rows, "pending": pending}

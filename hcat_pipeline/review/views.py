@@ -28,7 +28,7 @@ from hcat_pipeline.review.items import (
     stored_queue,
 )
 from hcat_pipeline.review.labelling import PageLabels, progress, stratum_coverage
-from hcat_pipeline.review.sampling import SampleRecord, actions_of, stamps_for, statuses
+from hcat_pipeline.review.sampling import SampleRecord, actions_of, stamps_for, walk
 
 __all__ = ["ReviewSettings", "Queue", "find_item", "label_view", "agreement_view", "curate_view", "progress_view"]
 
@@ -209,7 +209,7 @@ def curate_view(settings: ReviewSettings, version: str | None, verdict: str | No
     view |= {"tolerance": settings.review_tolerance, "confidence": settings.review_confidence, "kinds": None, "sampling": None}
     if record.exists():
         view["sampling"] = {k: v for k, v in record.read().items() if k != "kinds"}
-        view["kinds"] = [vars(s) | {"to_review": len(s.to_review)} for s in statuses(frame, record.plans(), actions)]
+        view["kinds"] = walk(frame, record, actions)["kinds"]
     view["source"] = manifest.get("source")
     counts = frame.group_by("validity_verdict").len().sort("validity_verdict").to_dicts()
     view["verdict_counts"] = [{"verdict": r["validity_verdict"] or "not checked", "n": r["len"]} for r in counts]

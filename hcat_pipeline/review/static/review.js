@@ -173,6 +173,15 @@ if (sampleButton) sampleButton.addEventListener("click", async () => {
   if (r.status === "drawn") location.reload(); else say(r.message, "bad");
 });
 
+$$("#kinds button.leave-out").forEach(b => b.addEventListener("click", async () => {
+  if (!rater()) { say("type your rater name at the top right first", "bad"); return; }
+  const tr = b.closest("tr");
+  const reason = prompt("Why leave the kind " + tr.dataset.kind + " out of the signed set?");
+  if (!reason) return;
+  const r = await post("/api/curation/leave-out", {rater: rater(), version: tr.dataset.version, kind: tr.dataset.kind, reason});
+  if (r.status === "left out") location.reload(); else say(r.message, "bad");
+}));
+
 // ---------------------------------------------------------------- one case a screen (/curate/case)
 const one = $("#case");
 
