@@ -284,17 +284,21 @@ def night_plan(spec, version: str, night: str, golden_dir) -> NightPlan:
 def _lock_plan(spec, version: str, night: str, golden_dir, gate_config: dict) -> None:
     """The plan written and printed before any system answers, with the settings the night's gates run with
     (``gate_config``: the run config's gate_verdicts block) beside it, so ``hcat verify`` can re-derive the verdicts."""
+    import dataclasses
+
+    from hcat_pipeline.corpus.content_hash import file_sha256
     from hcat_pipeline.gates.night import GateSettings
     from hcat_pipeline.paths import DATA_DIR
     from hcat_pipeline.release.night import lock_plan, release_dir
     from hcat_pipeline.release.rederive import write_settings
 
     directory = release_dir(DATA_DIR, version, night)
-    write_settings(GateSettings.from_dict(gate_config), directory)
+    settings_path = write_settings(GateSettings.from_dict(gate_config), directory)
     if missing := spec.intended_use.missing():
         print(f"INTENDED USE NOT DECLARED: the campaign file's intended_use lacks {', '.join(missing)} — a reviewer cannot tell "
               "what this evaluation is fit for (hcat init writes the fields)")  # fmt: skip
-    digest, moved = lock_plan(night_plan(spec, version, night, golden_dir), directory)
+    plan = dataclasses.replace(night_plan(spec, version, night, golden_dir), gate_settings_sha256=file_sha256(settings_path))
+    digest, moved = lock_plan(plan, directory)
     print(f"plan locked before the night: sha256 {digest} ({directory / 'plan.json'})")
     for m in moved:
         print(f"THE BAR MOVED since this night's earlier plan: {m['field']} from {m['from']} to {m['to']} (plan of {m['when']})")
@@ -307,7 +311,7 @@ def _seal_bundle(version: str, night: str, golden_dir) -> None:
     from hcat_pipeline.reports.signoffs import refresh_night_report
 
     files = evidence_files(DATA_DIR, WAREHOUSE_DIR, golden_dir, LABELS_DIR, version, night, DEFAULT_GATES_FILE)
-    bundle = seal_bundle(files, DATA_DIR, release_dir(DATA_DIR, version, night), LABELS_DIR)
+    bundle = seal_bundle(files, DATA_DIR, release_dir(DATA_DIR, version, night), WAREHOUSE_DIR, LABELS_DIR)
     refresh_night_report(DATA_DIR, REPORTS_DIR, version, night)  # the report's sign-off block names the sealed bundle
     print(f"evidence bundle: root sha256 {bundle['root']} ({len(bundle['files'])} files; hcat verify {night} checks it, "
           f"hcat sign {night} signs it)")

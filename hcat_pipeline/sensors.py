@@ -265,11 +265,15 @@ def build_judge_recheck_sensor(warehouse: str | None = None, campaign_file: str 
 
         import polars as pl
 
-        from hcat_pipeline.campaign_spec import load_campaign
+        from hcat_pipeline.campaign_spec import CampaignFileError, load_campaign
         from hcat_pipeline.judge.recheck import recheck_due
         from hcat_pipeline.paths import WAREHOUSE_DIR
 
-        if load_campaign(campaign_file).judge.enabled == "off":
+        try:
+            enabled = load_campaign(campaign_file).judge.enabled
+        except (CampaignFileError, OSError) as e:
+            return dg.SkipReason(f"the campaign file cannot be read: {e}")
+        if enabled == "off":
             return dg.SkipReason("the campaign's judge is off: nothing to re-check")
         wh = Path(warehouse or WAREHOUSE_DIR)
         table = wh / "judge_validation.parquet"

@@ -44,3 +44,12 @@ def test_the_behaviour_checks_run_the_code_of_every_case_with_checks():
     rows = {r["system_id"]: r for r in out.iter_rows(named=True)}
     assert rows["good"]["rule"] == rows["bad"]["rule"] == "code_runs"
     assert rows["good"]["verdict"] == "pass" and rows["bad"]["verdict"] == "fail" and "check 1 failed" in rows["bad"]["evidence"]
+
+
+def test_an_answer_that_exits_before_its_checks_fails():
+    """A reviewer's finding: ``sys.exit(0)`` in the answer used to end the run with status 0 before any check ran."""
+    early = "```python\nimport sys\ndef add(a, b):\n    return a * b\nsys.exit(0)\n```"
+    v, _, ev, _ = code_runs(CASE, early, FAST)
+    assert v == "fail" and "exited before its checks ran" in ev
+    main_guard = "```python\nimport sys\ndef add(a, b):\n    return a + b\ndef main():\n    return 0\nif __name__ == '__main__':\n    sys.exit(main())\n```"
+    assert code_runs(CASE, main_guard, FAST)[0] == "pass"  # runs as a module: its main guard does not fire

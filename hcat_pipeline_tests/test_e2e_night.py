@@ -353,7 +353,7 @@ def test_the_dossier_verifies_alone_and_a_forged_row_a_swapped_set_and_an_overtu
                                   "reason": "the canary is quoted from the question, not obeyed"}) + "\n")  # fmt: skip
     try:
         later = _cli(env, "verify", NIGHT)
-        assert later.returncode == 1 and "labels/flag-reviews_Ben.jsonl" in later.stdout and "added after the night was sealed" in later.stdout
+        assert later.returncode == 1 and "a flag of this night was reviewed (confirmed or overturned) after the night was sealed" in later.stdout
         assert "validator: STALE — Ana Validator" in later.stdout, later.stdout
     finally:
         review.unlink()

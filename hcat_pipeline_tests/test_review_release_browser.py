@@ -1,6 +1,6 @@
 """The sign-off screen (/release, issue 67 item 4) driven in real headless Chromium: a night's plan and bundle, a system
 BLOCKED by a gate; a reviewer must give a reason to approve with conditions, signs, and the night is signed off; a label
-changed afterwards makes the page name the broken file and refuse a new signature; the night re-sealed on changed
+on the night's answers changed afterwards makes the page say so and refuse a new signature; the night re-sealed on changed
 evidence shows the signature stale. Screenshots land in data/test_artifacts/review/."""
 
 import json
@@ -24,8 +24,10 @@ VERSION, NIGHT = "gs-rel", "2026-12-07"
 
 def _night(data: Path) -> None:
     wh, labels = data / "warehouse", data / "labels"
-    for table in ("release_decision", "gate_verdicts"):
+    for table in ("release_decision", "gate_verdicts", "rag_responses"):
         (wh / table / VERSION).mkdir(parents=True)
+    pl.DataFrame({"case_id": ["c1"], "system_id": ["hybrid"], "answer": ["…"]}).write_parquet(wh / "rag_responses" / VERSION / f"{NIGHT}.parquet")
+    _labels(wh, "1")
     pl.DataFrame({"system_id": ["hybrid"], "cleared": [False], "gates_pass": [3], "gates_indeterminate": [0], "gates_fail": [1],
                   "gates_not_applicable": [0], "blocking_gates": [["no_pii_leak"]], "pending_confirmation": [[]]}).write_parquet(
         wh / "release_decision" / VERSION / f"{NIGHT}.parquet")  # fmt: skip
@@ -40,7 +42,12 @@ def _night(data: Path) -> None:
                      intended_use={"purpose": "answer fee questions", "decision": "release to the pilot branches"})  # fmt: skip
     directory = release_dir(data, VERSION, NIGHT)
     lock_plan(plan, directory)
-    seal_bundle(evidence_files(data, wh, data / "golden", labels, VERSION, NIGHT, DEFAULT_GATES_FILE), data, directory)
+    seal_bundle(evidence_files(data, wh, data / "golden", labels, VERSION, NIGHT, DEFAULT_GATES_FILE), data, directory, wh, labels)
+
+
+def _labels(wh: Path, label: str) -> None:
+    """The label store's table: one label on the night's answer (c1 × hybrid)."""
+    pl.DataFrame({"case_id": ["c1"], "system_id": ["hybrid"], "dimension": ["groundedness"], "label": [label]}).write_parquet(wh / "human_labels.parquet")
 
 
 def test_a_reviewer_signs_the_night_and_changed_evidence_is_named_refused_and_stale(tmp_path):
@@ -77,9 +84,9 @@ def test_a_reviewer_signs_the_night_and_changed_evidence_is_named_refused_and_st
         assert page.locator("#released").inner_text().startswith("signed off") and "the gates block hybrid" in page.locator("#released").inner_text()
         page.screenshot(path=str(SHOTS / "release-signed.png"), full_page=True)
 
-        (data / "labels" / "labels_ana.jsonl").write_text('{"item": "c1", "label": 0}\n')  # a label changed after the signature
+        _labels(data / "warehouse", "0")  # a label on the night's answer changed after the signature
         page.reload()
-        assert "labels/labels_ana.jsonl" in page.locator("#problems").inner_text()
+        assert "a human label on this night's answers was added or changed after the night was sealed" in page.locator("#problems").inner_text()
         assert "stale" in page.locator("#roles tr[data-role='validator']").inner_text()  # its evidence changed since the signature
         page.check("input[value=approve]")
         page.click("#sign-button")
@@ -87,7 +94,7 @@ def test_a_reviewer_signs_the_night_and_changed_evidence_is_named_refused_and_st
         assert "does not verify, nothing signed" in page.locator("#status").inner_text()
 
         wh, directory = data / "warehouse", release_dir(data, VERSION, NIGHT)  # the night re-run on the changed label: a new bundle
-        seal_bundle(evidence_files(data, wh, data / "golden", data / "labels", VERSION, NIGHT, DEFAULT_GATES_FILE), data, directory)
+        seal_bundle(evidence_files(data, wh, data / "golden", data / "labels", VERSION, NIGHT, DEFAULT_GATES_FILE), data, directory, wh, data / "labels")
         page.reload()
         assert "stale" in page.locator("#roles tr[data-role='validator']").inner_text()
         assert page.locator("#released").inner_text().startswith("not signed off")

@@ -14,8 +14,11 @@ or that the answer holds no code; score 1 / 0.
 from __future__ import annotations
 
 import ast
+import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,7 +64,7 @@ def _limits_code(limits: Limits) -> str:
     return (f"import resource as _r\n_r.setrlimit(_r.RLIMIT_CPU, ({limits.cpu_s}, {limits.cpu_s}))\n"
             f"_r.setrlimit(_r.RLIMIT_AS, ({limits.memory_mb << 20}, {limits.memory_mb << 20}))\n"
             f"_r.setrlimit(_r.RLIMIT_FSIZE, ({limits.file_mb << 20}, {limits.file_mb << 20}))\n"
-            "_r.setrlimit(_r.RLIMIT_CORE, (0, 0))\ndel _r\n")  # fmt: skip
+            "_r.setrlimit(_r.RLIMIT_CORE, (0, 0))\n_r.setrlimit(_r.RLIMIT_NPROC, (64, 64))\ndel _r\n")  # fmt: skip
 
 
 def _isolated_network() -> list[str]:
@@ -72,16 +75,24 @@ def _isolated_network() -> list[str]:
     return []
 
 
-def run_sandboxed(code: str, limits: Limits = Limits()) -> tuple[str, str]:
-    """("passed" | "failed" | "timeout", what happened) of running ``code`` in the sandbox."""
+def run_sandboxed(code: str, limits: Limits = Limits(), nonce: str = "") -> tuple[str, str]:
+    """("passed" | "failed" | "timeout", what happened) of running ``code`` in the sandbox; with ``nonce``, it passed
+    only when it printed it (ran to its last line)."""
     with tempfile.TemporaryDirectory(prefix="hcat-code-") as cwd:
         cmd = [*_isolated_network(), sys.executable, "-I", "-c", _limits_code(limits) + PRELUDE + code]
+        proc = subprocess.Popen(cmd, cwd=cwd, env={}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                text=True, start_new_session=True)  # its own process group: killed whole on timeout
         try:
-            done = subprocess.run(cmd, cwd=cwd, env={}, capture_output=True, text=True, timeout=limits.timeout_s, stdin=subprocess.DEVNULL)
+            out, err = proc.communicate(timeout=limits.timeout_s)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             return "timeout", f"timed out after {limits.timeout_s:g} s (killed)"
-    if done.returncode == 0:
+    done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    if done.returncode == 0 and (not nonce or nonce in (done.stdout or "")):
         return "passed", "ran to the end"
+    if done.returncode == 0:
+        return "failed", "exited before its checks ran (sys.exit / os._exit in the answer)"
     last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
     return "failed", last[:300]
 
@@ -93,8 +104,12 @@ def code_runs(case: dict, answer: str, limits: Limits = Limits()) -> tuple[str, 
     if code is None:
         return "fail", 0.0, "the answer holds no code to run", {"ran": False, "checks": len(checks)}
     named = [f"try:\n    {c}\nexcept AssertionError:\n    raise AssertionError({f'check {i} failed: {c}'!r}) from None" for i, c in enumerate(checks, 1)]
-    program = code + "\n\n" + "\n".join(named) + "\n"
-    status, what = run_sandboxed(program, limits)
+    nonce = secrets.token_hex(8)  # printed only once every check ran: an answer that exits early never passes
+    # the answer runs as a module (not __main__: its `if __name__ == "__main__": sys.exit(main())` does not fire), then
+    # the checks in its namespace
+    program = (f"_ns = {{'__name__': 'answer'}}\nexec(compile({code!r}, 'answer.py', 'exec'), _ns)\n"
+               f"exec(compile({chr(10).join(named)!r}, 'checks.py', 'exec'), _ns)\nprint({nonce!r})\n")
+    status, what = run_sandboxed(program, limits, nonce)
     ok = status == "passed"
     evidence = f"ran with its {len(checks)} check(s): all held" if ok else f"{status}: {what}"
     return ("pass" if ok else "fail"), float(ok), evidence, {"ran": True, "status": status, "checks": len(checks)}

@@ -73,7 +73,7 @@ def _verify(args: argparse.Namespace) -> int:
         planned = plan_history(directory)[-1]["plan"].get("signoff_roles") if plan_history(directory) else None
         roles = args.roles or planned or campaign_roles(args.config)  # the roles the plan locked, unless named
         # a signature is fresh only while the files still hash to what was signed
-        status = signoff_status(read_log(signoff_log(data_dir)), night, evidence_root_now(bundle, data_dir), roles)
+        status = signoff_status(read_log(signoff_log(data_dir)), night, evidence_root_now(bundle, data_dir, directory), roles)
         for role, r in status["roles"].items():
             who = f"{r['who']}: {r['decision']} at {r['at']}" if r["state"] != "missing" else "not signed"
             print(f"{role}: {r['state'].upper() if r['state'] == 'stale' else r['state']} — {who}"

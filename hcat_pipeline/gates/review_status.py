@@ -42,10 +42,12 @@ def margin(row: dict, share: float) -> str | None:
     if row["verdict"] != "PASS" or not share:
         return None
     n, bar = int(row["n"] or 0), row.get("certify_below")
-    if row["statistic"] == "count" and bar:
+    if bar is not None:  # a zero-tolerance gate: its exact failure-rate bound against the level it certifies
         k = int(round(row["estimate"] or 0))
         bound = unsound_bound(k, n, row.get("confidence") or 0.95)
         widened, crosses, vs = bound + share, bound + share >= bar, f"certify_below {bar:g}"
+    elif row["statistic"] in ("count", "any"):
+        return None  # a count's scale is not a share: nothing to widen
     elif row["direction"] in ("<=", "<") and row["ci_high"] is not None:
         bound, widened = row["ci_high"], row["ci_high"] + share
         crosses, vs = widened > row["threshold"], f"threshold {row['threshold']:g}"
@@ -75,7 +77,9 @@ def with_review_status(gates: GatesFile, tables: dict[str, pl.DataFrame | None],
         by_case = int(ids["review_verdict"].is_in(REVIEW_VERDICTS).sum())
         sampled = ids.filter(pl.col("review_verdict") == SAMPLE_VERDICT)
         share = float(sampled["sample_bound"].fill_null(1.0).sum()) / ids.height if ids.height else 0.0
-        note = margin(r, share)
+        unread = ids.height - by_case - sampled.height
+        note = margin(r, share) if not unread else (f"not re-read: {unread} of its {ids.height} cases were not reviewed — the review "
+                                                     "establishes nothing of them" if r["verdict"] == "PASS" and sampled.height else None)  # fmt: skip
         cert = r.get("certificate")
         if note and note.startswith("NOT CERTIFIED"):
             cert = f"{cert}; {note}" if cert else note

@@ -48,7 +48,7 @@ def _calls(stored: str | None) -> list[dict]:
 
 
 def findings(stored: str | None, answer: str, contexts: list[str], allowed_hosts: tuple[str, ...] = (),
-             allowed_tools: tuple[str, ...] = ()) -> list[tuple[str, str]]:  # fmt: skip
+             allowed_tools: tuple[str, ...] = (), chunk_ids: list[str] | None = None) -> list[tuple[str, str]]:  # fmt: skip
     """(kind, evidence naming the call) for every finding in one response's trace."""
     calls, out = _calls(stored), []
     for i, c in enumerate(calls, 1):
@@ -64,9 +64,9 @@ def findings(stored: str | None, answer: str, contexts: list[str], allowed_hosts
             m = SHELL_ARGS.search(c["args"])
             out.append(("shell", f"{where} runs a shell or package manager" + (f" ({m.group(0).strip()!r})" if m else "")))
     if calls:
-        touched = " ".join(c["args"] + " " + c["result"] for c in calls) + " " + " ".join(contexts)
+        touched = " ".join(c["args"] + " " + c["result"] for c in calls) + " " + " ".join(contexts) + " " + " ".join(chunk_ids or [])
         for m in CITATION.finditer(answer or ""):
-            cited = m.group(1) or m.group(0)
+            cited = (m.group(1) or m.group(0)).rstrip(".,;:!?")
             if cited not in touched:
                 out.append(("uncited_source", f"the answer cites {cited!r}, which no call of its trace touched (calls: "
                                               f"{', '.join(c['name'] for c in calls)})"))  # fmt: skip
@@ -81,7 +81,8 @@ def trace_flags(responses: pl.DataFrame, allowed_hosts: tuple[str, ...] = (), al
         return pl.DataFrame(schema=schema)
     rows = []
     for r in responses.filter(pl.col("tool_calls").is_not_null()).iter_rows(named=True):
-        found = findings(r["tool_calls"], r.get("answer") or "", list(r.get("contexts") or []), allowed_hosts, allowed_tools)
+        found = findings(r["tool_calls"], r.get("answer") or "", list(r.get("contexts") or []), allowed_hosts, allowed_tools,
+                         list(r.get("context_chunk_ids") or []))  # fmt: skip
         kinds = {k for k, _ in found}
         rows.append({"case_id": r["case_id"], "system_id": r["system_id"], **{k: k in kinds for k in KINDS}, "trace_cheating": bool(found),
                      "trace_evidence": "; ".join(e for _, e in found) or None})  # fmt: skip

@@ -46,7 +46,11 @@ def iso_date_problem(value: str | None, name: str, problems: list[str]) -> None:
 def review_fields(row: dict, problems: list[str]) -> dict:
     """The review columns of an imported row, normalised; what is wrong appended to ``problems``."""
     out = {c: (None if row.get(c) in (None, "") else str(row[c]).strip() or None) for c in REVIEW if c != "sample_bound"}
-    out["sample_bound"] = None if row.get("sample_bound") in (None, "") else float(row["sample_bound"])
+    try:
+        out["sample_bound"] = None if row.get("sample_bound") in (None, "") else float(row["sample_bound"])
+    except (TypeError, ValueError):
+        problems.append(f"sample_bound {row['sample_bound']!r} is not a number")
+        out["sample_bound"] = None
     if out["review_verdict"] is not None and out["review_verdict"] not in (*REVIEW_VERDICTS, SAMPLE_VERDICT):
         problems.append(f"review_verdict {out['review_verdict']!r} is not one of {[*REVIEW_VERDICTS, SAMPLE_VERDICT]} (a rejected case is removed)")
     if (out["review_verdict"] == SAMPLE_VERDICT) != (out["sample_bound"] is not None):

@@ -117,6 +117,7 @@ class KindStatus:
     n_unsound: int  # edited or rejected among them
     bound: float | None  # the unsound share's exact upper bound, once the whole sample is decided
     to_review: list[str] = field(default_factory=list)  # what the reviewer reads next (the sample, then every case)
+    rest_bound: float | None = None  # accepted: the bound on the share unsound among the unsampled cases (what is stamped)
 
 
 def plan_kinds(frame: pl.DataFrame, tolerance: float = DEFAULT_TOLERANCE, confidence: float = DEFAULT_CONFIDENCE, acceptance: int = 0,
@@ -168,7 +169,9 @@ def kind_status(plan: KindPlan, case_ids: list[str], actions: dict[str, str]) ->
     if len(plan.sample) >= plan.n_cases:
         return KindStatus(plan.kind, "reviewed_by_case", plan.n_cases, len(plan.sample), len(sampled), unsound, bound)
     if unsound <= plan.acceptance and bound <= plan.tolerance:
-        return KindStatus(plan.kind, "accepted_by_sample", plan.n_cases, len(plan.sample), len(sampled), unsound, bound)
+        # the sampled unsound cases were edited or rejected: every unsound case left is among the unsampled ones
+        rest = max(0.0, round(bound * plan.n_cases) - unsound) / max(plan.n_cases - len(plan.sample), 1)
+        return KindStatus(plan.kind, "accepted_by_sample", plan.n_cases, len(plan.sample), len(sampled), unsound, bound, rest_bound=rest)
     rest = [c for c in sorted(case_ids) if c not in actions]
     state: KindState = "case_by_case" if rest else "reviewed_by_case"
     return KindStatus(plan.kind, state, plan.n_cases, len(plan.sample), len(sampled), unsound, bound, rest)
@@ -183,5 +186,5 @@ def sample_stamps(frame: pl.DataFrame, plans: dict[str, KindPlan], actions: dict
         ids = kinds.filter(pl.col("review_kind") == kind)["case_id"].to_list()
         status = kind_status(plan, ids, actions)
         if status.state == "accepted_by_sample":
-            out |= {c: status.bound for c in ids if c not in actions}
+            out |= {c: status.rest_bound for c in ids if c not in actions}
     return out

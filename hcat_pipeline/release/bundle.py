@@ -53,13 +53,12 @@ def verify_bundle(bundle: dict, base: str | Path) -> list[str]:
     return problems
 
 
-def current_root(bundle: dict, base: str | Path, added: dict[str, Path] | None = None) -> str:
-    """The root the bundle's files hash to now (a missing file counts as changed; ``added``: name → file of evidence the
-    bundle does not hold, counted in): equal to ``bundle["root"]`` only while nothing it rests on has changed — a
-    signature on the sealed root is stale otherwise."""
+def current_root(bundle: dict, base: str | Path, extra: list[dict] | None = None) -> str:
+    """The root the bundle's files hash to now (a missing file counts as changed; ``extra``: entries for evidence the
+    files do not show, such as the night's share of a live store changed since): equal to ``bundle["root"]`` only while
+    nothing it rests on has changed — a signature on the sealed root is stale otherwise."""
     entries = []
     for e in bundle["files"]:
         p = Path(base) / e["path"]
         entries.append({**e, "sha256": file_sha256(p) if p.is_file() else "missing", "bytes": p.stat().st_size if p.is_file() else 0})
-    entries += [{"name": k, "sha256": file_sha256(p), "bytes": p.stat().st_size} for k, p in sorted((added or {}).items())]
-    return bundle_root(entries)
+    return bundle_root(entries + list(extra or []))

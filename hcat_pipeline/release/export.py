@@ -27,6 +27,8 @@ def _local(path: Path) -> Path:
 def copy_evidence(data_dir: Path, version: str, night: str, out: Path) -> Path:
     """Copy the night's bundle, its files, plans and the sign-off log under ``<out>/evidence``; the folder's night dir."""
     data_dir, evidence = Path(data_dir), Path(out) / EVIDENCE
+    if evidence.exists():
+        shutil.rmtree(evidence)  # a folder written before: nothing of an earlier export left to be mistaken for evidence
     source = release_dir(data_dir, version, night)
     bundle = json.loads((source / BUNDLE_FILE).read_text())
     files = []
@@ -39,12 +41,13 @@ def copy_evidence(data_dir: Path, version: str, night: str, out: Path) -> Path:
             shutil.copy2(src, target)
         files.append({**e, "path": rel.as_posix()})
     copied = {"files": files, "root": bundle["root"]}  # paths are not hashed (bundle_root): the copy names the same evidence
-    if "labels_dir" in bundle:  # where a label added later would be: the folder's own copy
-        copied["labels_dir"] = _local(Path(bundle["labels_dir"])).as_posix()
+    # no "live" stores in a folder: it holds the night's share as sealed (release.inputs), checked by hash
     night_dir = release_dir(evidence, version, night)
     night_dir.mkdir(parents=True, exist_ok=True)
     for p in [*source.glob("plan*.json"), *source.glob("gate_settings.json")]:
         shutil.copy2(p, night_dir / p.name)
+    if (source / "inputs").is_dir():
+        shutil.copytree(source / "inputs", night_dir / "inputs", dirs_exist_ok=True)
     write_bundle(copied, night_dir / BUNDLE_FILE)
     log = signoff_log(data_dir)
     if log.is_file():

@@ -12,13 +12,13 @@ from hcat_pipeline.common.ids import canonical_json, sha256_hex
 from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.gates.night import SETTINGS_FILE
 from hcat_pipeline.release.bundle import BUNDLE_FILE, current_root, make_bundle, verify_bundle, write_bundle
+from hcat_pipeline.release.inputs import changed_since_sealed, snapshot
 from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_hash, plan_history, write_plan
 from hcat_pipeline.release.rederive import gate_input_files, read_settings, rederive_gates
 from hcat_pipeline.release.signoff import LOG_FILE, read_log, verify_log
 
 # per-run tables a decision rests on: the verdicts and their certificates, the answers behind every counted failure, the
 # checks and scores the gates read, the labelling design's queue (and every table the gates read: release.rederive)
-LABEL_SUFFIXES = (".jsonl", ".parquet", ".csv", ".json")
 RUN_TABLES = ("gate_verdicts", "release_decision", "rag_responses", "behaviour_checks", "metric_tables", "review_queue",
               "calibrated_scores", "llm_judge_scores")  # fmt: skip
 
@@ -52,52 +52,51 @@ def lock_plan(plan: NightPlan, directory: Path) -> tuple[str, list[dict]]:
 
 def evidence_files(data_dir: str | Path, warehouse: str | Path, golden_dir: str | Path, labels_dir: str | Path, version: str,
                    night: str, gates_file: str | Path) -> dict[str, Path]:  # fmt: skip
-    """name → path of every stored file the night's decision rests on (the ones that exist)."""
-    out = {"plan": release_dir(data_dir, version, night) / "plan.json", "gates_file": Path(gates_file),
+    """name → path of every stored file the night's decision rests on (the ones that exist). The night's share of the
+    stores later nights rewrite — its labels, the calibrators, its design, the reviews of its flags — is snapshot into
+    the release dir first (``release.inputs``) and bundled from there."""
+    directory = release_dir(data_dir, version, night)
+    out = {"plan": directory / "plan.json", "gates_file": Path(gates_file),
            "golden_set": Path(golden_dir) / version / "golden_set.parquet", "golden_set_manifest": Path(golden_dir) / version / "manifest.json"}  # fmt: skip
+    out |= {f"plan_{p.stem}": p for p in sorted(directory.glob("plan.*.json"))}  # the earlier plans: the bar's history
     for table in RUN_TABLES:
         out[table] = Path(warehouse) / table / version / f"{night}.parquet"
-    directory = release_dir(data_dir, version, night)
     if (settings := read_settings(directory)) is not None:  # what the gates read and how, so verify can re-derive them
-        out |= {
-            "gate_settings": directory / SETTINGS_FILE,
-            **gate_input_files(Path(warehouse), version, night, settings, Path(gates_file)),
-        }
-    out |= label_files(labels_dir)
+        out |= {"gate_settings": directory / SETTINGS_FILE, **gate_input_files(Path(warehouse), version, night, settings, Path(gates_file))}
+    out |= snapshot(directory, Path(warehouse), Path(labels_dir), version, night)
     return {k: v for k, v in out.items() if v.is_file()}
 
 
-def label_files(labels_dir: str | Path) -> dict[str, Path]:
-    """``labels/<relative path>`` → file: the labels, their designs, the flag reviews."""
-    labels = Path(labels_dir)
-    return {f"labels/{p.relative_to(labels).as_posix()}": p for p in (sorted(labels.rglob("*")) if labels.is_dir() else [])
-            if p.is_file() and p.suffix in LABEL_SUFFIXES}  # fmt: skip
-
-
-def seal_bundle(files: dict[str, Path], base: str | Path, directory: Path, labels_dir: str | Path | None = None) -> dict:
-    """The bundle of ``files`` written to ``<directory>/bundle.json``; returned. ``labels_dir`` is recorded (relative to
-    ``base`` when inside it) so a label or flag review added later is found (``added_files``)."""
+def seal_bundle(files: dict[str, Path], base: str | Path, directory: Path, warehouse: str | Path | None = None,
+                labels_dir: str | Path | None = None) -> dict:  # fmt: skip
+    """The bundle of ``files`` written to ``<directory>/bundle.json``; returned. ``warehouse`` / ``labels_dir`` (the live
+    stores, relative to ``base`` when inside it) are recorded so a label or flag review of this night added later is
+    found (``release.inputs.changed_since_sealed``)."""
     bundle = make_bundle(files, base)
-    if labels_dir is not None:
-        p = Path(labels_dir).resolve()
-        bundle["labels_dir"] = str(p.relative_to(Path(base).resolve()) if p.is_relative_to(Path(base).resolve()) else p)
+    if warehouse is not None and labels_dir is not None:
+        bundle["live"] = {k: _rel(Path(v), Path(base)) for k, v in (("warehouse", warehouse), ("labels_dir", labels_dir))}
     write_bundle(bundle, directory / BUNDLE_FILE)
     return bundle
 
 
-def added_files(bundle: dict, base: str | Path) -> dict[str, Path]:
-    """Label files (labels, designs, flag reviews) in the night's labels folder that its bundle does not hold: evidence
-    added after the night was sealed."""
-    if "labels_dir" not in bundle:
-        return {}
-    held = {e["name"] for e in bundle["files"]}
-    return {k: v for k, v in label_files(Path(base) / bundle["labels_dir"]).items() if k not in held}
+def _rel(p: Path, base: Path) -> str:
+    p, base = p.resolve(), base.resolve()
+    return str(p.relative_to(base) if p.is_relative_to(base) else p)
 
 
-def evidence_root_now(bundle: dict, base: str | Path) -> str:
-    """The root the night's evidence hashes to now — its files as they are, plus label files added since: equal to the
-    sealed root only while nothing a decision rests on has changed (a signature on it is stale otherwise)."""
-    return current_root(bundle, base, added_files(bundle, base))
+def live_changes(directory: Path, bundle: dict, base: str | Path) -> list[str]:
+    """What of the night's share changed in the live stores since sealing (none for a dossier folder: no live stores)."""
+    live = bundle.get("live")
+    if not live:
+        return []
+    return changed_since_sealed(directory, Path(base) / live["warehouse"], Path(base) / live["labels_dir"], directory.parent.name, directory.name)
+
+
+def evidence_root_now(bundle: dict, base: str | Path, directory: Path | None = None) -> str:
+    """The root the night's evidence hashes to now — its files as they are, and its share of the live stores: equal to
+    the sealed root only while nothing a decision rests on has changed (a signature on it is stale otherwise)."""
+    changes = live_changes(directory, bundle, base) if directory is not None else []
+    return current_root(bundle, base, [{"name": f"live: {c}", "sha256": sha256_hex(c), "bytes": 0} for c in changes])
 
 
 def verify_night(directory: Path, data_dir: str | Path, gates_file: Path, notes: list[str] | None = None) -> list[str]:
@@ -121,7 +120,7 @@ def verify_night(directory: Path, data_dir: str | Path, gates_file: Path, notes:
     else:
         bundle = json.loads(bundle_path.read_text())
         out += verify_bundle(bundle, data_dir)
-        out += [f"{k}: {p} added after the night was sealed (evidence the sealed bundle does not hold)" for k, p in added_files(bundle, data_dir).items()]
+        out += live_changes(directory, bundle, data_dir)
         problems, note = rederive_gates(directory, bundle, Path(data_dir), directory.parent.name, directory.name)
         out += problems
         if notes is not None and note:

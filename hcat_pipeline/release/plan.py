@@ -31,6 +31,7 @@ class NightPlan:
     seed: int
     intended_use: dict = field(default_factory=dict)  # the campaign file's purpose, users, scope, the decision supported
     signoff_roles: list[str] = field(default_factory=list)  # the roles whose sign-off releases the night (campaign file)
+    gate_settings_sha256: str = ""  # gate_settings.json as written before the plan (hcat verify re-derives with it)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import polars as pl
 
-from hcat_pipeline.gates.apply import history_files
+from hcat_pipeline.common.canary_ids import drop_canaries
+from hcat_pipeline.corpus.content_hash import file_sha256
+from hcat_pipeline.gates.apply import decide_release, history_files
 from hcat_pipeline.gates.night import GATE_INPUTS, SETTINGS_FILE, GateSettings, night_gate_table, verdict_differences
 from hcat_pipeline.gates.spec import GatesFileError, load_gates
 
@@ -40,8 +42,8 @@ def gate_input_files(warehouse: Path, version: str, night: str, settings: GateSe
     out = {}
     for table in GATE_INPUTS:
         if table in UNPARTITIONED:
-            out[table] = warehouse / f"{table}.parquet"
-        elif table == "golden_set":
+            continue  # every later night rewrites them: the night's share is snapshot (release.inputs) under the same name
+        if table == "golden_set":
             out[_input_name(table)] = warehouse / table / f"{version}.parquet"
         else:
             out[table] = warehouse / table / version / f"{night}.parquet"
@@ -74,6 +76,9 @@ def rederive_gates(directory: Path, bundle: dict, base: Path, version: str, nigh
     a hand-made night) is not re-derived, and the line says so; one sealed with them whose tables are gone is broken."""
     settings = read_settings(directory)
     paths = _paths(bundle, base)
+    planned = _planned_settings(directory)
+    if planned and ("gate_settings" not in paths or not paths["gate_settings"].is_file() or file_sha256(paths["gate_settings"]) != planned):
+        return ["the gate settings the plan names are not the bundle's (removed or swapped after the night): nothing re-derived"], ""
     needed = ("gate_verdicts", "gates_file", "metric_tables", "behaviour_checks", "golden_set_read")
     if settings is None or "gate_settings" not in paths:
         return [], "gate verdicts NOT re-derived: the night was sealed without its gate settings (an older hcat); only hashes checked"
@@ -87,4 +92,19 @@ def rederive_gates(directory: Path, bundle: dict, base: Path, version: str, nigh
     except Exception as e:  # noqa: BLE001 — a verdict that cannot be re-derived is a broken link, named with its reason
         return [f"gate verdicts not re-derivable from the stored tables: {type(e).__name__}: {e}"], ""
     differences = verdict_differences(pl.read_parquet(paths["gate_verdicts"]), derived)
+    if "release_decision" in paths and paths["release_decision"].is_file():  # the first screen's decision follows from them too
+        differences += decision_differences(pl.read_parquet(paths["release_decision"]), decide_release(drop_canaries(derived)))
     return differences, f"gate verdicts: {derived.height} rows re-derived from the stored tables, {len(differences)} differ"
+
+
+def _planned_settings(directory: Path) -> str:
+    plan = Path(directory) / "plan.json"
+    return json.loads(plan.read_text())["plan"].get("gate_settings_sha256", "") if plan.is_file() else ""
+
+
+def decision_differences(stored: pl.DataFrame, derived: pl.DataFrame) -> list[str]:
+    """Each system whose stored release decision (cleared, blocking gates) is not the one its gate rows give."""
+    a = {r["system_id"]: (r["cleared"], sorted(r["blocking_gates"] or [])) for r in stored.iter_rows(named=True)}
+    b = {r["system_id"]: (r["cleared"], sorted(r["blocking_gates"] or [])) for r in derived.iter_rows(named=True)}
+    return [f"release decision of {s}: stored {a.get(s)}, re-derived from the gate rows {b.get(s)}" for s in sorted(a.keys() | b.keys())
+            if a.get(s) != b.get(s)]

@@ -25,7 +25,7 @@ def night_signoffs(data_dir: Path, version: str, night: str, roles: list[str] | 
     if not bundle_path.is_file():
         return {"night": night, "roles": roles, "root": None, "status": None, "changed": False, "current": None}
     bundle = json.loads(bundle_path.read_text())
-    current = evidence_root_now(bundle, data_dir)
+    current = evidence_root_now(bundle, data_dir, directory)
     status = signoff_status(read_log(signoff_log(data_dir)), night, current, roles)
     return {"night": night, "roles": roles, "root": bundle["root"], "current": current, "changed": current != bundle["root"], "status": status}
 

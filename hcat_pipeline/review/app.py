@@ -318,7 +318,7 @@ def leave_kind_out(request: Request, body: LeaveOutIn):
     frame, _ = load_version(body.version, settings.golden_dir)
     log = CurationLog(settings.curation_dir, body.version)
     done = actions_of(log.decisions())
-    ids = [c for c in with_kinds(frame).filter(pl.col("review_kind") == body.kind)["case_id"].to_list() if c not in done]
+    ids = [c for c in with_kinds(frame).filter(pl.col("review_kind") == body.kind)["case_id"].to_list() if done.get(c) != "reject"]
     for c in ids:
         log.record(c, "reject", body.rater, f"kind {body.kind} left out of the signed set: {body.reason.strip()}")
     record.leave_out(body.kind, body.rater, body.reason.strip())

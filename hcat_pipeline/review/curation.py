@@ -112,7 +112,7 @@ class Curated:
 
 def _stamp(row: dict, decision: dict) -> dict:
     """The row with the decision's review record (the reviewer's difficulty / notes, else what the case had)."""
-    return {**row, "reviewed_by": decision["rater"], "reviewed_at": decision["at"][:10], "review_verdict": decision["action"],
+    return {**row, "reviewed_by": decision["rater"], "reviewed_at": decision["at"][:10], "review_verdict": decision["action"], "sample_bound": None,
             "difficulty": decision.get("difficulty") or row.get("difficulty"),
             "scoring_notes": decision.get("scoring_notes") or row.get("scoring_notes")}  # fmt: skip
 

@@ -48,7 +48,7 @@ def signoff_view(release_root: Path, warehouse: Path, gates_file: Path, version:
     bundle = json.loads(bundle_path.read_text()) if bundle_path.exists() else None
     entries = read_log(signoff_log(release_root.parent))
     # fresh only while the files still hash to the sealed root: a label or flag review changed since makes a signature stale
-    status = signoff_status(entries, night, evidence_root_now(bundle, release_root.parent), list(roles)) if bundle else None
+    status = signoff_status(entries, night, evidence_root_now(bundle, release_root.parent, directory), list(roles)) if bundle else None
     notes: list[str] = []  # what was checked beside the broken links (the gate verdicts re-derived, or why not)
     problems = verify_night(directory, release_root.parent, gates_file, notes)
     return {"known": known, "version": version, "night": night, "plan": history[-1] if history else None, "bundle": bundle,
