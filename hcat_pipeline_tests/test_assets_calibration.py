@@ -130,7 +130,7 @@ def test_calibration_chain_on_a_small_campaign_run(tmp_path, embedding_model):
     mine = [human_labels, reference_label_scores, calibrators, calibrated_scores, review_queue, metric_validity]
     # the judge never ran for this run: the review queue's optional input is None (not stored), said in its metadata
     stubs = [_golden_set, _rag_responses, _metric_tables, _behaviour_checks, dg.AssetSpec("llm_judge_scores", partitions_def=campaign_run),
-             dg.AssetSpec("judge_ensemble", partitions_def=campaign_run)]
+             dg.AssetSpec("judge_ensemble", partitions_def=campaign_run), dg.AssetSpec("judge_validation")]
     run_config = {"ops": _config(labels, warehouse)}
     res = dg.materialize([*stubs, *mine], selection=[*stubs[1:4], *mine], partition_key=campaign_run_key(V, NIGHT), instance=instance,
                          resources=resources, run_config=run_config)  # fmt: skip
