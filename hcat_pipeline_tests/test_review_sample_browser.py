@@ -90,8 +90,9 @@ def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case
     frame, manifest = load_version("gs-kinds-signed", project.golden_dir)
     by_sample = frame.filter(frame["review_verdict"] == "accepted_by_sample")
     assert by_sample.height == 9 and set(by_sample["case_id"]).isdisjoint(shown)  # the unsampled simple cases, never read
-    bound = unsound_bound(0, 7, population=16)  # the sample drawn without replacement from the kind's 16 cases
-    assert by_sample["sample_bound"].to_list() == [pytest.approx(bound)] * 9 and bound <= 0.25
+    bound = unsound_bound(0, 7, population=16)  # the kind's bound: its sample drawn without replacement from its 16 cases
+    rest = round(bound * 16) / 9  # every unsound case left is among the 9 unsampled: the stamp bounds their share
+    assert bound <= 0.25 and by_sample["sample_bound"].to_list() == [pytest.approx(rest)] * 9
     assert frame.height == 29 and rejected not in set(frame["case_id"])  # the rejection applies
     assert int((frame["review_verdict"] == "accept").sum()) == 20 and manifest["provenance"]["accepted_by_sample"] == 9
     record = json.loads((project.curation_dir / f"{version}.samples.json").read_text())

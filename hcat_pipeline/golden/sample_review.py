@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 import polars as pl
@@ -76,6 +77,7 @@ def unsound_bound(k: int, n: int, confidence: float = DEFAULT_CONFIDENCE, popula
     return upper / population
 
 
+@lru_cache(maxsize=4096)
 def sample_size(tolerance: float, confidence: float = DEFAULT_CONFIDENCE, acceptance: int = 0, population: int | None = None) -> int:
     """The least n whose bound with ``acceptance`` unsound cases is within ``tolerance`` (0 unsound, 10 %, 95 %: 29 of
     an unbounded kind; fewer of a finite one, all of a small one)."""
