@@ -118,3 +118,13 @@ def test_the_bases_come_first_a_rejected_base_takes_its_variants_and_a_kind_can_
     states = {k["kind"]: k["state"] for k in walk(frame, record, actions)["kinds"]}
     assert states["(bases)"] == "reviewed_by_case" and states["jailbreak"] == "left_out"
     assert "left out of the signed set: bank-flavoured" in CurationLog(project.curation_dir, "gs-b").decisions()[jail[0]["case_id"]]["reason"]
+
+
+def test_a_variant_of_a_variant_leaves_with_its_rejected_base():
+    """Found by a review: the cascade went one level; a grand-variant of a rejected base stayed (and could be stamped)."""
+    from hcat_pipeline.review.curation import apply_decisions
+
+    frame = pl.DataFrame({"case_id": ["b", "v", "w", "x"], "base_case_id": [None, "b", "v", None], "category": "happy_path",
+                          "query": ["q"] * 4, "reference_answer": ["r"] * 4})  # fmt: skip
+    out = apply_decisions(frame, {"b": {"action": "reject", "reason": "wrong", "rater": "alice", "at": "2026-12-07T00:00:00"}})
+    assert sorted(out.frame["case_id"]) == ["x"] and set(out.cascaded) == {"v", "w"} and "left with its own base" in out.cascaded["w"]

@@ -28,6 +28,7 @@ import polars as pl
 from hcat_pipeline.common.locks import file_lock
 from hcat_pipeline.golden.cases import case_id_for, export_cases, import_cases, load_version
 from hcat_pipeline.golden.review import DIFFICULTIES, REVIEW_VERDICTS, SAMPLE_VERDICT, with_review_columns
+from hcat_pipeline.golden.sample_review import with_base_gone
 from hcat_pipeline.review.sampling import SampleRecord, actions_of, stamps_for
 
 __all__ = ["Action", "CurationLog", "Curated", "apply_decisions", "freeze_curated"]
@@ -126,7 +127,9 @@ def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict], stamps: dic
     frame = with_review_columns(frame)
     rows = frame.to_dicts()
     rejected = {cid: d["reason"] for cid, d in decisions.items() if d["action"] == "reject"}
-    cascaded = {r["case_id"]: f"its base case {r['base_case_id']} was rejected" for r in rows if r.get("base_case_id") in rejected}
+    gone = with_base_gone(frame, set(rejected))  # transitively: a variant of a variant leaves with the rejected base too
+    cascaded = {r["case_id"]: f"its base case {r['base_case_id']} was rejected" + ("" if r["base_case_id"] in rejected else " (it left with its own base)")
+                for r in rows if r["case_id"] in gone and r["case_id"] not in rejected and r.get("base_case_id")}  # fmt: skip
     renamed: dict[str, str] = {}
     kept = []
     for r in rows:
