@@ -97,3 +97,22 @@ def make_project(root: Path) -> ReviewProject:
     pl.DataFrame(answers).write_parquet(p.warehouse / "rag_responses" / VERSION / f"{NIGHT}.parquet")
     p.labels_dir.mkdir()
     return p
+
+
+def chromium_or_skip():
+    """playwright's sync API, or the test skipped when the project's Chromium (scripts/setup.sh) is not installed."""
+    import pytest
+
+    from hcat_pipeline.paths import CHROMIUM
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium not installed (scripts/setup.sh installs it)")
+    return pytest.importorskip("playwright.sync_api")
+
+
+def settings_for(project, **kw):
+    """The review page's settings over a ``make_project`` project (``kw``: the other fields)."""
+    from hcat_pipeline.review.views import ReviewSettings
+
+    return ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
+                          curation_dir=project.curation_dir, **{"chunks": project.chunks, **kw})  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 
 from hcat_pipeline.golden.cases import cases_frame, freeze_version, load_version, new_case
 from hcat_pipeline.golden.sample_review import unsound_bound
-from hcat_pipeline_tests.review_data import make_project
+from hcat_pipeline_tests.review_data import chromium_or_skip, make_project, settings_for
 from hcat_pipeline_tests.servers import serve_app
 from hcat_pipeline_tests.weakness_data import CHROMIUM, CHROMIUM_FLAGS
 
@@ -33,16 +33,12 @@ def _press(page, keys: list[str]) -> None:
 
 
 def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case_and_the_freeze_says_which(tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium not installed (scripts/setup.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api = chromium_or_skip()
     from hcat_pipeline.review.app import create_app
-    from hcat_pipeline.review.views import ReviewSettings
 
     project = make_project(tmp_path)
     version, yes_no = _version(project.golden_dir)
-    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
-                              curation_dir=project.curation_dir, chunks=project.chunks, learn_order=False, review_tolerance=0.25)  # fmt: skip
+    settings = settings_for(project, learn_order=False, review_tolerance=0.25)
     shown, rejected = [], None
     with serve_app(create_app(settings)) as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
@@ -102,14 +98,11 @@ def test_a_sound_kind_is_accepted_by_sample_an_unsound_one_reviewed_case_by_case
 def test_the_proposed_repair_is_shown_taken_with_one_key_and_counted(tmp_path):
     """Issue 68 item 3 in Chromium: a question leaning on its passage gets a repair anchored to the passage's heading;
     ``p`` takes it as is (an edit recorded with the proposal), and the screen counts the repairs taken."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium not installed (scripts/setup.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api = chromium_or_skip()
     import polars as pl
 
     from hcat_pipeline.review.app import create_app
     from hcat_pipeline.review.curation import CurationLog
-    from hcat_pipeline.review.views import ReviewSettings
 
     project = make_project(tmp_path)
     chunks = tmp_path / "chunks_h.parquet"
@@ -117,8 +110,7 @@ def test_the_proposed_repair_is_shown_taken_with_one_key_and_counted(tmp_path):
     case = new_case(category="happy_path", query="What do the default settings dump?", reference_answer="Every schema.",
                     expected_behavior="answer", query_type="simple", source_chunk_ids=["h1"], stratum=0, created_at="2026-12-07")  # fmt: skip
     freeze_version(cases_frame([case]), "gs-one", project.golden_dir, created_at="2026-12-07")
-    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
-                              curation_dir=project.curation_dir, chunks=chunks, learn_order=False)  # fmt: skip
+    settings = settings_for(project, chunks=chunks, learn_order=False)
     with serve_app(create_app(settings)) as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()

@@ -83,8 +83,7 @@ def test_the_bases_come_first_a_rejected_base_takes_its_variants_and_a_kind_can_
     from hcat_pipeline.golden.cases import cases_frame, freeze_version, load_version, new_case
     from hcat_pipeline.review.app import create_app
     from hcat_pipeline.review.sampling import SampleRecord, actions_of, walk
-    from hcat_pipeline.review.views import ReviewSettings
-    from hcat_pipeline_tests.review_data import make_project
+    from hcat_pipeline_tests.review_data import make_project, settings_for
 
     project = make_project(tmp_path)
     mk = lambda **kw: new_case(expected_behavior="answer", source_chunk_ids=[], stratum=0, created_at="2026-12-07", **kw)  # noqa: E731
@@ -96,9 +95,7 @@ def test_the_bases_come_first_a_rejected_base_takes_its_variants_and_a_kind_can_
             for i in range(12)]  # fmt: skip
     jail = [{**j, "expected_behavior": "refuse"} for j in jail]
     freeze_version(cases_frame(bases + typos + jail), "gs-b", project.golden_dir, created_at="2026-12-07")
-    settings = ReviewSettings(labels_dir=project.labels_dir, warehouse=project.warehouse, golden_dir=project.golden_dir,
-                              curation_dir=project.curation_dir, chunks=project.chunks, learn_order=False)  # fmt: skip
-    client = TestClient(create_app(settings))
+    client = TestClient(create_app(settings_for(project, learn_order=False)))
     assert client.post("/api/curation/sample", json={"rater": "alice", "version": "gs-b"}).json()["status"] == "drawn"
     record, frame = SampleRecord(project.curation_dir, "gs-b"), load_version("gs-b", project.golden_dir)[0]
     assert record.bases() == sorted(b["case_id"] for b in bases) and record.plans() == {}  # nothing drawn before the bases

@@ -70,7 +70,8 @@ def _verify(args: argparse.Namespace) -> int:
     bundle_path = directory / "bundle.json"
     if bundle_path.is_file():
         bundle = json.loads(bundle_path.read_text())
-        planned = plan_history(directory)[-1]["plan"].get("signoff_roles") if plan_history(directory) else None
+        history = plan_history(directory)
+        planned = history[-1]["plan"].get("signoff_roles") if history else None
         roles = args.roles or planned or campaign_roles(args.config)  # the roles the plan locked, unless named
         # a signature is fresh only while the files still hash to what was signed
         status = signoff_status(read_log(signoff_log(data_dir)), night, evidence_root_now(bundle, data_dir, directory), roles)

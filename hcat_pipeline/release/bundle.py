@@ -19,6 +19,12 @@ def bundle_root(entries: list[dict]) -> str:
                                             key=lambda e: e["name"]), compact=True))  # fmt: skip
 
 
+def rel_path(path: str | Path, base: str | Path) -> Path:
+    """``path`` relative to ``base`` when inside it, else absolute (both resolved)."""
+    p, b = Path(path).resolve(), Path(base).resolve()
+    return p.relative_to(b) if p.is_relative_to(b) else p
+
+
 def make_bundle(files: dict[str, str | Path], base: str | Path) -> dict:
     """{"files": [{name, path (relative to ``base``, else absolute), sha256, bytes}], "root": …} for ``files`` (name → path)."""
     base = Path(base)
@@ -27,7 +33,7 @@ def make_bundle(files: dict[str, str | Path], base: str | Path) -> dict:
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"evidence {name!r}: {p} does not exist")
-        rel = p.resolve().relative_to(base.resolve()) if p.resolve().is_relative_to(base.resolve()) else p.resolve()
+        rel = rel_path(p, base)
         entries.append({"name": name, "path": str(rel), "sha256": file_sha256(p), "bytes": p.stat().st_size})
     return {"files": entries, "root": bundle_root(entries)}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from hcat_pipeline.common.ids import canonical_json, sha256_hex
 from hcat_pipeline.corpus.content_hash import file_sha256
 from hcat_pipeline.gates.night import SETTINGS_FILE
-from hcat_pipeline.release.bundle import BUNDLE_FILE, current_root, make_bundle, verify_bundle, write_bundle
+from hcat_pipeline.release.bundle import BUNDLE_FILE, current_root, make_bundle, rel_path, verify_bundle, write_bundle
 from hcat_pipeline.release.inputs import changed_since_sealed, snapshot
 from hcat_pipeline.release.plan import NightPlan, bar_moved, plan_hash, plan_history, write_plan
 from hcat_pipeline.release.rederive import gate_input_files, read_settings, rederive_gates
@@ -74,14 +74,9 @@ def seal_bundle(files: dict[str, Path], base: str | Path, directory: Path, wareh
     found (``release.inputs.changed_since_sealed``)."""
     bundle = make_bundle(files, base)
     if warehouse is not None and labels_dir is not None:
-        bundle["live"] = {k: _rel(Path(v), Path(base)) for k, v in (("warehouse", warehouse), ("labels_dir", labels_dir))}
+        bundle["live"] = {k: str(rel_path(v, base)) for k, v in (("warehouse", warehouse), ("labels_dir", labels_dir))}
     write_bundle(bundle, directory / BUNDLE_FILE)
     return bundle
-
-
-def _rel(p: Path, base: Path) -> str:
-    p, base = p.resolve(), base.resolve()
-    return str(p.relative_to(base) if p.is_relative_to(base) else p)
 
 
 def live_changes(directory: Path, bundle: dict, base: str | Path) -> list[str]:

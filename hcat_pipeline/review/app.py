@@ -269,13 +269,20 @@ def save_label(request: Request, body: LabelIn):
     return {"status": "saved", "message": res.message, "row_hash": res.row_hash, "version": res.version}
 
 
+def _unknown(settings: ReviewSettings, rater: str, version: str):
+    """The 400 answer for a missing rater name or an unknown version; None when both are fine."""
+    if not RATER_RE.match(rater):
+        return _bad("set your rater name first (top right)")
+    if version not in list_versions(settings.golden_dir):
+        return _bad(f"no frozen golden-set version {version!r}")
+    return None
+
+
 @api.post("/curation")
 def decide(request: Request, body: DecisionIn):
     settings = _settings(request)
-    if not RATER_RE.match(body.rater):
-        return _bad("set your rater name first (top right)")
-    if body.version not in list_versions(settings.golden_dir):
-        return _bad(f"no frozen golden-set version {body.version!r}")
+    if bad := _unknown(settings, body.rater, body.version):
+        return bad
     known = set(pl.read_parquet(Path(settings.golden_dir, body.version, TABLE_NAME), columns=["case_id"])["case_id"].to_list())
     try:
         entry = CurationLog(settings.curation_dir, body.version).record(body.case_id, body.action, body.rater, body.reason, body.edits, known,
@@ -289,10 +296,8 @@ def decide(request: Request, body: DecisionIn):
 def draw_samples(request: Request, body: SampleIn):
     """Review by sample: draw each kind's seeded sample for the version (once: a drawn plan is never redrawn)."""
     settings = _settings(request)
-    if not RATER_RE.match(body.rater):
-        return _bad("set your rater name first (top right)")
-    if body.version not in list_versions(settings.golden_dir):
-        return _bad(f"no frozen golden-set version {body.version!r}")
+    if bad := _unknown(settings, body.rater, body.version):
+        return bad
     frame, _ = load_version(body.version, settings.golden_dir)
     try:
         record = SampleRecord(settings.curation_dir, body.version).start(frame, body.rater, settings.review_tolerance, settings.review_confidence)
