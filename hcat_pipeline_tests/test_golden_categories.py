@@ -43,11 +43,11 @@ def _build(**counts):
 
 def test_every_kind_is_built_valid_and_deterministic():
     cases, failures = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=3, pii_elicitation=2, format_constraint=1, boundary_probe=2,
-                             follow_up=1, correction=0, long_history=0, instruction_hierarchy=1, sensitive_topic=2)
+                             follow_up=1, correction=0, long_history=0, instruction_hierarchy=1, sensitive_topic=2, exfiltration=2)
     kinds = [c["variant_kind"] for c in cases]
     assert {k: kinds.count(k) for k in set(kinds)} == {"ambiguous": 1, "edge_format": 2, "partially_answerable": 1, "jailbreak": 3, "pii_elicitation": 2,
                                                      "format_constraint": 1, "boundary_probe": 2, "follow_up": 1, "instruction_hierarchy": 1,
-                                                     "sensitive_topic": 2}
+                                                     "sensitive_topic": 2, "exfiltration": 2}
     for c in cases:
         _, problems = validate_case(c)
         assert problems == [], (c["query"], problems)  # golden-set contract: category, expected behaviour, kind
@@ -63,11 +63,12 @@ def test_every_kind_is_built_valid_and_deterministic():
         "boundary_probe": ("adversarial", "answer", "not_over_refused"),
         "follow_up": ("multi_turn", "answer", "answer_correct"),
         "sensitive_topic": ("adversarial", "answer_with_care", "handled_with_care"),
+        "exfiltration": ("adversarial", "refuse", "system_prompt_not_leaked"),
     }
     checked = check_rows(cases_frame(cases).to_dicts(), CHUNKS, bow_embed)
     assert {r["variant_kind"]: r["validity_verdict"] for r in checked if r["validity_verdict"] != "valid"} == {}
     again, _ = _build(ambiguous=1, edge_case=2, partially_answerable=1, jailbreak=3, pii_elicitation=2, format_constraint=1, boundary_probe=2,
-                      follow_up=1, correction=0, long_history=0, instruction_hierarchy=1, sensitive_topic=2)
+                      follow_up=1, correction=0, long_history=0, instruction_hierarchy=1, sensitive_topic=2, exfiltration=2)
     assert [c["case_id"] for c in again] == [c["case_id"] for c in cases]
     assert len({c["query"] for c in cases if c["variant_kind"] == "jailbreak"}) == 3  # different attack x request each
     assert failures == []

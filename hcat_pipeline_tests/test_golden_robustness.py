@@ -185,7 +185,13 @@ def test_every_kind_is_present_and_failing_bases_are_skipped_not_dropped():
     tags = {t for c in cases for t in c["tags"]}
     assert {"injection:direct", "injection:indirect"} <= tags
     assert any(f["kind"] == "colloquial" for f in failures)  # the unchanged rewrite is recorded, the next base tried
-    assert all(f["base_case_id"] == odd["case_id"] for f in failures if f["kind"] in ("misleading_premise", "distractor"))
+    assert all(f["base_case_id"] == odd["case_id"] for f in failures if f["kind"] == "misleading_premise")
+    # a distractor contradicts the sentence stating the answer, never a neighbour: "It is useful as a placeholder …"
+    # cannot be negated on its own, so that base is skipped (said) where it used to get its neighbour negated
+    placeholder = next(b["case_id"] for b in bases if b["reference_answer"] == "It is a placeholder.")
+    assert {f["base_case_id"] for f in failures if f["kind"] == "distractor"} == {odd["case_id"], placeholder}
+    planted = [c for c in cases if c["variant_kind"] == "distractor"]
+    assert all(c["base_case_id"] != placeholder for c in planted)
 
 
 def test_colloquial_rules_fallback_is_casual_deterministic_and_keeps_terms():

@@ -144,7 +144,7 @@ def _generation_coverage(context: dg.AssetExecutionContext) -> dict:
     metadata) and the candidates' composition against the campaign's target (``golden_candidates``'), kept in the
     manifest so the report can name a short stratum and a short set; {} when there is none on record."""
     out = {}
-    for asset, keys in (("generated_queries", ("cases_per_stratum", "kept_per_stratum", "short_strata", "stratum_labels")),
+    for asset, keys in (("generated_queries", ("cases_per_stratum", "kept_per_stratum", "short_strata", "stratum_labels", "llm_seconds")),
                         ("robustness_cases", ("suites",)), ("golden_candidates", ("composition",))):
         records = context.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset)), limit=1)
         meta = records.records[0].asset_materialization.metadata if records.records else {}

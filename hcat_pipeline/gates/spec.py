@@ -238,7 +238,7 @@ def rule_floors(gates: GatesFile, certify_below: float | None = None) -> dict[st
 SUITE_OF_RULE = {"injection_resisted": "injection", "harmful_request_refused": "jailbreak", "pii_not_disclosed": "pii_elicitation",
                  "distractor_not_believed": "distractor", "counterfactual_consistent": "counterfactual_pairs",
                  "abstained_out_of_scope": "ood", "not_over_refused": "boundary_probe", "constraints_met": "format_constraint",
-                 "hierarchy_kept": "instruction_hierarchy", "handled_with_care": "sensitive_topic", "answer_correct@yes": "yes_no_yes", "answer_correct@no": "yes_no_no"}  # fmt: skip
+                 "hierarchy_kept": "instruction_hierarchy", "handled_with_care": "sensitive_topic", "system_prompt_not_leaked": "exfiltration", "answer_correct@yes": "yes_no_yes", "answer_correct@no": "yes_no_no"}  # fmt: skip
 SUITE_SPARE = 0.1  # a suite is planned this share above its gate's need: a failed answer or a case the freeze rejects costs no verdict
 
 

@@ -27,7 +27,7 @@ import re
 from hcat_pipeline.golden.question_checks import referent_problem
 from hcat_pipeline.golden.selection import content_words, split_yes_no, stem
 
-__all__ = ["SIGNALS", "leans_on_context", "text_signals"]
+__all__ = ["SIGNALS", "defers", "leans_on_context", "text_signals"]
 
 SIGNALS = ("restatement", "defers", "context_lost", "polarity_denied", "no_referent")
 _DEFERS = re.compile(r"\b(?:the same \w+(?: \w+)? (?:applies|apply|as)|(?:is|are) the same as (?:for|in|with|those|that)|as (?:described|explained|defined|shown|noted|stated|specified|"
@@ -89,6 +89,11 @@ def leans_on_context(text: str) -> bool:
     return bool(_OPENS_ON_CONTEXT.match(text) or _CONTEXT_PHRASE.search(text))
 
 
+def defers(reference: str) -> bool:
+    """The reference points elsewhere instead of answering ("as described in", "see section", "the same … applies")."""
+    return bool(_DEFERS.search(_plain(reference or "")))
+
+
 def text_signals(question: str, reference: str, query_type: str | None = None) -> dict[str, float]:
     """Each of ``SIGNALS`` in 0-1 (1 = the fault is there) for one case (markup emphasis read as plain words)."""
     ref = split_yes_no(reference)[1] if query_type == "yes_no" else reference
@@ -97,7 +102,7 @@ def text_signals(question: str, reference: str, query_type: str | None = None) -
     polarity = bool(_WH.match(question) and not _NEGATION.search(question) and _denied(question, ref))
     return {
         "restatement": _restatement(question, ref) if query_type != "yes_no" else 0.0,
-        "defers": float(bool(_DEFERS.search(ref))),
+        "defers": float(defers(ref)),
         "context_lost": float(leans_on_context(ref)),
         "polarity_denied": float(polarity),
         "no_referent": float(referent_problem(question) is not None),

@@ -53,7 +53,7 @@ QUERY_TYPES = ("simple", "multi_hop", "inference", "yes_no", "multiple_choice")
 VARIANT_KINDS = ("typo", "colloquial", "paraphrase", "misleading_premise", "distractor", "injection", "counterfactual",  # HCAT §6.1, §4
                  "ambiguous", "edge_format", "partially_answerable", "jailbreak", "pii_elicitation",  # golden-eval §2, §10.4, §11.2
                  "format_constraint", "instruction_hierarchy", "boundary_probe", "follow_up", "correction", "long_history",
-                 "sensitive_topic")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
+                 "sensitive_topic", "exfiltration")  # golden-eval §3.2.1 / §3.2.4 instruction following and format compliance
 CASE_ID_FIELDS = (
     "category", "query_type", "query", "options", "reference_answer", "expected_behavior", "constraints",
     "source_chunk_ids", "distractor_passage", "base_case_id", "variant_kind", "attribute",

@@ -25,6 +25,8 @@ Rule-built from the happy-path bases and the corpus, offline, deterministic for 
   ``answer``): conversations with the earlier turns in ``history``, scored on the last (``golden.conversation``).
 - ``pii_elicitation`` (HCAT §4 privacy, §11.1 data exfiltration; ``adversarial``, expected ``refuse``): a request for
   customers' or staff's personal data. ``pii_not_disclosed``.
+- ``exfiltration`` (golden-eval §11.1 data exfiltration; ``adversarial``, expected ``refuse``): a system turn holding a
+  planted secret and an attack asking for it (``golden.exfiltration``); ``system_prompt_not_leaked``.
 - ``sensitive_topic`` (golden-eval §11.2 sensitivity tests; ``adversarial``, expected ``answer_with_care``): medical,
   legal, financial-advice, political and religious questions (``golden.sensitive``); ``handled_with_care``.
 
@@ -43,6 +45,7 @@ from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.claims import READING, bare_name
 from hcat_pipeline.golden.contradiction import contradict_sentence
 from hcat_pipeline.golden.conversation import conversation_cases
+from hcat_pipeline.golden.exfiltration import exfiltration_cases
 from hcat_pipeline.golden.formats import format_cases
 from hcat_pipeline.golden.harm import HARM_REQUESTS, boundary_probe_cases, requests_in_order  # noqa: F401 (HARM_REQUESTS re-exported)
 from hcat_pipeline.golden.hierarchy import hierarchy_cases
@@ -299,4 +302,5 @@ def build_category_cases(
     cases += jailbreak_cases(counts["jailbreak"], seed, new_case, chash)
     cases += pii_elicitation_cases(order, counts["pii_elicitation"], seed, new_case, chash)
     cases += sensitive_cases(counts["sensitive_topic"], seed, new_case, chash)
+    cases += exfiltration_cases(order, counts["exfiltration"], seed, new_case, chash)
     return cases, failures

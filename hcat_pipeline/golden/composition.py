@@ -59,7 +59,7 @@ def composition(categories: Sequence[str], target: CompositionTarget, generation
         line = (f"happy path {happy} of {n} ({share:.0%}) < {target.happy_path_share:.0%}: the other categories hold {other} cases "
                 f"(the attack and critical-failure suites are sized by the gates' certify_below), so the share needs {need} "
                 f"happy-path cases")  # fmt: skip
-        why.append(line + _generation_cause(generation))
+        why.append(line + _generation_cause(generation) + _time_cause(generation, need - happy))
     if n and share > max(HAPPY_PATH_SHARE_MAX, target.happy_path_share):
         why.append(f"happy path {happy} of {n} ({share:.0%}) > {HAPPY_PATH_SHARE_MAX:.0%}: too few edge, adversarial and "
                    "out-of-scope cases beside it (golden-eval §2.2)")
@@ -74,6 +74,19 @@ def _generation_cause(generation: dict | None) -> str:
     budget = generation.get("cases_per_stratum")
     line = f"; the generation asked {budget} a stratum × {len(kept)} strata and kept {sum(int(v) for v in kept.values())}"
     return line + (f" ({len(short)} strata short: no more signable sentences or the request budget spent)" if short else "")
+
+
+def _time_cause(generation: dict | None, more: int) -> str:
+    """What the missing happy-path cases would cost at this generation's own pace (issue 69 item 5: the share is not
+    reached because of the time it takes on this machine, said with the figure)."""
+    if not generation or more <= 0 or not generation.get("llm_seconds") or not generation.get("kept_per_stratum"):
+        return ""
+    kept = sum(int(v) for v in generation["kept_per_stratum"].values())
+    if kept <= 0:
+        return ""
+    per_case = float(generation["llm_seconds"]) / kept
+    return (f"; at this generation's {per_case:.0f} s a kept case, the {more} more would add ~{more * per_case / 60:.0f} min of "
+            "generation on this machine, so the campaign file's cases_per_stratum holds the main command to its budget")
 
 
 def describe(comp: dict) -> str:

@@ -50,6 +50,7 @@ from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.common.prompts import load_prompt
 from hcat_pipeline.common.sentences import sentences, terms
 from hcat_pipeline.common.text import answer_in_question
+from hcat_pipeline.golden.case_signals import defers, leans_on_context
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
 from hcat_pipeline.golden.generation import item_seed, query_row
 from hcat_pipeline.golden.query_mix import type_sequence, type_shares
@@ -79,13 +80,16 @@ MAX_TOKENS = 80
 # its content is elsewhere ("the following", "described in the next section"), or it has no subject ("Called by str() to …")
 _POINTS_ON = re.compile(r"\b(?:the following|as follows|described below|listed below|shown below|(?:next|previous|following) section)\b|:$|"
                         r"^(?:Called|Used|Invoked|Returned|Passed|Raised|Added|Changed|Removed|Deprecated)\b", re.I)
+_SECTION = re.compile(r"(?:\d+\.){2,}\d*|(?:§|section|chapter|appendix)\s*[\dA-Z][\d.]*", re.I)
 _CAUSAL = re.compile(r"\b(because|so that|in order to|therefore|which means|to avoid|since|as a result|if|unless|when)\b", re.I)
 
 
 def reference_sentences(text: str) -> list[str]:
     """Sentences of a chunk fit to be a reference a reviewer would sign (``claims.sentence_problem``: a grammatical,
-    self-standing claim of 8-40 words, no documentation noise or code), in chunk order."""
-    return [s for s in sentences(text) if sentence_problem(s) is None and not s.rstrip().endswith("?") and not _POINTS_ON.search(s)]
+    self-standing claim of 8-40 words, no documentation noise or code; not deferring elsewhere nor leaning on unseen
+    text, ``golden.case_signals``), in chunk order."""
+    return [s for s in sentences(text) if sentence_problem(s) is None and not s.rstrip().endswith("?") and not _POINTS_ON.search(s)
+            and not defers(s) and not leans_on_context(s)]  # validity would reject the reference whatever the question: no call spent
 
 
 def _passage_around(text: str, sentence: str, max_chars: int) -> str:
@@ -101,9 +105,15 @@ def answer_span(sentence: str) -> str | None:
     """The span of ``sentence`` a "simple" question asks for: its first exam answer term (``exam.spans.terms``: a
     literal, a number with its unit, a named term) that occurs once in it and leaves at least four other words."""
     for t in terms(sentence):
-        if sentence.count(t) == 1 and len(sentence.replace(t, " ").split()) >= 4:
+        if sentence.count(t) == 1 and len(sentence.replace(t, " ").split()) >= 4 and not _section_number(t, sentence):
             return t
     return None
+
+
+def _section_number(term: str, sentence: str) -> bool:
+    """A term that numbers a section ("4.2.1", "section 6.3", "§ 12"): an answer nobody asks for (issue 68)."""
+    t = term.strip()
+    return bool(_SECTION.fullmatch(t) or re.search(rf"(?:§|\b(?:section|chapter|appendix|part|clause))\s*{re.escape(t)}\b", sentence, re.I))
 
 
 def partner_sentence(sentence: str, partner: dict | None) -> str | None:
@@ -254,7 +264,7 @@ def candidate_plan(pool: list[dict], types: list[str], partner_of, polarity: str
     return out
 
 
-ROUNDTRIP_CHARS = 1000  # the source chunk around the reference sentence (a chunk is ~200 tokens: most or all of it)
+ROUNDTRIP_CHARS = 600  # the source chunk around the reference sentence (~150 tokens: the neighbours that could answer instead)
 
 
 def _hops(row: dict, chunk_of: dict[str, dict]) -> list[tuple[str, str]]:

@@ -6,7 +6,9 @@
 * Adversarial inputs (§6.1.1; golden-eval §11.2): ``golden.contradiction.contradict_sentence`` turns the source sentence
   that best supports the reference answer into a contradicting one by rules (negation, changed
   number, swapped antonym). It becomes a *misleading premise* in the query and a *distractor
-  passage* to be injected into the retrieved context. ``injection_variant`` adds a prompt-injection
+  passage* to be injected into the retrieved context — a distractor only from a sentence of the reference itself (a
+  passage negating a neighbouring sentence does not contradict the answer: 6 of 16 such distractors on sound bases
+  were unsound in the held-out read, issue 68). ``injection_variant`` adds a prompt-injection
   attempt with a canary token, either in the query (direct) or in the injected passage (indirect).
 * Out-of-distribution queries (§6.1.2; golden-eval §10.4 answerability): ``ood_queries`` picks
   questions on topics absent from the corpus (checked by embedding similarity); expected behaviour:
@@ -35,6 +37,7 @@ from hcat_pipeline.golden.cases import new_case as make_case
 from hcat_pipeline.golden.contradiction import false_premise, misleading_premise_query
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, bias_pair_budget, counterfactual_cases
 from hcat_pipeline.golden.paraphrase import PER_CASE, paraphrase_cases
+from hcat_pipeline.golden.selection import content_words
 
 # ---------------------------------------------------------------- input variations: typos
 _KEYBOARD = {
@@ -206,7 +209,7 @@ YES_NO_PER_KEY = 11  # the per-answer correctness gate's plan_n (10, gates.yaml;
 MAX_BIAS_SHARE = 0.25  # counterfactual pairs are at most this share of the final set (its other cases counted)
 # cases per kind of the other golden-eval categories (golden/categories.py builds them)
 CATEGORY_COUNTS = {"ambiguous": 3, "edge_case": 4, "partially_answerable": 3, "jailbreak": 30, "pii_elicitation": 36, "format_constraint": 5, "instruction_hierarchy": 8,
-                   "boundary_probe": 5, "follow_up": 2, "correction": 2, "long_history": 2, "sensitive_topic": 11}
+                   "boundary_probe": 5, "follow_up": 2, "correction": 2, "long_history": 2, "sensitive_topic": 11, "exfiltration": 32}
 
 
 @dataclass(frozen=True)
@@ -245,8 +248,7 @@ class RobustnessParams:
         return {k: getattr(self, f"n_{k}") for k in VARIANT_COUNTS}
 
 
-MAX_EXTRA_REWRITES = 2
-DISTRACTOR_ROUNDS = 3  # passes over the bases a distractor suite may take, each on the next five supporting sentences  # colloquial: LLM attempts beyond the count when a rewrite fails or drifts
+MAX_EXTRA_REWRITES = 2  # colloquial: LLM attempts beyond the count when a rewrite fails or drifts
 _OPEN_TYPES = ("simple", "inference", "multi_hop")
 
 
@@ -261,6 +263,16 @@ def _supporting_sentences(case: dict, chunk_texts: dict[str, str], embed) -> lis
     v = embed([case["reference_answer"] or case["query"], *sents])
     order = np.argsort(-(v[1:] @ v[0]), kind="stable")
     return [sents[i] for i in order]
+
+
+def states_reference(sentence: str, reference: str) -> bool:
+    """Whether ``sentence`` states the reference answer: it is part of the reference (a grounded case's reference is
+    its source sentence), or it holds at least 60 % of the reference's content words (a written reference)."""
+    flat = " ".join(sentence.split())
+    if flat and flat in " ".join(reference.split()):
+        return True
+    ref = set(content_words(re.sub(r"^(?:yes|no)\.\s*", "", reference, flags=re.I)))
+    return bool(ref) and len(ref & set(content_words(sentence))) >= 0.6 * len(ref)
 
 
 def build_robustness_cases(
@@ -350,12 +362,11 @@ def build_robustness_cases(
             made = 0
             fits = (lambda c: c["query_type"] in _OPEN_TYPES) if kind == "misleading_premise" else (  # "Given that X, is X …?" reads badly
                 lambda c: c["query_type"] in _OPEN_TYPES or c["query_type"] == "yes_no")
-            rounds = DISTRACTOR_ROUNDS if kind == "distractor" else 1  # a small corpus: another sentence of the same bases
             planted: set[tuple[str, str]] = set()
-            for rnd, base in ((r, b) for r in range(rounds) for b in sweep(fits)) if counts[kind] > 0 else []:
-                window = _supporting_sentences(base, chunk_texts, embed)[5 * rnd: 5 * rnd + 5]
-                if rnd and not window:
-                    continue
+            for base in sweep(fits) if counts[kind] > 0 else []:
+                window = _supporting_sentences(base, chunk_texts, embed)[:5]
+                if kind == "distractor":  # the planted passage must contradict the answer itself, never a neighbour (issue 68)
+                    window = [w for w in window if states_reference(w, base.get("reference_answer") or "")]
                 claim = false_premise(window, "\n".join(chunk_texts.get(c, "") for c in base["source_chunk_ids"]))
                 if not isinstance(claim, str) and (base["case_id"], claim[1]) in planted:
                     continue

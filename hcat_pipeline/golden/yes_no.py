@@ -65,6 +65,10 @@ def yes_no_request(chunk: dict, sentence: str, polarity: str) -> dict | None:
             "evidence": sentence, "chunk_ids": [chunk["chunk_id"]], "claim": claim, "claim_rule": rule}  # fmt: skip
 
 
+# "Is X necessary, or can it be turned off?": an alternative question keyed Yes or No (issue 68, a held-out read)
+_ALTERNATIVES = re.compile(r",\s*or\s+(?:can|could|is|are|does|do|should|must|will|would|may|has|have|was|were|else|not)\b", re.I)
+
+
 def yes_no_form_problem(question: str, claim: str) -> str | None:
     """Why a generated yes/no question is not one: no leading auxiliary, a negation the claim does not have."""
     toks = question.split()
@@ -72,6 +76,8 @@ def yes_no_form_problem(question: str, claim: str) -> str | None:
         return f"type_mismatch: {question[:60]!r} is not a yes/no question"
     if _NEGATED.search(question) and not _NEGATED.search(claim):
         return "type_mismatch: the yes/no question adds a negation (no clear yes)"
+    if _ALTERNATIVES.search(question) and not _ALTERNATIVES.search(claim):
+        return "type_mismatch: the question offers two alternatives ('…, or …?'): neither Yes nor No answers it"
     return None
 
 
