@@ -30,6 +30,7 @@ from hcat_pipeline.corpus.sampling import SAMPLE_SIZE, AllocationMode, SamplingP
 from hcat_pipeline.gates.canaries import FAULTS, CanaryPlan
 from hcat_pipeline.golden.categories import CATEGORY_COUNTS
 from hcat_pipeline.golden.composition import HAPPY_PATH_SHARE, TARGET_SIZE, CompositionTarget, happy_path_target
+from hcat_pipeline.golden.difficulty import difficulty_shares
 from hcat_pipeline.golden.generation import QUERY_TYPES
 from hcat_pipeline.golden.grounded import DEFAULT_TYPES, MAX_REQUESTS_PER_STRATUM
 from hcat_pipeline.golden.paraphrase import PER_CASE as PARAPHRASES_PER_CASE
@@ -118,6 +119,9 @@ class GenerationSpec(Strict):
     query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES), min_length=1, description=f"of {list(QUERY_TYPES)}")
     type_shares: dict[str, float] = Field(default_factory=dict, description="grounded: share of each of query_types (HCAT §2 step 5.3), "
                                           f"normalised; empty: {DEFAULT_SHARES}")
+    difficulty_shares: dict[str, float] = Field(default_factory=dict, description="grounded: the difficulty mix the LLM is asked for, "
+                                                "e.g. {easy: 0.5, hard: 0.5} (HCAT §2 step 5.3; golden.difficulty); the report compares it with "
+                                                "what the night measured. Empty: no difficulty asked")
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)
     bias_attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), description=f"HCAT §4 attributes probed, of {list(ATTRIBUTES)}")
     pairs_per_attribute: Optional[int] = Field(default=None, ge=0, description="counterfactual pairs per attribute; empty: the "
@@ -136,6 +140,7 @@ class GenerationSpec(Strict):
     @model_validator(mode="after")
     def _shares(self):
         type_shares(self.query_types, self.type_shares)  # raises naming the type or share at fault
+        difficulty_shares(self.difficulty_shares)  # raises naming the level at fault
         return self
 
     @field_validator("bias_attributes")
@@ -428,6 +433,7 @@ def generation_run_config(spec: CampaignSpec) -> dict:
                                       "min_per_stratum": g.min_per_stratum, "seed": g.seed}},
         "generated_queries": {"config": {"mode": g.mode, **happy_path_budget(spec), "query_types": list(g.query_types),
                                          "type_shares": dict(g.type_shares),
+                                         **({"difficulty_shares": dict(g.difficulty_shares)} if g.difficulty_shares else {}),
                                          "max_requests_per_stratum": g.max_requests_per_stratum, "seed": g.seed, **generator}},
         "robustness_cases": {"config": {"seed": g.seed, **{f"n_{k}": n[k] for k in VARIANT_COUNTS if k != "counterfactual_pairs"},
                                         "paraphrases_per_case": g.robustness.paraphrases_per_case,

@@ -140,6 +140,7 @@ GENERATED_QUERIES = {
     "model": pl.String, "prompt_hash": pl.String, "prompt_name": pl.String, "seed": pl.Int64, "latency_s": pl.Float64,
     "input_tokens": pl.Int64, "output_tokens": pl.Int64, "raw_reply": pl.String, "generation_round": pl.Int32, "error": pl.String,
     "roundtrip_answer": pl.String, "roundtrip_agrees": pl.Boolean,  # the generator's own answer from the source chunk (golden.roundtrip)
+    "difficulty_asked": pl.String,  # the level the LLM was asked for (golden.difficulty); empty: none asked, or made by rule
 }  # fmt: skip
 
 # selected_queries: the generated queries that passed selection (assets.queries)

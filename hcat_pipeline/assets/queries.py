@@ -84,6 +84,8 @@ class QueryGenerationConfig(dg.Config):
     query_types: list[str] = Field(default_factory=lambda: list(DEFAULT_TYPES))
     type_shares: dict[str, float] = Field(default_factory=dict, description="grounded: share of each of query_types (HCAT §2 step "
                                           "5.3); empty: golden.query_mix.DEFAULT_SHARES")
+    difficulty_shares: dict[str, float] = Field(default_factory=dict, description="grounded: the difficulty mix the LLM is asked for "
+                                                "(golden.difficulty: easy / hard); empty: none asked")
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = MAX_TOKENS
@@ -209,7 +211,7 @@ def generated_queries(
             pools, llm, _keep_fn(chunks, embedding_model.embed, validity=True, parse=nli_model.docs), budget, max_requests,
             query_types=tuple(config.query_types), partner_of=partner_of, seed=config.seed, failed_exceptions=(LLMCallFailed,),
             progress=lambda done, total: context.log.debug(progress_message(done, total)), shares=config.type_shares or None,
-            distractors_of=_distractor_finder(chunks, embedding_model.embed),
+            distractors_of=_distractor_finder(chunks, embedding_model.embed), difficulty=config.difficulty_shares or None,
         )  # fmt: skip
         plan |= {"round_1_requests": plan["requests_by_round"][0] if plan["requests_by_round"] else 0,
                  "repair_requests": sum(plan["requests_by_round"][1:])}  # fmt: skip
@@ -248,6 +250,8 @@ def generated_queries(
             "llm_model": llm.model_name,
             "roundtrip_calls": plan.get("roundtrip_calls", 0),
             "no_twins_kept": plan.get("no_twins", 0),
+            "difficulty_asked": dg.MetadataValue.json({"shares": plan.get("difficulty_shares", {}), "rows": {
+                str(k): int(v) for k, v in out["difficulty_asked"].value_counts().iter_rows()} if out.height else {}}),
             "type_mix": dg.MetadataValue.json(mix_report(plan.get("kept_types", []), plan["type_shares"]) if "type_shares" in plan else {}),
             "roundtrip_agrees": int(out["roundtrip_agrees"].fill_null(False).sum()),
             "roundtrip_disagrees": int((~out["roundtrip_agrees"].fill_null(True)).sum()),

@@ -122,7 +122,8 @@ def case_from_query(row: dict, corpus_hash: str | None = None) -> dict:
     stratum = row.get("stratum")
     return new_case(
         category="happy_path",
-        tags=[f"query_type:{qtype}", *([f"stratum:{stratum}"] if stratum is not None else []), "answerability:answerable"],
+        tags=[f"query_type:{qtype}", *([f"stratum:{stratum}"] if stratum is not None else []), "answerability:answerable",
+              *([f"difficulty_asked:{row['difficulty_asked']}"] if row.get("difficulty_asked") else [])],
         stratum=stratum,
         stratum_label=row.get("stratum_label"),
         query_type=qtype,

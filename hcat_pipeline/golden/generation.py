@@ -343,6 +343,7 @@ def query_row(chunk: dict, qtype: str, chunk_ids: list[str], template: PromptTem
         "error": None,
         "roundtrip_answer": None,
         "roundtrip_agrees": None,
+        "difficulty_asked": None,
     }
     row.update(kw)
     return row

@@ -52,6 +52,7 @@ from hcat_pipeline.common.sentences import sentences, terms
 from hcat_pipeline.common.text import answer_in_question
 from hcat_pipeline.golden.case_signals import defers, leans_on_context
 from hcat_pipeline.golden.claims import sentence_problem, wh_question, yes_no_question
+from hcat_pipeline.golden.difficulty import difficulty_sequence, difficulty_shares, with_hint
 from hcat_pipeline.golden.generation import item_seed, query_row
 from hcat_pipeline.golden.query_mix import type_sequence, type_shares
 from hcat_pipeline.golden.roundtrip import agrees, agrees_hops, roundtrip_answer
@@ -171,16 +172,19 @@ def _choices(req: dict, chunk: dict, qid: str, seed: int, distractors_of) -> dic
 
 
 def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed: int, failed_exceptions=(), generation_round: int = 1,
-        polarity: str = "yes", distractors_of=lambda answer, chunk: []) -> dict:
+        polarity: str = "yes", distractors_of=lambda answer, chunk: [], difficulty: str | None = None) -> dict:
     """One LLM request: a golden row (the ``generated_queries`` contract) with the reference built from the source.
-    ``distractors_of(answer, chunk)``: wrong options of the answer's shape (multiple choice)."""
+    ``distractors_of(answer, chunk)``: wrong options of the answer's shape (multiple choice); ``difficulty``: the level
+    the LLM is asked for (``golden.difficulty``; a question made by rule is asked none)."""
     req = build_request(chunk, qtype, sentence, partner, polarity)
     template = _template(req, qtype)
     if req is None:
         return query_row(chunk, qtype, [chunk["chunk_id"]], template, seed, generation_round=generation_round,
                     error=f"type_mismatch: no {qtype} question fits the sentence" if qtype != "multi_hop" else "no_partner: no partner sentence")
     s = item_seed(seed, "grounded", qtype, *req["chunk_ids"], sentence)
-    qid = "q-" + short_hash(f"{qtype}|{'+'.join(req['chunk_ids'])}|{seed}|{template.hash}|{sentence}|{req.get('claim', '')}", n=12)
+    asked = difficulty if not req.get("rule") else None
+    qid = "q-" + short_hash(f"{qtype}|{'+'.join(req['chunk_ids'])}|{seed}|{template.hash}|{sentence}|{req.get('claim', '')}"
+                            + (f"|{asked}" if asked else ""), n=12)
     extra = {"generation_round": generation_round, "evidence": req["evidence"] or None, "query_id": qid}
     if qtype == "multiple_choice":
         choices = _choices(req, chunk, qid, seed, distractors_of)
@@ -191,7 +195,8 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=req["question"], reference_answer=req["reference"],
                          answer_label=req["label"], model=template.name, **extra)  # fmt: skip
     try:
-        result = llm.generate(template.render(**req["values"]), json_schema=QUESTION_SCHEMA, temperature=0.0, seed=s, max_tokens=MAX_TOKENS)
+        result = llm.generate(with_hint(template.render(**req["values"]), asked), json_schema=QUESTION_SCHEMA, temperature=0.0, seed=s,
+                              max_tokens=MAX_TOKENS)  # fmt: skip
     except failed_exceptions as e:  # noqa: PERF203 - one failure must not stop the batch
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=f"llm_failed: {getattr(e, 'kind', type(e).__name__)}: {e}", **extra)
     question = str((result.data or {}).get("question", "")).strip()
@@ -213,7 +218,7 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
                          raw_reply=result.text, **extra)  # fmt: skip
     return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=question,
                 reference_answer=req["reference"], answer_label=req["label"], model=result.model, latency_s=result.latency_s,
-                input_tokens=result.input_tokens, output_tokens=result.output_tokens, raw_reply=result.text, **extra)  # fmt: skip
+                input_tokens=result.input_tokens, output_tokens=result.output_tokens, raw_reply=result.text, difficulty_asked=asked, **extra)  # fmt: skip
 
 
 def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None, polarity: str = "yes") -> bool:
@@ -315,21 +320,25 @@ def generate_grounded(
     roundtrip: bool = True,
     shares: dict[str, float] | None = None,
     distractors_of: Callable[[str, dict], list[str]] = lambda answer, chunk: [],
+    difficulty: dict[str, float] | None = None,
 ) -> tuple[list[dict], dict]:
     """Rows of every request and a summary (requests per round, kept and short strata). See the module docstring.
     ``roundtrip``: the generator answers every kept question from its source chunk (``golden.roundtrip``) and a
     disagreement rejects it; yes/no questions are asked only while a stratum has fewer than ``yes_no_allowed``.
-    ``shares``: of each of ``query_types`` (``golden.query_mix.type_shares``); ``distractors_of``: multiple choice."""
+    ``shares``: of each of ``query_types`` (``golden.query_mix.type_shares``); ``distractors_of``: multiple choice;
+    ``difficulty``: {level: share} the LLM is asked for, slot by slot (``golden.difficulty``; empty: none asked)."""
     bad = [t for t in query_types if t not in GROUNDED_TYPES]
     if bad:
         raise ValueError(f"grounded generation: no such query type {bad}; one of {list(GROUNDED_TYPES)}")
     target_shares = type_shares(query_types, shares)
     types = type_sequence(target_shares, seed)
+    levels, slot = difficulty_sequence(difficulty_shares(difficulty), seed), 0
     queue = {st: candidate_plan(pool, types, partner_of, stratum_polarity(rank, seed)) for rank, (st, pool) in enumerate(sorted(pools.items()))}
     chunk_of = {c["chunk_id"]: c for pool in pools.values() for c in pool}
     asked = dict.fromkeys(queue, 0)
     rows: list[dict] = []
-    summary: dict = {"requests_by_round": [], "kept_per_stratum": {}, "short_strata": {}, "roundtrip_calls": 0, "type_shares": target_shares}
+    summary: dict = {"requests_by_round": [], "kept_per_stratum": {}, "short_strata": {}, "roundtrip_calls": 0, "type_shares": target_shares,
+                     "difficulty_shares": difficulty_shares(difficulty)}
     kept_ids: set[str] = set()
     for round_no in range(1, max_rounds + 1):
         kept_in = {st: sum(r["query_id"] in kept_ids for r in rows if r["stratum"] == st) for st in queue}
@@ -360,7 +369,9 @@ def generate_grounded(
             partner = partner_of(chunk) if qtype == "multi_hop" else None
             if partner:
                 chunk_of.setdefault(partner["chunk_id"], partner)  # the round trip reads both hops
-            rows.append(ask(chunk, qtype, sentence, llm, partner, seed, failed_exceptions, round_no, polarity, distractors_of))
+            level = levels[slot % len(levels)] if levels else None
+            slot += 1
+            rows.append(ask(chunk, qtype, sentence, llm, partner, seed, failed_exceptions, round_no, polarity, distractors_of, level))
             progress(i + 1, len(batch))
         summary["requests_by_round"].append(len(batch))
         kept_ids = keep(rows)

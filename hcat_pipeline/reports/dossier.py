@@ -30,7 +30,7 @@ CHAPTERS = {
     "setting": ("test_setting",),
     "methods": ("validity", "construct_validity", "judge", "judge_ensemble", "calibrated"),
     "results": ("decision", "gates", "gate_review", "trace_cheating", "gates_detail", "canaries", "headline", "rankings", "paired", "pareto", "weakest", "robustness",
-                "paraphrase", "failures"),
+                "paraphrase", "difficulty", "failures"),
 }  # fmt: skip
 METHOD_LINES = ("Human labels wanted", "LLM judge", "Calibrat", "Metric validity", "Construct")  # the first screen's lines on methods
 NOT_SPOKEN_FOR = (

@@ -18,6 +18,7 @@ from hcat_pipeline.golden.composition import describe as describe_composition
 from hcat_pipeline.golden.composition import describe_suites
 from hcat_pipeline.reports.campaign_report import Plot, Section, fmt_ci, frame_section
 from hcat_pipeline.reports.decision import decision_section, ensemble_section, gate_matrix_section, judge_section
+from hcat_pipeline.reports.difficulty import difficulty_section
 from hcat_pipeline.reports.integrity import trace_section
 from hcat_pipeline.reports.paraphrase import paraphrase_section
 from hcat_pipeline.reports.rubric import harm_judged_section, rubric_sections
@@ -261,6 +262,9 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
     traces, trace_lines = trace_section((optional.get("grader_gaming") or OptionalTable(None, "")).frame,
                                         (optional.get("rag_responses") or OptionalTable(None, "")).frame)
     summary += trace_lines
+    difficulty, difficulty_lines = difficulty_section((optional.get("golden_set") or OptionalTable(None, "")).frame,
+                                                      (optional.get("behaviour_checks") or OptionalTable(None, "")).frame)
+    summary += difficulty_lines
     sections = {
         "decision": decision,
         "gates": gate_matrix_section(gate_frame, run.get("detector_precision")) if gate_frame is not None else gates,
@@ -290,6 +294,7 @@ def build_report(*, run: dict, cells: pl.DataFrame, weakest: pl.DataFrame, worst
         "robustness": frame_section("robustness", "Robustness", deltas, columns=["statement", "variant_kind", "system_id", "metric", "n_pairs",
                                     "variant_mean", "base_mean", "delta", "ci_low", "ci_high", "claim_strength"]),
         "paraphrase": paraphrase,
+        "difficulty": difficulty,
         "failures": frame_section("failures", "Failures", failures, columns=["severity", "failure_category", "system_id", "case_id", "category",
                                   "variant_kind", "evidence", "score"], row_class="severity"),
         "validity": _optional_section("validity", "Metric validity", optional["metric_validity"]),
