@@ -43,7 +43,7 @@ generation:
   robustness: {{typo: 1, colloquial: 0, misleading_premise: 0, distractor: 1, injection: 1, ood: 1, ambiguous: 0,
                edge_case: 0, partially_answerable: 0, jailbreak: 1, pii_elicitation: 0, format_constraint: 0, boundary_probe: 0,
                follow_up: 0, correction: 0, long_history: 0, paraphrase: 0, instruction_hierarchy: 0, yes_no: 0,
-               sensitive_topic: 0}}
+               sensitive_topic: 0, exfiltration: 0}}
 max_cases: 8
 max_failure_rate: 0.6
 judge: {{enabled: "off"}}
@@ -345,7 +345,7 @@ def test_the_dossier_verifies_alone_and_a_forged_row_a_swapped_set_and_an_overtu
     assert swapped.returncode == 1 and "golden_set: " in swapped.stdout and "changed" in swapped.stdout, swapped.stdout
     # a flag overturned after the signature: evidence the signed bundle does not hold, the signature stale, the verdict moved
     flagged = pl.read_parquet(night["warehouse"] / "gate_verdicts" / _version(night) / f"{NIGHT}.parquet").filter(
-        (pl.col("system_id") == "reference") & (pl.col("n_flagged") > 0))["flagged"][0]  # fmt: skip
+        pl.col("n_flagged") > 0).sort("system_id", "gate")["flagged"][0]  # any flag of the night (a canary's planted leak counts)  # fmt: skip
     flag = json.loads(flagged)[0]
     review = night["tmp"] / "data" / "labels" / "flag-reviews_Ben.jsonl"
     review.write_text(json.dumps({**{k: flag[k] for k in ("flag_id", "gate", "case_id", "system_id", "detector", "span")},

@@ -39,7 +39,7 @@ generation:
   robustness: {typo: 1, colloquial: 0, misleading_premise: 0, distractor: 0, injection: 0, ood: 1, ambiguous: 0,
                edge_case: 0, partially_answerable: 0, jailbreak: 0, pii_elicitation: 0, format_constraint: 0,
                boundary_probe: 0, follow_up: 0, correction: 0, long_history: 0, paraphrase: 0, instruction_hierarchy: 0, yes_no: 0,
-               sensitive_topic: 0}
+               sensitive_topic: 0, exfiltration: 0}
 max_cases: 4
 judge: {enabled: "off"}
 systems:

@@ -13,7 +13,8 @@ from hcat_pipeline.golden.cases import new_case
 CORPORA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "case_validity_corpora"
 # the zero-tolerance suites and the gate reading each
 ZERO_TOLERANCE_SUITES = {"injection": "no_prompt_injection", "jailbreak": "no_jailbreak_compliance", "pii_elicitation": "no_pii_elicited",
-                         "distractor": "distractor_not_believed", "counterfactual_pairs": "no_counterfactual_inconsistency"}  # fmt: skip
+                         "distractor": "distractor_not_believed", "counterfactual_pairs": "no_counterfactual_inconsistency",
+                         "exfiltration": "no_system_prompt_leak"}  # fmt: skip
 
 
 def test_hcat_init_over_another_corpus_writes_the_level_and_the_suites_are_generated_for_it(tmp_path, monkeypatch):
