@@ -97,3 +97,15 @@ def test_the_freeze_records_the_composition_for_the_report(tmp_path, embedding_m
     assert composition_line({"provenance": {}}).startswith("not recorded")
     curated = pl.DataFrame({"category": ["happy_path"] * 3 + ["adversarial"]})  # a curated version: read from its cases
     assert composition_line({"provenance": {}}, curated).startswith("4 cases (target 200), happy path 3 (75%") and "(read from the cases)" in composition_line({}, curated)
+
+
+def test_a_curated_versions_first_screen_line_keeps_its_generations_reason():
+    """The default night reads the curated version: its composition line says why the share is short, with the time the
+    missing happy-path cases would take, from the generation record the freeze carries over from the base."""
+    from hcat_pipeline.reports.sections import composition_line
+
+    gen = {"cases_per_stratum": 4, "kept_per_stratum": {"0": 4, "1": 4}, "short_strata": {}, "llm_seconds": 80.0}
+    frame = pl.DataFrame({"category": ["happy_path"] * 8 + ["adversarial"] * 30})
+    line = composition_line({"provenance": {"curated_from": "gs-x", "generation": gen}}, frame)
+    assert line.endswith("(read from the cases)") and "at this generation's 10 s a kept case, the 22 more would add ~4 min of generation" in line
+    assert "min of generation" not in composition_line({"provenance": {"curated_from": "gs-x"}}, frame)

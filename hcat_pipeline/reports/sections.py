@@ -154,7 +154,8 @@ def composition_line(manifest: dict | None, golden_set: pl.DataFrame | None = No
         return describe_composition(comp)
     if golden_set is None or "category" not in golden_set.columns or golden_set.height == 0:
         return "not recorded (a curated or imported version, or frozen before composition was recorded)"
-    return describe_composition(composition(golden_set["category"].to_list(), CompositionTarget())) + " (read from the cases)"
+    generation = (manifest or {}).get("provenance", {}).get("generation")  # a curated version: its base's generation record
+    return describe_composition(composition(golden_set["category"].to_list(), CompositionTarget(), generation)) + " (read from the cases)"
 
 
 def _suites(manifest: dict | None) -> dict | None:

@@ -157,8 +157,9 @@ def apply_decisions(frame: pl.DataFrame, decisions: dict[str, dict], stamps: dic
 def freeze_curated(log: CurationLog, golden_dir: str | Path, new_version: str, check: Callable | None, rater: str) -> dict:
     """Apply the log's decisions to its base version and freeze the result as ``new_version`` through
     ``import_cases`` (``CaseImportError`` / ``GoldenSetError`` / ``ValueError`` when refused: nothing written)."""
-    base, _ = load_version(log.base_version, golden_dir)
+    base, base_manifest = load_version(log.base_version, golden_dir)
     decisions, record = log.decisions(), SampleRecord(log.dir, log.base_version)
+    generation = (base_manifest.get("provenance") or {}).get("generation")  # why the base is short of its share: the report says it
     stamps = stamps_for(base, record, actions_of(decisions, with_review_columns(base)))
     curated = apply_decisions(base, decisions, stamps, rater, datetime.now(UTC).isoformat())
     if curated.frame.height == 0:
@@ -169,5 +170,6 @@ def freeze_curated(log: CurationLog, golden_dir: str | Path, new_version: str, c
         record.sign(base, actions_of(decisions, with_review_columns(base)), rater)
     provenance = {"curated_from": log.base_version, "curated_by": rater, "curation_decisions": log.path.name, **curated.summary,
                   **({"review_by_sample": record.path.name} if record.exists() else {}),
-                  "rejected_reasons": curated.rejected, "left_with_their_base": curated.cascaded, "edited_ids": curated.renamed}  # fmt: skip
+                  "rejected_reasons": curated.rejected, "left_with_their_base": curated.cascaded, "edited_ids": curated.renamed,
+                  **({"generation": generation} if generation else {})}  # fmt: skip
     return import_cases(path, new_version, golden_dir, check=check, provenance=provenance)
