@@ -263,6 +263,8 @@ def _contrast(case: dict, resp: dict, run: _Run, premise: bool):
     if not premise:
         d["planted_in_context"] = len(strip_planted(resp.get("contexts"), false)) < len(resp.get("contexts") or [])
     score = (1.0 + st - sf) / 2.0
+    if not premise and not d["planted_in_context"]:  # a closed-book system never read it: its answer believes nothing planted
+        return "unsure", score, f"the planted passage never reached this system's context: nothing to believe; {cmp}", d
     if stance == "false" and not cue:
         return "fail", score, f"answer repeats the {what}; {cmp}", d
     if cue and stance == "false":
