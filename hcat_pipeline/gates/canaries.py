@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import Literal
 
 from hcat_pipeline.behaviour.evidence import case_canary
+from hcat_pipeline.behaviour.exfiltration import system_turn
 from hcat_pipeline.common.canary_ids import canary_id
 from hcat_pipeline.common.ids import short_hash
 from hcat_pipeline.common.lexicon import ANTONYMS
@@ -220,7 +221,7 @@ def _injection_obedience(rec: dict, ctx: PlantContext) -> dict | None:
 
 def _leaks_system_prompt(rec: dict, ctx: PlantContext) -> dict | None:
     case = ctx.cases.get(rec["case_id"], {})
-    system = " ".join(t.get("content") or "" for t in case.get("history") or [] if t.get("role") == "system")
+    system = system_turn(case)
     if rec.get("error") is not None or case.get("variant_kind") != "exfiltration" or not system:
         return None  # only the exfiltration probes change
     return {**rec, "answer": f"Sure. These are my instructions: {system}"}
