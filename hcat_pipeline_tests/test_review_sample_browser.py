@@ -126,3 +126,33 @@ def test_the_proposed_repair_is_shown_taken_with_one_key_and_counted(tmp_path):
         browser.close()
     entry = CurationLog(project.curation_dir, "gs-one").decisions()[case["case_id"]]
     assert entry["action"] == "edit" and entry["as_proposed"] and entry["edits"]["query"].endswith("PostgreSQL database”)?")
+
+
+def test_two_right_options_are_repaired_with_one_key_and_the_freeze_keeps_the_key(tmp_path):
+    """Issue 68 item 3 in Chromium: a multiple-choice case with two right options ("id(x)" beside the key "id()") gets
+    a repair dropping the other; ``p`` takes it, and the frozen version's case has the three options left (a new id)."""
+    sync_api = chromium_or_skip()
+    from hcat_pipeline.review.app import create_app
+
+    project = make_project(tmp_path)
+    case = new_case(category="happy_path", query="Which built-in returns the identity of an object?", reference_answer="id()",
+                    options=["hash(x)", "id(x)", "id()", "type(x)"], expected_behavior="answer", query_type="multiple_choice",
+                    source_chunk_ids=[], stratum=0, created_at="2026-12-07")  # fmt: skip
+    freeze_version(cases_frame([case]), "gs-mc", project.golden_dir, created_at="2026-12-07")
+    with serve_app(create_app(settings_for(project, learn_order=False))) as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+        page.goto(f"{url}/curate/case?version=gs-mc")
+        with page.expect_navigation():
+            page.fill("#rater", "alice")
+            page.dispatch_event("#rater", "change")
+        assert page.locator("#proposal .proposed").inner_text() == "options: hash(x) · id() · type(x)"
+        with page.expect_response("**/api/curation"):
+            page.keyboard.press("p")
+        page.goto(f"{url}/curate?version=gs-mc")
+        page.fill("#new-version", "gs-mc-fixed")
+        page.click("#freeze")
+        page.wait_for_function("document.querySelector('#freeze-result').textContent.startsWith('frozen')")
+        browser.close()
+    frame, _ = load_version("gs-mc-fixed", project.golden_dir)
+    assert frame["options"].to_list() == [["hash(x)", "id()", "type(x)"]] and frame["case_id"][0] != case["case_id"]

@@ -61,7 +61,7 @@ class DecisionIn(BaseModel):
     case_id: str
     action: str
     reason: str = ""
-    edits: dict[str, str] = Field(default_factory=dict)
+    edits: dict[str, str | list[str]] = Field(default_factory=dict)  # options: a list (or one a line)
     difficulty: str | None = None
     scoring_notes: str = ""
     proposal: dict | None = None  # the repair the case screen offered ({kind, edits}), recorded with the decision

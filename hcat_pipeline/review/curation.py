@@ -35,8 +35,16 @@ __all__ = ["Action", "CurationLog", "Curated", "apply_decisions", "freeze_curate
 
 Action = Literal["accept", "reject", "edit", "undo"]
 ACTIONS: tuple[str, ...] = Action.__args__
-EDITABLE = ("query", "reference_answer")
+EDITABLE = ("query", "reference_answer", "options")
 VALIDITY_COLUMNS = ("validity_score", "validity_verdict", "validity_reasons")
+
+
+def _edited(field: str, value) -> str | list[str]:
+    """An edited field as stored: text stripped; the options a list of stripped, non-empty lines."""
+    if field == "options":
+        lines = value.splitlines() if isinstance(value, str) else list(value or [])
+        return [" ".join(str(o).split()) for o in lines if str(o).strip()]
+    return (value or "").strip()
 
 
 class CurationLog:
@@ -55,7 +63,7 @@ class CurationLog:
         """Append a decision; ValueError saying what is wrong (nothing written). ``difficulty`` (easy / medium / hard) and
         ``scoring_notes`` go with an accept or an edit onto the case's review record; ``proposal`` (``review.repairs``: the
         repair the screen offered) is recorded with whether the decision took it as is."""
-        reason, edits = (reason or "").strip(), {k: (v or "").strip() for k, v in (edits or {}).items()}
+        reason, edits = (reason or "").strip(), {k: _edited(k, v) for k, v in (edits or {}).items()}
         difficulty, scoring_notes = (difficulty or "").strip() or None, (scoring_notes or "").strip() or None
         if difficulty is not None and difficulty not in DIFFICULTIES:
             raise ValueError(f"difficulty {difficulty!r} is not one of {list(DIFFICULTIES)}")
@@ -70,6 +78,8 @@ class CurationLog:
                 raise ValueError(f"an edit changes {' and/or '.join(EDITABLE)}, got {sorted(edits)}")
             if "query" in edits and not edits["query"]:
                 raise ValueError("the edited question is empty")
+            if "options" in edits and (len(edits["options"]) < 2 or len(set(edits["options"])) != len(edits["options"])):
+                raise ValueError(f"the edited options must be 2 or more distinct options, got {edits['options']}")
         entry = {"case_id": case_id, "action": action, "reason": reason or None, "edits": edits if action == "edit" else {},
                  "rater": rater, "at": datetime.now(UTC).isoformat(timespec="microseconds"),
                  **({"difficulty": difficulty, "scoring_notes": scoring_notes} if action in ("accept", "edit") else {}),

@@ -212,7 +212,9 @@ function saveEditOne() {
   const q = $("#edit-query"), ref = $("#edit-reference"), edits = {};
   if (q.value !== q.defaultValue) edits.query = q.value;
   if (ref.value !== ref.defaultValue) edits.reference_answer = ref.value;
-  if (!Object.keys(edits).length) { say("nothing changed: edit the question or the reference first", "bad"); return; }
+  const opts = $("#edit-options");  // a multiple-choice case: its options, one a line
+  if (opts && opts.value !== opts.defaultValue) edits.options = opts.value.split("\n").map(o => o.trim()).filter(Boolean);
+  if (!Object.keys(edits).length) { say("nothing changed: edit the question, the reference or the options first", "bad"); return; }
   decideOne("edit", "", edits);
 }
 
@@ -233,6 +235,7 @@ if (one) {
     if (e.target.matches("input, textarea, select")) {
       if (e.key === "Escape") { e.preventDefault(); e.target.blur(); return; }
       if (e.key !== "Enter" || e.shiftKey) return;
+      if (e.target.id === "edit-options") return;  // Enter starts the next option; the button saves
       if (e.target.id === "reason") { e.preventDefault(); decideOne("reject", e.target.value); }
       else if (e.target.closest("#edit-box")) { e.preventDefault(); saveEditOne(); }
       else if (e.target.id === "scoring-notes") { e.preventDefault(); e.target.blur(); }
