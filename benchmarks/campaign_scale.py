@@ -1,6 +1,7 @@
 """How a night's cost grows with the golden set: 100 / 1,000 / 10,000 cases × two http systems, per stage.
 
     python benchmarks/campaign_scale.py [--sizes 100 1000 10000] [--shard-cases 500] [--out benchmarks/results/campaign_scale.json]
+                                        [--profile DIR]   # each stage under cProfile: DIR/<stage>-<n>.prof, its top items printed
 
 The golden sets are made cheaply: templated from the sentences of the Python language reference topics that ship with
 CPython (``pydoc_data.topics``; its paragraphs are the corpus' chunks), one case per (sentence, template). The two
@@ -213,15 +214,26 @@ def exponent(small: dict, large: dict, key: str, n_small: int, n_large: int) -> 
     return round(math.log(b / a) / math.log(n_large / n_small), 3) if a > 0 and b > 0 else None
 
 
+def print_profile(path: Path, top: int = 25) -> None:
+    """The stage's top items by own time (where the Python around the models goes)."""
+    import pstats
+
+    stats = pstats.Stats(str(path))
+    stats.sort_stats("tottime").print_stats(top)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     ap.add_argument("--shard-cases", type=int, default=500)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "campaign_scale.json"))
+    ap.add_argument("--profile", help="run each stage under cProfile, its stats in this folder, the top items printed")
     ap.add_argument("--stage", help=argparse.SUPPRESS)  # internal: one stage in this process
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
     ap.add_argument("--urls", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.profile:
+        Path(a.profile).mkdir(parents=True, exist_ok=True)
     if a.stage:
         print(json.dumps(run_stage(Path(a.workdir), a.stage, json.loads(a.urls), a.shard_cases)))
         return 0
@@ -234,10 +246,12 @@ def main() -> int:
         per_stage = {}
         with instant_services(rows, chunks) as urls:
             for stage in STAGES:
-                cmd = [sys.executable, __file__, "--stage", stage, "--workdir", str(workdir), "--urls", json.dumps(urls),
+                prof = ["-m", "cProfile", "-o", str(Path(a.profile) / f"{stage}-{n}.prof")] if a.profile else []
+                cmd = [sys.executable, *prof, __file__, "--stage", stage, "--workdir", str(workdir), "--urls", json.dumps(urls),
                        "--shard-cases", str(a.shard_cases)]  # fmt: skip
-                env = {**os.environ, "HCAT_WAREHOUSE_DIR": str(workdir / "wh"), "HCAT_EMBEDDING_CACHE_DIR": str(workdir / "emb")}
-                done = subprocess.run(cmd, capture_output=True, text=True, env=env)  # a fresh embedding cache per size
+                env = {**os.environ, "HCAT_WAREHOUSE_DIR": str(workdir / "wh"), "HCAT_EMBEDDING_CACHE_DIR": str(workdir / "emb"),
+                       "HCAT_SCORE_CACHE_DIR": str(workdir / "scores")}  # nothing reused from an earlier run
+                done = subprocess.run(cmd, capture_output=True, text=True, env=env)  # fresh embedding and score caches per size
                 if done.returncode != 0:
                     sys.stderr.write(done.stderr[-4000:])
                     raise SystemExit(f"{stage} at {n} cases failed")
@@ -246,6 +260,8 @@ def main() -> int:
                 fig["overhead_over_floor"] = round((fig["wall_s"] - fig["forward_s"]) / fig["forward_s"], 3) if fig["forward_s"] else None
                 per_stage[stage] = fig
                 print(json.dumps({"cases": n, **fig}), flush=True)
+                if a.profile:
+                    print_profile(Path(a.profile) / f"{stage}-{n}.prof")
         results["sizes"][str(n)] = per_stage
     sizes = a.sizes
     results["growth_exponent"] = {

@@ -99,6 +99,9 @@ def plan_response_shards(context: dg.OpExecutionContext, config: CampaignRunConf
     yield from emit_shards(plan)
 
 
+PROGRESS_LINES = 50  # progress lines a shard logs at most (the console's bar reads them)
+
+
 @dg.op(pool=llm_pool(), description="One system answers one shard of the night's cases (checkpointed per response; resumes).")
 def answer_shard(context: dg.OpExecutionContext, config: CampaignRunConfig, llm: LLM, embedding_model: EmbeddingModel,
                  multilingual_encoder: MultilingualEncoder, shard: Shard, golden_set: pl.DataFrame, chunks: pl.DataFrame, chunk_embeddings: pl.DataFrame) -> dict:
@@ -111,10 +114,12 @@ def answer_shard(context: dg.OpExecutionContext, config: CampaignRunConfig, llm:
                           golden_set.to_dicts(), lambda kw: HttpRagSystem(**kw), spec.reuse, multilingual_encoder.dense_index)  # fmt: skip
     history = CheckpointHistory(config.checkpoint_dir, version, night)
     marks, done = {c["case_id"] for c in cases[:: max(1, len(cases) // 4)]}, iter(range(1, len(cases) + 1))
+    every = max(1, len(cases) // PROGRESS_LINES)  # a log line is an event-log write: not one per answer
 
     def on_record(rec):
         n = next(done, len(cases))
-        context.log.debug(progress_message(n, len(cases), rec["system_id"], n, len(cases)))
+        if n % every == 0 or n == len(cases):
+            context.log.debug(progress_message(n, len(cases), rec["system_id"], n, len(cases)))
         if rec["case_id"] in marks:
             context.log.info(f"{rec['system_id']}: {rec['case_id']} done" + (f" (error: {rec['error']})" if rec["error"] else ""))
 
