@@ -174,3 +174,18 @@ def test_unknown_metric_and_missing_columns_raise(frame, embedding_model):
         score(frame, ["bleu"], embedding_model=embedding_model)
     with pytest.raises(ValueError, match="contexts"):
         score(frame.drop("contexts"), EMB, embedding_model=embedding_model)
+
+
+@pytest.mark.parametrize("text", [
+    "What is the default value of i", "  Nothing happens when it is executed. ", "It returns a new list?",
+    'The "__module__" attribute. The name of the module.', '"__module__" The name of the module in which it was defined.',
+    "First line\nsecond line", "Use x (see below) and y. Then z.", "e.g. this one", "Yes. It does.", "Ends with a quote”",
+])  # fmt: skip
+def test_a_text_read_as_one_sentence_without_the_splitter_is_what_the_splitter_returns(text):
+    """Issue 66: the metric batch skips the sentence splitter only where it could return nothing but the text."""
+    from hcat_pipeline.corpus.chunking import split_sentences
+    from hcat_pipeline.metrics.batch import one_sentence
+
+    if one_sentence(text):
+        assert split_sentences(text) == [text.strip()]
+    assert one_sentence(text) == (text.strip() in ("What is the default value of i", "Nothing happens when it is executed.", "It returns a new list?"))
