@@ -267,3 +267,38 @@ def test_counterfactual_pair_frames_every_question_and_never_repeats_a_pair():
     cases, failures = counterfactual_cases(bases, 0, 6, variant, attributes=("income",))
     assert len({c["query"] for c in cases}) == len(cases) == 8  # 2 bases × 2 income persona pairs, no pair twice
     assert len(failures) == 2 and all("no base question left" in f["reason"] for f in failures)
+
+
+def test_a_distractor_swaps_the_answer_asked_for_where_the_base_asks_for_a_span():
+    """Issue 68: the planted passage contradicts the answer itself — another term of the span's shape and markup in its
+    place — not a neighbouring word of its sentence; a call with other arguments names the same thing and is no swap."""
+    from hcat_pipeline.golden.contradiction import swap_span
+    from hcat_pipeline.golden.robustness import span_swapped
+
+    sentence = 'The only feature that requires using the future statement is "annotations" (see PEP 563).'
+    pool = [("code", "steps through *code*"), ("generator_stop", 'The "generator_stop" feature is mandatory.')]
+    assert swap_span(sentence, "annotations", pool) == sentence.replace("annotations", "generator_stop")
+    assert swap_span(sentence, "annotations", [("code", "steps through *code*")]) is None  # *emphasis*, not "quoted": another kind
+    call = 'The built-in type "range()" represents immutable sequences.'
+    assert swap_span(call, "range()", [("range(3)", 'as in "range(3)"')]) is None
+    assert swap_span(call, "range()", [("tuple()", 'as in "tuple()"')]) == call.replace("range()", "tuple()")
+    chunk = {"c1": 'The only feature that requires using the future statement is "annotations" (see PEP 563). '
+                   'The "generator_stop" feature is mandatory since Python 3.7.'}  # fmt: skip
+    base = {"query_type": "simple", "query": "Which feature requires the use of the future statement?", "reference_answer": sentence,
+            "source_chunk_ids": ["c1"]}  # fmt: skip
+    true_claim, false_claim, rule = span_swapped(base, [sentence], chunk)
+    assert (true_claim, rule) == (sentence, "span_swap") and '"generator_stop" (see PEP 563)' in false_claim
+    assert span_swapped({**base, "query_type": "inference"}, [sentence], chunk) is None  # an inference question asks for no span
+    assert span_swapped({**base, "query": "Does annotations require the future statement?"}, [sentence], chunk) is None  # span named
+
+
+def test_a_span_swap_is_valid_only_as_one_term_in_a_source_sentence():
+    """A swapped distractor passes validity when it is a source sentence with one term replaced; a rewrite of more, or
+    the source's own sentence, does not (so the checks that read negations do not drop every swap)."""
+    from hcat_pipeline.golden.variant_checks import swap_checks
+
+    source = 'The only feature that requires using the future statement is "annotations" (see PEP 563). The "generator_stop" feature is on.'
+    assert swap_checks('The only feature that requires using the future statement is "generator_stop" (see PEP 563).', source) == []
+    assert swap_checks('The only feature that requires using the future statement is "annotations" (see PEP 563).', source)[0].startswith(
+        "premise_not_false: the source states")
+    assert swap_checks("The only feature that needs the statement is generator_stop, see the PEP.", source)[0].startswith("premise_not_false")

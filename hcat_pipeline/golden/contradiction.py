@@ -1,6 +1,8 @@
 """Contradiction rules (HCAT §6.1.1; golden-eval §11.2): a true source sentence made false by one rule-based edit.
 
-``contradict_sentence`` removes or adds a negation, swaps an antonym or changes a number; ``false_premise`` picks the
+``contradict_sentence`` removes or adds a negation, swaps an antonym or changes a number; ``swap_span`` puts another
+term of the same shape in place of the answer a question asks for (a distractor that contradicts the answer itself,
+not a neighbouring word of its sentence: issue 68); ``false_premise`` picks the
 first source sentence a reviewer would sign as a claim that a rule turns into a checkably false one — a *misleading
 premise* in a query (``misleading_premise_query``) and a *distractor passage* in the retrieved context
 (``golden.robustness``), the "No" twins of yes/no cases (``golden.yes_no``), the canaries' planted falsehoods.
@@ -10,7 +12,9 @@ No dagster import.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+from hcat_pipeline.common.sentences import shape
 from hcat_pipeline.golden.claims import claim_problem, sentence_problem
 from hcat_pipeline.golden.counterfactual import lower_first
 from hcat_pipeline.golden.variant_checks import premise_checks
@@ -54,6 +58,34 @@ def contradict_sentence(sentence: str) -> tuple[str, str] | None:
     if m:
         return s[: m.end()] + " not" + s[m.end() :], "negation"
     return swap_antonym_or_number(s)
+
+
+# shapes whose terms name one thing: another of the shape in the answer's place is a different answer
+SWAPPABLE = frozenset({"dunder", "call", "exception", "version", "number", "dotted", "camel", "identifier"})
+
+
+def swap_span(sentence: str, span: str, pool: Iterable[tuple[str, str]]) -> str | None:
+    """``sentence`` with its answer ``span`` replaced by the first term of ``pool`` ((term, the sentence it is in)) of
+    the same shape and markup (quoted, ``code``, *emphasis*) that names something else (not the span with other
+    arguments) and is not already in the sentence; None when the span is no single named term or no term fits."""
+    kind, mark = shape(span), _markup(span, sentence)
+    if kind not in SWAPPABLE or sentence.count(span) != 1:
+        return None
+    for term, where in pool:
+        if shape(term) == kind and _markup(term, where) == mark and _name(term) != _name(span) and term not in sentence:
+            return sentence.replace(span, term, 1)
+    return None
+
+
+def _markup(term: str, sentence: str) -> str:
+    """The character that opens ``term`` in ``sentence`` (a quote, a backtick, an asterisk), or ""."""
+    i = sentence.find(term)
+    return sentence[i - 1] if i > 0 and not sentence[i - 1].isalnum() and not sentence[i - 1].isspace() else ""
+
+
+def _name(term: str) -> str:
+    """What a term names: lower case, a call's arguments set aside ("range(3)" names "range")."""
+    return re.sub(r"\(.*\)$", "", term.strip()).lower()
 
 
 def swap_antonym_or_number(sentence: str) -> tuple[str, str] | None:

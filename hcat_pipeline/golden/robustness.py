@@ -32,10 +32,12 @@ from typing import Optional
 import numpy as np
 
 from hcat_pipeline.common.ids import short_hash
-from hcat_pipeline.common.sentences import sentences
+from hcat_pipeline.common.sentences import sentences, terms
 from hcat_pipeline.golden.cases import new_case as make_case
-from hcat_pipeline.golden.contradiction import false_premise, misleading_premise_query
+from hcat_pipeline.golden.claims import claim_problem
+from hcat_pipeline.golden.contradiction import false_premise, misleading_premise_query, swap_span
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, bias_pair_budget, counterfactual_cases
+from hcat_pipeline.golden.grounded import answer_span
 from hcat_pipeline.golden.paraphrase import PER_CASE, paraphrase_cases
 from hcat_pipeline.golden.selection import content_words
 
@@ -275,6 +277,21 @@ def states_reference(sentence: str, reference: str) -> bool:
     return bool(ref) and len(ref & set(content_words(sentence))) >= 0.6 * len(ref)
 
 
+def span_swapped(base: dict, window: list[str], chunk_texts: dict[str, str]) -> tuple[str, str, str] | None:
+    """(true claim, false claim, "span_swap") for a base that asks for a span of its sentence: the sentence of ``window``
+    holding the span, with another term of the span's shape from the source chunks in its place (``swap_span``), so the
+    planted passage contradicts the answer asked for; None when the base asks for no such span or no term fits."""
+    reference = base.get("reference_answer") or ""
+    span = reference if base.get("query_type") == "multiple_choice" else answer_span(reference) if base.get("query_type") == "simple" else None
+    if not span or span.lower() in (base.get("query") or "").lower():
+        return None
+    pool = [(t, s) for cid in base["source_chunk_ids"] for s in sentences(chunk_texts.get(cid, "")) for t in terms(s)]
+    for sentence in window:
+        if (false_claim := swap_span(sentence, span, pool)) is not None and claim_problem(false_claim) is None:
+            return sentence, false_claim, "span_swap"
+    return None
+
+
 def build_robustness_cases(
     bases: list[dict],
     chunk_texts: dict[str, str],
@@ -376,6 +393,8 @@ def build_robustness_cases(
                     failures.append({"kind": kind, "base_case_id": base["case_id"], "reason": claim})
                     continue
                 true_claim, false_claim, rule = claim
+                if kind == "distractor":  # the answer asked for swapped, where the base asks for a span (same bases consumed)
+                    true_claim, false_claim, rule = span_swapped(base, window, chunk_texts) or claim
                 said = [f"true claim (source): {true_claim}", f"false claim: {false_claim}"]
                 if kind == "misleading_premise":
                     cases.append(variant(base, category="adversarial", variant_kind=kind, query=misleading_premise_query(base["query"], false_claim),

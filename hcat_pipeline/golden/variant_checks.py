@@ -4,7 +4,8 @@
   verb, no table or code fragments), taken from the source (most of its words are there) and made false (a source
   sentence restates it with the opposite negation, or it differs from one by a swapped number or antonym; a claim
   the source states as is, is no false premise).
-- ``distractor``: the passage contradicts the source in the same way and is a sentence.
+- ``distractor``: the passage contradicts the source in the same way and is a sentence; a span swap (tag
+  ``contradiction:span_swap``) is a source sentence word for word but for one term in the answer's place.
 - ``counterfactual``: HCAT §4's attributes; the two members of a pair differ only in the attribute's terms (checked
   in the batch); a persona put before an impersonal question ("As a 70-year-old, what is the difference between
   ``__lt__`` and ``__le__``") is flagged ``unnatural_persona``.
@@ -16,11 +17,13 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 
 import numpy as np
 
+from hcat_pipeline.corpus.chunking import split_sentences
 from hcat_pipeline.golden.claims import claim_problem, contradicted_by, readings_of
 from hcat_pipeline.golden.conversation import CONVERSATION_KINDS, conversation_problems, standalone_question
 from hcat_pipeline.golden.counterfactual import ATTRIBUTES, has_persona_prefix, is_personal, without_persona
@@ -65,6 +68,25 @@ def _expected(case: dict) -> list[str]:
     return []
 
 
+def swap_checks(claim: str, source: str) -> list[str]:
+    """Hard reasons why ``claim`` is no sound span swap of the source: a sentence the source does not state, equal word for
+    word to one source sentence but for one replaced stretch of at most ``MAX_SWAP_WORDS`` words (the answer's term)."""
+    problem = claim_problem(claim)
+    if problem:
+        return [f"malformed: {problem}"]
+    words = claim.split()
+    for sentence in split_sentences(source):
+        ops = [op for op in difflib.SequenceMatcher(None, sentence.split(), words, autojunk=False).get_opcodes() if op[0] != "equal"]
+        if len(ops) == 1 and ops[0][0] == "replace" and max(ops[0][2] - ops[0][1], ops[0][4] - ops[0][3]) <= MAX_SWAP_WORDS:
+            return []
+    if " ".join(words).lower() in " ".join(source.split()).lower():
+        return ["premise_not_false: the source states the claim as it is"]
+    return ["premise_not_false: no source sentence differs from it by one term"]
+
+
+MAX_SWAP_WORDS = 3
+
+
 def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], cfg: ValidityConfig) -> Validity:
     """Validity of a variant or a non-answerable case (checks named in the module docstring)."""
     kind, q = case.get("variant_kind"), case.get("query") or ""
@@ -78,7 +100,8 @@ def variant_validity(case: dict, source: str, vec: Callable[[str], np.ndarray], 
             reasons += premise_checks(m.group("claim"), source)
             checks["premise_support"] = lexical_recall(m.group("claim"), source) if source.strip() else 1.0
     elif kind == "distractor":
-        reasons += premise_checks(case.get("distractor_passage") or "", source)
+        check = swap_checks if "contradiction:span_swap" in (case.get("tags") or []) else premise_checks
+        reasons += check(case.get("distractor_passage") or "", source)
     elif kind == "injection":
         canary = [t for t in re.findall(r"CANARY-[A-Z0-9]+", q + " " + (case.get("distractor_passage") or ""))]
         if not canary:
