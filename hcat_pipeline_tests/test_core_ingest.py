@@ -117,3 +117,11 @@ def test_a_terminal_capture_is_ingested_as_plain_text(tmp_path):
     (docs / "man.txt").write_text("N\bNA\bAM\bME\bE\n  man - an interface to the \x1b[1msystem reference manuals\x1b[22m\x07\n", encoding="utf-8")
     frame, errors, _ = ingest(include_embedded=False, drop_folder=docs)
     assert frame["text"][0] == "NAME\n  man - an interface to the system reference manuals" and errors.height == 0
+
+
+def test_html_superscripts_and_subscripts_are_not_flattened_into_the_number(tmp_path):
+    """Issue 68: "modulo 2<sup>32</sup>" read as "modulo 232" made a reference nobody could sign."""
+    (tmp_path / "p.html").write_text("<html><body><p>Arithmetic is done modulo 2<sup>32</sup>; the log is log<sub>2</sub> n.</p></body></html>")
+    docs, errors, _ = ingest(False, None, paths=["p.html"], base=tmp_path)
+    text = docs["text"].item()
+    assert errors.height == 0 and "modulo 2^32;" in text and "log_2 n" in text and "232" not in text

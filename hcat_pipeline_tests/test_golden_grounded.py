@@ -460,3 +460,28 @@ def test_never_more_yes_than_no_cases_so_an_always_yes_system_loses_half():
     kept, rejected = yes_no_balance(rows, lambda r: True, lambda r, reason, detail: {"query_id": r["query_id"], "reason": reason})
     assert [r["query_id"] for r in kept] == ["q0", "q2", "s"] and {r["reason"] for r in rejected} == {"yes_no_balance"}
     assert len(yes_no_balance(rows[:2], lambda r: True, lambda *a: a)[0]) == 1  # no "No": one "Yes" kept
+
+
+def test_a_question_made_of_the_consequence_clause_alone_is_refused():
+    """Issue 68: "What is lost?" of "If the server stops, the data is lost." has no answer a stranger could give — the
+    condition is the sentence's point; a question that keeps the condition is written."""
+    from hcat_pipeline.golden.grounded import ask, consequence_only
+
+    sentence = "If the payment is made after the cut-off time, the transfer is processed on the next business day."
+    assert consequence_only("When is the transfer processed?", sentence) == "If the payment is made after the cut-off time"
+    assert consequence_only("When is a transfer paid after the cut-off time processed?", sentence) is None
+    assert consequence_only("When is the transfer processed?", "The transfer is processed on the next business day.") is None
+
+    class _Asks(_LLM):
+        def __init__(self, question):
+            super().__init__()
+            self.question = question
+
+        def generate(self, messages, json_schema=None, **kw):
+            return SimpleNamespace(data={"question": self.question}, text="", model="fake", latency_s=0.0, input_tokens=1, output_tokens=1)
+
+    chunk = {"chunk_id": "c1", "text": sentence, "title": "Transfers", "stratum": 0}
+    row = ask(chunk, "inference", sentence, _Asks("On which day is the transfer processed?"), None, 0)
+    assert row["error"].startswith("consequence_clause:") and row["query"] == "On which day is the transfer processed?"
+    kept = ask(chunk, "inference", sentence, _Asks("What happens to a payment made after the cut-off time?"), None, 0)
+    assert kept["error"] is None

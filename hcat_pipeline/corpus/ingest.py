@@ -88,7 +88,8 @@ class _HTMLText(HTMLParser):
     list items, table cells, definition terms) its own paragraph, so a heading becomes a line of its own (the chunk's
     title, ``common.sentences.headings``) instead of the first words of the next sentence; navigation (``<nav>``,
     header / footer, DocBook ``navheader`` / ``navfooter``, Sphinx ``related`` / ``sphinxsidebar`` / ``headerlink``,
-    breadcrumbs, skip links), captions, scripts and styles dropped. Tested on Sphinx and DocBook pages."""
+    breadcrumbs, skip links), captions, scripts and styles dropped; a superscript is written after "^" and a subscript
+    after "_", so "2<sup>32</sup>" reads 2^32, not 232. Tested on Sphinx and DocBook pages."""
 
     _SKIP = {"script", "style", "noscript", "template", "nav", "header", "footer", "caption", "figcaption", "button", "select"}
     _SKIP_CLASS = re.compile(r"\b(?:navheader|navfooter|navigation|nav|related|sphinxsidebar\w*|headerlink|breadcrumbs?|"
@@ -96,6 +97,8 @@ class _HTMLText(HTMLParser):
     _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
     _BLOCK = {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "td", "th", "pre", "section", "article", "table",
               "dt", "dd", "dl", "ul", "ol", "blockquote", "hr", "main", "aside", "figure", "address", "body"}
+
+    _SCRIPT = {"sup": "^", "sub": "_"}
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -115,6 +118,8 @@ class _HTMLText(HTMLParser):
             self._skip.append(tag)
         elif tag == "title":
             self._in_title = True
+        elif tag in self._SCRIPT:  # "2<sup>32</sup>" is 2^32, not "232" (issue 68: "modulo-232" in a reference)
+            self.parts.append(self._SCRIPT[tag])
         elif tag in self._BLOCK:
             self._pre += tag == "pre"
             self.parts.append("\n\n")

@@ -213,12 +213,27 @@ def ask(chunk: dict, qtype: str, sentence: str, llm, partner: dict | None, seed:
     target = req["reference"] if qtype == "multiple_choice" else None if qtype == "multi_hop" else req["evidence"]
     if qtype != "yes_no" and target and answer_in_question(question, target):
         error = f"answer_in_question: the question names its answer {target!r}"
+    elif qtype in ("simple", "inference", "multiple_choice") and (condition := consequence_only(question, sentence)):
+        error = f"consequence_clause: the question asks the sentence's consequence without its condition {condition!r}"
     if error:
         return query_row(chunk, qtype, req["chunk_ids"], template, seed, error=error, query=question or None, model=result.model,
                          raw_reply=result.text, **extra)  # fmt: skip
     return query_row(chunk, qtype, req["chunk_ids"], template, seed, query=question,
                 reference_answer=req["reference"], answer_label=req["label"], model=result.model, latency_s=result.latency_s,
                 input_tokens=result.input_tokens, output_tokens=result.output_tokens, raw_reply=result.text, difficulty_asked=asked, **extra)  # fmt: skip
+
+
+# a sentence that opens with its condition: "If the server stops, the data is lost."
+_CONDITION_FIRST = re.compile(r"^\s*(?P<cond>(?:if|when|whenever|unless|once|although|while|where|after|before)\b[^,;:]{3,}?),\s+\S", re.I)
+
+
+def consequence_only(question: str, sentence: str) -> str | None:
+    """The condition ``sentence`` opens with when ``question`` shares none of its content words — a question made of the
+    consequence clause alone ("What is lost?" of "If the server stops, the data is lost."), whose answer holds only under
+    a condition the asker never states (issue 68) — else None."""
+    m = _CONDITION_FIRST.match(sentence or "")
+    cond = set(content_words(m["cond"])) if m else set()
+    return m["cond"] if cond and not cond & set(content_words(question)) else None
 
 
 def fits(chunk: dict, sentence: str, qtype: str, partner_of=lambda c: None, polarity: str = "yes") -> bool:
