@@ -27,6 +27,16 @@ def _version(golden_dir: Path) -> tuple[str, set[str]]:
     return "gs-kinds", {c["case_id"] for c in yes_no}
 
 
+def _case_screen_as(browser, url: str, version: str, rater: str):
+    """A page on the one-case screen of ``version`` with ``rater`` typed in (the screen reloads for the rater)."""
+    page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+    page.goto(f"{url}/curate/case?version={version}")
+    with page.expect_navigation():
+        page.fill("#rater", rater)
+        page.dispatch_event("#rater", "change")
+    return page
+
+
 def _press(page, keys: list[str]) -> None:
     for k in keys:
         page.keyboard.press(k) if len(k) == 1 or k == "Enter" else page.keyboard.type(k)
@@ -113,11 +123,7 @@ def test_the_proposed_repair_is_shown_taken_with_one_key_and_counted(tmp_path):
     settings = settings_for(project, chunks=chunks, learn_order=False)
     with serve_app(create_app(settings)) as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
-        page.goto(f"{url}/curate/case?version=gs-one")
-        with page.expect_navigation():
-            page.fill("#rater", "alice")
-            page.dispatch_event("#rater", "change")
+        page = _case_screen_as(browser, url, "gs-one", "alice")
         assert "(in “pg_dump - extract a PostgreSQL database”)?" in page.locator("#proposal .proposed").inner_text()
         with page.expect_response("**/api/curation"):
             page.keyboard.press("p")
@@ -141,11 +147,7 @@ def test_two_right_options_are_repaired_with_one_key_and_the_freeze_keeps_the_ke
     freeze_version(cases_frame([case]), "gs-mc", project.golden_dir, created_at="2026-12-07")
     with serve_app(create_app(settings_for(project, learn_order=False))) as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        page = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
-        page.goto(f"{url}/curate/case?version=gs-mc")
-        with page.expect_navigation():
-            page.fill("#rater", "alice")
-            page.dispatch_event("#rater", "change")
+        page = _case_screen_as(browser, url, "gs-mc", "alice")
         assert page.locator("#proposal .proposed").inner_text() == "options: hash(x) · id() · type(x)"
         with page.expect_response("**/api/curation"):
             page.keyboard.press("p")
